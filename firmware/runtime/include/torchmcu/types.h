@@ -1,0 +1,114 @@
+/*
+ * Core value types shared by the runtime and every kernel.
+ *
+ * A loaded method is a table of tm_value. Kernels receive pointers into that
+ * table, in the order of the operator's schema (ExecuTorch's operators.yaml),
+ * ending with the out tensor twice (the `out` argument and the returned value),
+ * as ExecuTorch programs encode KernelCall arguments.
+ */
+#ifndef TORCHMCU_TYPES_H
+#define TORCHMCU_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Every runtime entry point and every kernel returns one of these. */
+typedef enum {
+  TM_OK = 0,
+  TM_ERR_INVALID_PROGRAM = 1,  /* malformed or inconsistent .pte */
+  TM_ERR_UNSUPPORTED = 2,      /* well formed, but uses something we do not implement */
+  TM_ERR_MISSING_OPERATOR = 3, /* operator not registered in this image */
+  TM_ERR_INVALID_ARGUMENT = 4, /* kernel argument violates the operator's contract */
+  TM_ERR_OUT_OF_MEMORY = 5,    /* a caller-provided buffer is too small */
+  TM_ERR_INVALID_STATE = 6,    /* API called in the wrong order */
+  TM_ERR_KERNEL = 7,           /* a kernel failed while running */
+} tm_status;
+
+/* ScalarType numbers of ExecuTorch's scalar_type.fbs (the subset we handle). */
+typedef enum {
+  TM_BYTE = 0,  /* uint8 */
+  TM_CHAR = 1,  /* int8 */
+  TM_SHORT = 2, /* int16 */
+  TM_INT = 3,   /* int32 */
+  TM_LONG = 4,  /* int64 */
+  TM_FLOAT = 6,
+  TM_DOUBLE = 7,
+  TM_BOOL = 11,
+} tm_scalar_type;
+
+#define TM_MAX_DIMS 6
+
+/*
+ * A tensor as kernels see it. `sizes` are in the program's logical order;
+ * `dim_order` lists the dimensions from outermost to innermost in memory
+ * (ExecuTorch's dim order). A 4-D activation with sizes N,C,H,W and dim order
+ * 0,2,3,1 is NHWC in memory.
+ */
+typedef struct {
+  void *data;
+  int32_t sizes[TM_MAX_DIMS];
+  uint8_t dim_order[TM_MAX_DIMS];
+  uint8_t dim;
+  uint8_t scalar_type; /* tm_scalar_type */
+  uint32_t numel;
+  uint32_t nbytes;
+} tm_tensor;
+
+typedef struct {
+  const int64_t *items;
+  uint32_t length;
+} tm_int_list;
+
+typedef enum {
+  TM_VALUE_NONE = 0,
+  TM_VALUE_INT = 1,
+  TM_VALUE_BOOL = 2,
+  TM_VALUE_DOUBLE = 3,
+  TM_VALUE_TENSOR = 4,
+  TM_VALUE_STRING = 5,
+  TM_VALUE_INT_LIST = 6,
+  TM_VALUE_DOUBLE_LIST = 7,
+  TM_VALUE_BOOL_LIST = 8,
+  TM_VALUE_TENSOR_LIST = 9,
+  TM_VALUE_OPTIONAL_TENSOR_LIST = 10,
+} tm_value_tag; /* numbered as the KernelTypes union of program.fbs */
+
+typedef struct {
+  uint8_t tag; /* tm_value_tag */
+  union {
+    int64_t i;
+    bool b;
+    double d;
+    tm_tensor *tensor;
+    tm_int_list int_list;
+  } u;
+} tm_value;
+
+/* Per-call context: lets a kernel report which argument was wrong. */
+typedef struct {
+  uint16_t bad_argument; /* index of the offending argument, set on error */
+} tm_kernel_context;
+
+typedef tm_status (*tm_kernel_fn)(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
+
+typedef struct {
+  const char *name;     /* e.g. "cortex_m::quantized_linear" */
+  const char *overload; /* e.g. "out" */
+  tm_kernel_fn fn;
+} tm_kernel_entry;
+
+typedef struct {
+  const tm_kernel_entry *entries;
+  size_t count;
+} tm_kernel_registry;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TORCHMCU_TYPES_H */
