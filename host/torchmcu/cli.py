@@ -1,0 +1,167 @@
+"""The `torchmcu` command line.
+
+    torchmcu export examples/models.py:ds_cnn -o out/          # quantize, lower, plan, write out/model.pte
+    torchmcu run out/model.pte --host [--inputs x.npz]        # run on the host build of the runtime
+    torchmcu info out/model.pte                               # operators, values, memory plan
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+class CliError(Exception):
+    """An error worth one clear line on stderr, not a traceback."""
+
+
+def _load_factory(spec: str) -> Any:
+    """Resolve 'path/to/file.py:name' or 'package.module:name' to the named object."""
+    target, sep, attr = spec.rpartition(":")
+    if not sep or not target or not attr:
+        raise CliError(f"model spec {spec!r} must look like FILE.py:FUNCTION or MODULE:FUNCTION")
+    if target.endswith(".py"):
+        path = Path(target)
+        if not path.is_file():
+            raise CliError(f"model file {target} does not exist")
+        module_spec = importlib.util.spec_from_file_location(path.stem, path)
+        assert module_spec and module_spec.loader
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[path.stem] = module
+        module_spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(target)
+    if not hasattr(module, attr):
+        raise CliError(f"{target} has no {attr!r}")
+    return module, getattr(module, attr)
+
+
+def _load_npz_samples(path: str) -> list[tuple[np.ndarray, ...]]:
+    """An .npz whose arrays (sorted by name) are the model inputs, each with a leading sample axis."""
+    with np.load(path) as data:
+        arrays = [data[k] for k in sorted(data.files)]
+    if not arrays:
+        raise CliError(f"{path} holds no arrays")
+    n = arrays[0].shape[0]
+    if any(a.shape[0] != n for a in arrays):
+        raise CliError(f"{path}: all arrays need the same number of samples (leading axis)")
+    return [tuple(a[i] for a in arrays) for i in range(n)]
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    import torch
+
+    import torchmcu
+
+    module, factory = _load_factory(args.model)
+    made = factory()
+    model, example_inputs = made if isinstance(made, tuple) else (made, None)
+    if example_inputs is None:
+        raise CliError(f"{args.model} must return (model, example_inputs)")
+    if args.calibration:
+        samples = [
+            tuple(torch.from_numpy(np.ascontiguousarray(x)).unsqueeze(0) for x in s)
+            for s in _load_npz_samples(args.calibration)
+        ]
+    elif hasattr(module, "calibration_samples"):
+        samples = list(module.calibration_samples())
+    else:
+        raise CliError(
+            "no calibration data: pass --calibration FILE.npz or define calibration_samples() "
+            "beside the model factory"
+        )
+    print(f"exporting {args.model} for {args.board} ({len(samples)} calibration samples)...")
+    exported = torchmcu.export(
+        model,
+        tuple(example_inputs),
+        calibration=samples,
+        board=args.board,
+        per_channel=not args.per_tensor,
+        int8_io=args.int8_io,
+    )
+    path = exported.save(args.output, name=args.name)
+    r = exported.report
+    print(f"wrote {path} ({len(exported.pte_bytes):,} bytes)")
+    print(f"arena {r['arena_bytes']:,} bytes (lower bound {r['arena_lower_bound']:,})")
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    import torchmcu
+
+    if not args.host:
+        raise CliError("only --host runs are available in this build (board runs come with firmware)")
+    from torchmcu import native
+
+    data = Path(args.pte).read_bytes()
+    info = native.program_info(data)
+    if args.inputs:
+        inputs = list(_load_npz_samples(args.inputs)[0])
+    else:  # deterministic default input: a fixed pseudo-random pattern
+        rng = np.random.default_rng(0)
+        inputs = [
+            rng.standard_normal(t["sizes"]).astype(t["dtype"])
+            if np.dtype(t["dtype"]).kind == "f"
+            else rng.integers(-128, 128, t["sizes"]).astype(t["dtype"])
+            for t in info["inputs"]
+        ]
+    outputs = torchmcu.run_on_host(data, inputs)
+    for i, out in enumerate(outputs):
+        flat = out.reshape(-1)
+        shown = np.array2string(flat[:16], precision=4, separator=", ")
+        print(f"output {i}: shape {list(out.shape)} {out.dtype} {shown}{' ...' if flat.size > 16 else ''}")
+    return 0
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    from torchmcu import native
+
+    info = native.program_info(Path(args.pte).read_bytes())
+    for key, value in info.items():
+        print(f"{key}: {value}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="torchmcu", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("export", help="quantize and lower a model to a .pte")
+    p.add_argument("model", help="FILE.py:FUNCTION or MODULE:FUNCTION returning (model, example_inputs)")
+    p.add_argument("-o", "--output", default="out", help="output directory (default: out)")
+    p.add_argument("--name", default="model", help="file name stem (default: model)")
+    p.add_argument("--board", default="corstone-300")
+    p.add_argument("--calibration", help=".npz of calibration inputs (leading axis = samples)")
+    p.add_argument("--per-tensor", action="store_true", help="per-tensor conv weights")
+    p.add_argument("--int8-io", action="store_true", help="int8 program inputs/outputs")
+    p.set_defaults(func=_cmd_export)
+
+    p = sub.add_parser("run", help="run a .pte")
+    p.add_argument("pte")
+    p.add_argument("--host", action="store_true", help="run on the host build of the runtime")
+    p.add_argument("--inputs", help=".npz of inputs (first sample is used)")
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("info", help="describe a .pte")
+    p.add_argument("pte")
+    p.set_defaults(func=_cmd_info)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (CliError, ValueError, OSError) as e:
+        print(f"torchmcu {args.command}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
