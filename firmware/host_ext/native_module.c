@@ -1,0 +1,249 @@
+/*
+ * torchmcu._native: the firmware runtime and kernels as a CPython extension,
+ * so the host tests run the very C code that goes on the board.
+ *
+ * Python-facing conversions (numpy, layouts) live in torchmcu/native.py; this
+ * file only speaks plain Python objects and the buffer protocol:
+ *   tensor  -> tuple (buffer, scalar_type, sizes tuple, dim_order tuple)
+ *   int list-> list of int; other scalars as Python None/bool/int/float.
+ * Host-only code: it may allocate (the firmware core never does).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "torchmcu/runtime.h"
+
+extern const tm_kernel_registry tm_all_kernels;
+
+#define MAX_CALL_ARGS 64
+#define MAX_LIST_ITEMS 64
+
+static PyObject *g_error_type; /* set by native.py to its NativeError; RuntimeError before */
+
+static PyObject *native_set_error_type(PyObject *self, PyObject *type) {
+  (void)self;
+  if (!PyType_Check(type) || !PyType_IsSubtype((PyTypeObject *)type, (PyTypeObject *)PyExc_Exception)) {
+    PyErr_SetString(PyExc_TypeError, "expected an exception type");
+    return NULL;
+  }
+  Py_INCREF(type);
+  Py_XSETREF(g_error_type, type);
+  Py_RETURN_NONE;
+}
+
+/* Raises NativeError(status_name, message). Always returns NULL. */
+static PyObject *raise_native(tm_status status, const char *message) {
+  PyObject *type = g_error_type != NULL ? g_error_type : PyExc_RuntimeError;
+  PyObject *args = Py_BuildValue("(ss)", tm_status_name(status), message);
+  if (args != NULL) {
+    PyErr_SetObject(type, args);
+    Py_DECREF(args);
+  }
+  return NULL;
+}
+
+static size_t element_size(int scalar_type) {
+  switch (scalar_type) {
+    case TM_BYTE: case TM_CHAR: case TM_BOOL: return 1;
+    case TM_SHORT: return 2;
+    case TM_INT: case TM_FLOAT: return 4;
+    case TM_LONG: case TM_DOUBLE: return 8;
+    default: return 0;
+  }
+}
+
+/* ---- call_kernel ------------------------------------------------------- */
+
+typedef struct {
+  tm_value values[MAX_CALL_ARGS];
+  tm_value *argv[MAX_CALL_ARGS + 1];
+  tm_tensor tensors[MAX_CALL_ARGS];
+  int64_t ints[MAX_CALL_ARGS][MAX_LIST_ITEMS];
+  Py_buffer views[MAX_CALL_ARGS];
+  int view_held[MAX_CALL_ARGS];
+} call_frame;
+
+static int fill_tensor(tm_tensor *t, Py_buffer *view, int *held, PyObject *desc, Py_ssize_t i,
+                       const char *op) {
+  PyObject *buf = PyTuple_GET_ITEM(desc, 0);
+  long stype = PyLong_AsLong(PyTuple_GET_ITEM(desc, 1));
+  PyObject *sizes = PyTuple_GET_ITEM(desc, 2);
+  PyObject *order = PyTuple_GET_ITEM(desc, 3);
+  if (PyErr_Occurred()) return -1;
+  if (!PyTuple_Check(sizes) || !PyTuple_Check(order)) {
+    PyErr_Format(PyExc_TypeError, "%s: argument %zd: tensor sizes/dim_order must be tuples", op, i);
+    return -1;
+  }
+  Py_ssize_t dim = PyTuple_GET_SIZE(sizes);
+  size_t esize = element_size((int)stype);
+  if (esize == 0) {
+    PyErr_Format(PyExc_ValueError, "%s: argument %zd: unsupported scalar type %ld", op, i, stype);
+    return -1;
+  }
+  if (dim > TM_MAX_DIMS || PyTuple_GET_SIZE(order) != dim) {
+    PyErr_Format(PyExc_ValueError, "%s: argument %zd: rank %zd (max %d) or dim_order length %zd wrong",
+                 op, i, dim, TM_MAX_DIMS, PyTuple_GET_SIZE(order));
+    return -1;
+  }
+  memset(t, 0, sizeof(*t));
+  uint64_t numel = 1;
+  unsigned seen = 0;
+  for (Py_ssize_t d = 0; d < dim; ++d) {
+    long s = PyLong_AsLong(PyTuple_GET_ITEM(sizes, d));
+    long o = PyLong_AsLong(PyTuple_GET_ITEM(order, d));
+    if (PyErr_Occurred()) return -1;
+    if (s < 0 || s > INT32_MAX || o < 0 || o >= dim || (seen & (1u << o))) {
+      PyErr_Format(PyExc_ValueError, "%s: argument %zd: bad size %ld or dim_order entry %ld", op, i, s, o);
+      return -1;
+    }
+    seen |= 1u << o;
+    t->sizes[d] = (int32_t)s;
+    t->dim_order[d] = (uint8_t)o;
+    numel *= (uint64_t)s;
+    if (numel > UINT32_MAX) {
+      PyErr_Format(PyExc_ValueError, "%s: argument %zd: tensor too large", op, i);
+      return -1;
+    }
+  }
+  if (PyObject_GetBuffer(buf, view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) != 0) {
+    PyErr_Clear();
+    if (PyObject_GetBuffer(buf, view, PyBUF_C_CONTIGUOUS) != 0) return -1;
+  }
+  *held = 1;
+  if ((uint64_t)view->len != numel * esize) {
+    PyErr_Format(PyExc_ValueError, "%s: argument %zd: buffer has %zd bytes, sizes need %llu", op, i,
+                 view->len, (unsigned long long)(numel * esize));
+    return -1;
+  }
+  t->data = numel != 0 ? view->buf : NULL;
+  t->dim = (uint8_t)dim;
+  t->scalar_type = (uint8_t)stype;
+  t->numel = (uint32_t)numel;
+  t->nbytes = (uint32_t)(numel * esize);
+  return 0;
+}
+
+static int fill_value(call_frame *f, Py_ssize_t i, PyObject *obj, const char *op) {
+  tm_value *v = &f->values[i];
+  memset(v, 0, sizeof(*v));
+  if (obj == Py_None) {
+    v->tag = TM_VALUE_NONE;
+  } else if (PyBool_Check(obj)) {
+    v->tag = TM_VALUE_BOOL;
+    v->u.b = obj == Py_True;
+  } else if (PyLong_Check(obj)) {
+    v->tag = TM_VALUE_INT;
+    v->u.i = PyLong_AsLongLong(obj);
+    if (PyErr_Occurred()) return -1;
+  } else if (PyFloat_Check(obj)) {
+    v->tag = TM_VALUE_DOUBLE;
+    v->u.d = PyFloat_AS_DOUBLE(obj);
+  } else if (PyList_Check(obj)) {
+    Py_ssize_t n = PyList_GET_SIZE(obj);
+    if (n > MAX_LIST_ITEMS) {
+      PyErr_Format(PyExc_ValueError, "%s: argument %zd: int list longer than %d", op, i, MAX_LIST_ITEMS);
+      return -1;
+    }
+    for (Py_ssize_t k = 0; k < n; ++k) {
+      f->ints[i][k] = PyLong_AsLongLong(PyList_GET_ITEM(obj, k));
+      if (PyErr_Occurred()) return -1;
+    }
+    v->tag = TM_VALUE_INT_LIST;
+    v->u.int_list.items = f->ints[i];
+    v->u.int_list.length = (uint32_t)n;
+  } else if (PyTuple_Check(obj) && PyTuple_GET_SIZE(obj) == 4) {
+    if (fill_tensor(&f->tensors[i], &f->views[i], &f->view_held[i], obj, i, op) != 0) return -1;
+    v->tag = TM_VALUE_TENSOR;
+    v->u.tensor = &f->tensors[i];
+  } else {
+    PyErr_Format(PyExc_TypeError, "%s: argument %zd: unsupported type %s", op, i, Py_TYPE(obj)->tp_name);
+    return -1;
+  }
+  return 0;
+}
+
+/* call_kernel(name, overload, args): args per schema ending with the out tensor once;
+ * the out value is passed a second time (the returned value) as programs do. */
+static PyObject *native_call_kernel(PyObject *self, PyObject *pyargs) {
+  (void)self;
+  const char *name, *overload;
+  PyObject *list;
+  if (!PyArg_ParseTuple(pyargs, "ssO!", &name, &overload, &PyList_Type, &list)) return NULL;
+  char op[256];
+  snprintf(op, sizeof(op), "%s.%s", name, overload);
+  tm_kernel_fn fn = tm_registry_find(&tm_all_kernels, name, overload);
+  if (fn == NULL) {
+    char msg[400];
+    snprintf(msg, sizeof(msg), "operator %s not in this image (%zu kernels registered)", op,
+             tm_all_kernels.count);
+    return raise_native(TM_ERR_MISSING_OPERATOR, msg);
+  }
+  Py_ssize_t n = PyList_GET_SIZE(list);
+  if (n < 1 || n > MAX_CALL_ARGS) {
+    PyErr_Format(PyExc_ValueError, "%s: %zd arguments (expected 1..%d)", op, n, MAX_CALL_ARGS);
+    return NULL;
+  }
+  call_frame *f = PyMem_Calloc(1, sizeof(call_frame));
+  if (f == NULL) return PyErr_NoMemory();
+  PyObject *result = NULL;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    if (fill_value(f, i, PyList_GET_ITEM(list, i), op) != 0) goto done;
+    f->argv[i] = &f->values[i];
+  }
+  f->argv[n] = f->argv[n - 1];
+  tm_kernel_context ctx = {0};
+  tm_status st;
+  Py_BEGIN_ALLOW_THREADS
+  st = fn(&ctx, f->argv, (size_t)n + 1);
+  Py_END_ALLOW_THREADS
+  if (st != TM_OK) {
+    char msg[400];
+    snprintf(msg, sizeof(msg), "%s: kernel returned %s (bad_argument %u)", op, tm_status_name(st),
+             (unsigned)ctx.bad_argument);
+    raise_native(st, msg);
+    goto done;
+  }
+  result = Py_None;
+  Py_INCREF(result);
+done:
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    if (f->view_held[i]) PyBuffer_Release(&f->views[i]);
+  }
+  PyMem_Free(f);
+  return result;
+}
+
+static PyObject *native_kernel_names(PyObject *self, PyObject *unused) {
+  (void)self;
+  (void)unused;
+  PyObject *out = PyList_New(0);
+  if (out == NULL) return NULL;
+  for (size_t i = 0; i < tm_all_kernels.count; ++i) {
+    const tm_kernel_entry *e = &tm_all_kernels.entries[i];
+    PyObject *item = Py_BuildValue("(ss)", e->name, e->overload);
+    if (item == NULL || PyList_Append(out, item) != 0) {
+      Py_XDECREF(item);
+      Py_DECREF(out);
+      return NULL;
+    }
+    Py_DECREF(item);
+  }
+  return out;
+}
+
+static PyMethodDef native_methods[] = {
+    {"call_kernel", native_call_kernel, METH_VARARGS, "call_kernel(name, overload, args)"},
+    {"kernel_names", native_kernel_names, METH_NOARGS, "[(name, overload)] of the registry"},
+    {"_set_error_type", native_set_error_type, METH_O, "set the exception type raised on errors"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef native_module = {
+    PyModuleDef_HEAD_INIT, "_native", "torchmcu C runtime and kernels", -1, native_methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&native_module); }

@@ -1,0 +1,104 @@
+/*
+ * The torchmcu runtime: load and verify a .pte (ExecuTorch program format),
+ * prepare one method in caller-provided memory, run it.
+ *
+ * No heap. The caller asks how much memory a method needs
+ * (tm_method_required_memory), provides two buffers (metadata and the
+ * activation arena) and the kernel registry of its image, then executes.
+ * A malformed program is rejected with a status and a tm_diag naming the
+ * problem and where it is (instruction, value, byte offset, operator).
+ */
+#ifndef TORCHMCU_RUNTIME_H
+#define TORCHMCU_RUNTIME_H
+
+#include "torchmcu/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TM_DIAG_NONE (-1)
+#define TM_DIAG_NO_OFFSET UINT32_MAX
+
+/* Filled on every error; `message` is a static string. */
+typedef struct {
+  tm_status status;
+  const char *message;     /* what is wrong (static text) */
+  const char *op_name;     /* operator involved, NUL-terminated inside the program, or NULL */
+  const char *op_overload; /* its overload name, or NULL */
+  int32_t instruction;     /* instruction index in the chain, or TM_DIAG_NONE */
+  int32_t value;           /* value index in the execution plan, or TM_DIAG_NONE */
+  int32_t argument;        /* kernel argument index, or TM_DIAG_NONE */
+  uint32_t byte_offset;    /* offset in the .pte of the offending item, or TM_DIAG_NO_OFFSET */
+} tm_diag;
+
+/* A verified program: a view of the caller's .pte bytes (which must outlive it). */
+typedef struct {
+  const uint8_t *data;
+  size_t size;
+  uint32_t program_size;      /* bytes of the flatbuffer part (header included) */
+  uint64_t segment_base;      /* file offset of the segment data, 0 when there is none */
+  uint64_t segment_data_size; /* bytes of segment data */
+  uint32_t root;              /* position of the Program table */
+  uint32_t num_methods;
+  tm_diag diag;
+} tm_program;
+
+/* One resolved instruction (internal layout; lives in the metadata buffer). */
+typedef struct tm_instruction tm_instruction;
+
+typedef struct {
+  const tm_program *program;
+  uint32_t plan;              /* position of the ExecutionPlan table */
+  tm_value *values;
+  uint32_t num_values;
+  tm_tensor *tensors;
+  uint32_t num_tensors;
+  tm_instruction *instructions;
+  uint32_t num_instructions;
+  const uint32_t *inputs;     /* value indices */
+  uint32_t num_inputs;
+  const uint32_t *outputs;
+  uint32_t num_outputs;
+  uint8_t ready;
+  tm_diag diag;
+} tm_method;
+
+/* Short upper-case name of a status, e.g. "INVALID_PROGRAM". */
+const char *tm_status_name(tm_status status);
+
+/* Finds a kernel by operator name and overload; NULL when absent. */
+tm_kernel_fn tm_registry_find(const tm_kernel_registry *registry, const char *name,
+                              const char *overload);
+
+/* Verifies the whole program (every method). `data` must stay valid. */
+tm_status tm_program_load(tm_program *program, const void *data, size_t size);
+
+/* Number of methods and the name of one (NUL-terminated, inside the program). */
+tm_status tm_program_method_name(const tm_program *program, uint32_t index, const char **name);
+
+/*
+ * Memory a method needs: `meta_bytes` for values, tensors and resolved
+ * instructions (8-byte aligned buffer), `arena_bytes` for planned tensors
+ * (16-byte aligned buffer). `method_name` NULL selects the first method.
+ */
+tm_status tm_method_required_memory(tm_program *program, const char *method_name,
+                                    size_t *meta_bytes, size_t *arena_bytes);
+
+/* Builds the method inside the two buffers; resolves every operator in `registry`. */
+tm_status tm_method_init(tm_method *method, tm_program *program, const char *method_name,
+                         const tm_kernel_registry *registry, void *meta, size_t meta_size,
+                         void *arena, size_t arena_size);
+
+/* Input/output tensors (NULL when out of range or not a tensor). */
+tm_tensor *tm_method_input(tm_method *method, uint32_t index);
+tm_tensor *tm_method_output(tm_method *method, uint32_t index);
+
+/* Runs the method's instructions once. */
+tm_status tm_method_execute(tm_method *method);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TORCHMCU_RUNTIME_H */

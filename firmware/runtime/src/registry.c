@@ -1,0 +1,32 @@
+/* Kernel lookup and status names: the small pieces shared by the loader and host tools. */
+#include <string.h>
+
+#include "torchmcu/runtime.h"
+
+const char *tm_status_name(tm_status status) {
+  switch (status) {
+    case TM_OK: return "OK";
+    case TM_ERR_INVALID_PROGRAM: return "INVALID_PROGRAM";
+    case TM_ERR_UNSUPPORTED: return "UNSUPPORTED";
+    case TM_ERR_MISSING_OPERATOR: return "MISSING_OPERATOR";
+    case TM_ERR_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case TM_ERR_OUT_OF_MEMORY: return "OUT_OF_MEMORY";
+    case TM_ERR_INVALID_STATE: return "INVALID_STATE";
+    case TM_ERR_KERNEL: return "KERNEL";
+  }
+  return "UNKNOWN_STATUS";
+}
+
+tm_kernel_fn tm_registry_find(const tm_kernel_registry *registry, const char *name,
+                              const char *overload) {
+  if (registry == NULL || name == NULL || overload == NULL) {
+    return NULL;
+  }
+  for (size_t i = 0; i < registry->count; ++i) {
+    const tm_kernel_entry *e = &registry->entries[i];
+    if (e->fn != NULL && strcmp(e->name, name) == 0 && strcmp(e->overload, overload) == 0) {
+      return e->fn;
+    }
+  }
+  return NULL;
+}
