@@ -1,0 +1,79 @@
+/*
+ * Checked flatbuffer access. Every position handed out by these functions has
+ * been bounds- and alignment-checked against the buffer, so the loader never
+ * reads outside the .pte whatever the bytes say. Values are read with memcpy
+ * (little-endian hosts and targets only), so no access relies on alignment.
+ */
+#ifndef TM_FB_H
+#define TM_FB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+  const uint8_t *p;
+  uint32_t size;
+  uint32_t err_pos;    /* where the last check failed */
+  const char *err_msg; /* why (static) */
+} tm_fb;
+
+typedef struct {
+  uint32_t pos;     /* table start (its soffset to the vtable) */
+  uint32_t vt;      /* vtable position */
+  uint16_t vt_len;  /* vtable bytes */
+  uint16_t tbl_len; /* inline table bytes */
+} tm_fb_table;
+
+typedef struct {
+  uint32_t pos; /* first element */
+  uint32_t len; /* element count */
+} tm_fb_vec;
+
+static inline bool tm_add_u32(uint32_t a, uint32_t b, uint32_t *r) { return !__builtin_add_overflow(a, b, r); }
+static inline bool tm_mul_u32(uint32_t a, uint32_t b, uint32_t *r) { return !__builtin_mul_overflow(a, b, r); }
+static inline bool tm_add_u64(uint64_t a, uint64_t b, uint64_t *r) { return !__builtin_add_overflow(a, b, r); }
+
+/* Raw little-endian loads at positions already checked by the functions below. */
+static inline uint32_t tm_fb_u32(const tm_fb *fb, uint32_t pos) {
+  uint32_t v;
+  memcpy(&v, fb->p + pos, 4);
+  return v;
+}
+static inline int32_t tm_fb_i32(const tm_fb *fb, uint32_t pos) {
+  int32_t v;
+  memcpy(&v, fb->p + pos, 4);
+  return v;
+}
+static inline int64_t tm_fb_i64(const tm_fb *fb, uint32_t pos) {
+  int64_t v;
+  memcpy(&v, fb->p + pos, 8);
+  return v;
+}
+static inline uint64_t tm_fb_u64(const tm_fb *fb, uint32_t pos) {
+  uint64_t v;
+  memcpy(&v, fb->p + pos, 8);
+  return v;
+}
+
+/* Records a failure; always returns false. */
+bool tm_fb_fail(tm_fb *fb, uint32_t pos, const char *msg);
+
+/* Table at `pos`: checks the table, its vtable and their bounds. */
+bool tm_fb_table_at(tm_fb *fb, uint32_t pos, tm_fb_table *out);
+/* The root table (uoffset at byte 0). */
+bool tm_fb_root(tm_fb *fb, tm_fb_table *out);
+
+/* Scalar field `idx` of `width` bytes (1, 2, 4, 8), zero-extended; `def` when absent. */
+bool tm_fb_scalar(tm_fb *fb, const tm_fb_table *t, unsigned idx, unsigned width, uint64_t def,
+                  uint64_t *out);
+/* Sub-table field; *present = false when absent. */
+bool tm_fb_subtable(tm_fb *fb, const tm_fb_table *t, unsigned idx, tm_fb_table *out, bool *present);
+/* Vector field of `elem` byte elements (empty when absent). */
+bool tm_fb_vector(tm_fb *fb, const tm_fb_table *t, unsigned idx, unsigned elem, tm_fb_vec *out);
+/* Element `i` of a vector of tables. */
+bool tm_fb_vec_table(tm_fb *fb, const tm_fb_vec *v, uint32_t i, tm_fb_table *out);
+/* String field: NUL-terminated in the buffer; "" when absent. */
+bool tm_fb_string(tm_fb *fb, const tm_fb_table *t, unsigned idx, const char **s, uint32_t *len);
+
+#endif /* TM_FB_H */

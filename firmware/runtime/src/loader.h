@@ -1,0 +1,53 @@
+/* Internal: the execution-plan walker shared by program verification and method init. */
+#ifndef TM_LOADER_H
+#define TM_LOADER_H
+
+#include "fb.h"
+#include "torchmcu/runtime.h"
+
+enum {
+  TM_INSTR_KERNEL = 1, /* numbered as program.fbs InstructionArguments */
+  TM_INSTR_DELEGATE = 2,
+  TM_INSTR_MOVE = 3,
+  TM_INSTR_JUMP_FALSE = 4,
+  TM_INSTR_FREE = 5,
+};
+
+struct tm_instruction {
+  tm_kernel_fn fn;    /* KernelCall: resolved kernel */
+  tm_value **args;    /* KernelCall/DelegateCall arguments */
+  uint32_t nargs;
+  uint32_t pos;       /* byte offset of the instruction table (diagnostics) */
+  int32_t a;          /* op index / delegate index / move_from / cond / value index */
+  int32_t b;          /* move_to / destination */
+  uint8_t kind;
+};
+
+/*
+ * One pass over an execution plan. With all output pointers NULL it only
+ * verifies and counts; with them set (second pass of tm_method_init) it also
+ * fills the value table, tensors, int lists, instructions and kernel table.
+ */
+typedef struct {
+  /* outputs, NULL while counting */
+  tm_value *values;
+  tm_tensor *tensors;
+  int64_t *ints;
+  tm_instruction *instrs;
+  tm_value **argv;
+  tm_kernel_fn *ops;
+  uint32_t *io;
+  uint8_t *arena;
+  const tm_kernel_registry *registry;
+  /* counts */
+  uint32_t num_values, num_tensors, num_ints, num_instrs, num_args, num_ops;
+  uint32_t num_inputs, num_outputs, num_chains;
+  uint32_t arena_bytes;
+} tm_walk;
+
+tm_fb tm_program_fb(const tm_program *program);
+tm_status tm_find_plan(tm_program *program, const char *name, tm_fb_table *plan);
+tm_status tm_walk_plan(tm_program *program, tm_diag *diag, const tm_fb_table *plan, tm_walk *w);
+void tm_diag_set(tm_diag *d, tm_status st, const char *msg, uint32_t pos);
+
+#endif /* TM_LOADER_H */

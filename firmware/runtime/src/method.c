@@ -1,0 +1,231 @@
+/*
+ * Method preparation in caller memory (no heap) and the executor.
+ *
+ * tm_method_required_memory runs the plan walker in counting mode; tm_method_init
+ * carves the metadata buffer into the value table, tensors, int lists, kernel
+ * table, instructions and argument pointers, then runs the walker again to fill
+ * them. Planned tensors point into the arena, constants into the .pte itself.
+ */
+#include <string.h>
+
+#include "loader.h"
+
+#define META_ALIGN 8u
+#define ARENA_ALIGN 16u
+
+typedef struct {
+  size_t values, tensors, instrs, argv, ints, ops, io, total;
+} meta_layout;
+
+static size_t align_up(size_t n, size_t a) { return (n + a - 1u) & ~(a - 1u); }
+
+/* Offsets of each region in the metadata buffer (sizes are bounded by the file size). */
+static void layout(const tm_walk *w, meta_layout *m) {
+  size_t at = 0;
+  m->values = at;
+  at = align_up(at + (size_t)w->num_values * sizeof(tm_value), META_ALIGN);
+  m->tensors = at;
+  at = align_up(at + (size_t)w->num_tensors * sizeof(tm_tensor), META_ALIGN);
+  m->instrs = at;
+  at = align_up(at + (size_t)w->num_instrs * sizeof(tm_instruction), META_ALIGN);
+  m->argv = at;
+  at = align_up(at + (size_t)w->num_args * sizeof(tm_value *), META_ALIGN);
+  m->ints = at;
+  at = align_up(at + (size_t)w->num_ints * sizeof(int64_t), META_ALIGN);
+  m->ops = at;
+  at = align_up(at + (size_t)w->num_ops * sizeof(tm_kernel_fn), META_ALIGN);
+  m->io = at;
+  at = align_up(at + ((size_t)w->num_inputs + w->num_outputs) * sizeof(uint32_t), META_ALIGN);
+  m->total = at;
+}
+
+static tm_status count(tm_program *program, const char *name, tm_fb_table *plan, tm_walk *w) {
+  if (program == NULL || program->root == 0) {
+    return TM_ERR_INVALID_STATE;
+  }
+  tm_status st = tm_find_plan(program, name, plan);
+  if (st != TM_OK) {
+    return st;
+  }
+  memset(w, 0, sizeof(*w));
+  return tm_walk_plan(program, &program->diag, plan, w);
+}
+
+tm_status tm_method_required_memory(tm_program *program, const char *method_name, size_t *meta_bytes,
+                                    size_t *arena_bytes) {
+  tm_fb_table plan;
+  tm_walk w;
+  tm_status st = count(program, method_name, &plan, &w);
+  if (st != TM_OK) {
+    return st;
+  }
+  meta_layout m;
+  layout(&w, &m);
+  *meta_bytes = m.total;
+  *arena_bytes = w.arena_bytes;
+  return TM_OK;
+}
+
+static tm_status fail(tm_method *m, tm_status st, const char *msg, uint32_t pos) {
+  tm_diag_set(&m->diag, st, msg, pos);
+  return st;
+}
+
+tm_status tm_method_init(tm_method *method, tm_program *program, const char *method_name,
+                         const tm_kernel_registry *registry, void *meta, size_t meta_size, void *arena,
+                         size_t arena_size) {
+  if (method == NULL) {
+    return TM_ERR_INVALID_ARGUMENT;
+  }
+  memset(method, 0, sizeof(*method));
+  method->diag.message = "";
+  method->diag.instruction = method->diag.value = method->diag.argument = TM_DIAG_NONE;
+  method->diag.byte_offset = TM_DIAG_NO_OFFSET;
+  tm_fb_table plan;
+  tm_walk w;
+  tm_status st = count(program, method_name, &plan, &w);
+  if (st != TM_OK) {
+    if (st == TM_ERR_INVALID_STATE) {
+      return fail(method, st, "program not loaded", TM_DIAG_NO_OFFSET);
+    }
+    method->diag = program->diag;
+    return st;
+  }
+  if (w.num_chains > 1) {
+    return fail(method, TM_ERR_UNSUPPORTED, "more than one chain", plan.pos);
+  }
+  meta_layout m;
+  layout(&w, &m);
+  if (registry == NULL || (meta == NULL && m.total != 0) || ((uintptr_t)meta & (META_ALIGN - 1u)) != 0 ||
+      (arena == NULL && w.arena_bytes != 0) || ((uintptr_t)arena & (ARENA_ALIGN - 1u)) != 0) {
+    return fail(method, TM_ERR_INVALID_ARGUMENT, "missing registry or buffer, or buffer misaligned",
+                TM_DIAG_NO_OFFSET);
+  }
+  if (meta_size < m.total) {
+    return fail(method, TM_ERR_OUT_OF_MEMORY, "metadata buffer too small", TM_DIAG_NO_OFFSET);
+  }
+  if (arena_size < w.arena_bytes) {
+    return fail(method, TM_ERR_OUT_OF_MEMORY, "arena too small for the planned tensors", TM_DIAG_NO_OFFSET);
+  }
+  uint8_t *base = meta;
+  tm_walk fill;
+  memset(&fill, 0, sizeof(fill));
+  fill.values = (tm_value *)(void *)(base + m.values);
+  fill.tensors = (tm_tensor *)(void *)(base + m.tensors);
+  fill.instrs = (tm_instruction *)(void *)(base + m.instrs);
+  fill.argv = (tm_value **)(void *)(base + m.argv);
+  fill.ints = (int64_t *)(void *)(base + m.ints);
+  fill.ops = (tm_kernel_fn *)(void *)(base + m.ops);
+  fill.io = (uint32_t *)(void *)(base + m.io);
+  fill.arena = arena;
+  fill.registry = registry;
+  st = tm_walk_plan(program, &method->diag, &plan, &fill);
+  if (st != TM_OK) {
+    return st;
+  }
+  method->program = program;
+  method->plan = plan.pos;
+  method->values = fill.values;
+  method->num_values = fill.num_values;
+  method->tensors = fill.tensors;
+  method->num_tensors = fill.num_tensors;
+  method->instructions = fill.instrs;
+  method->num_instructions = fill.num_instrs;
+  method->inputs = fill.io;
+  method->num_inputs = fill.num_inputs;
+  method->outputs = fill.io + fill.num_inputs;
+  method->num_outputs = fill.num_outputs;
+  method->ready = 1;
+  return TM_OK;
+}
+
+static tm_tensor *tensor_at(tm_method *m, uint32_t value) {
+  tm_value *v = &m->values[value];
+  return v->tag == TM_VALUE_TENSOR ? v->u.tensor : NULL;
+}
+
+tm_tensor *tm_method_input(tm_method *method, uint32_t index) {
+  if (method == NULL || !method->ready || index >= method->num_inputs) {
+    return NULL;
+  }
+  return tensor_at(method, method->inputs[index]);
+}
+
+tm_tensor *tm_method_output(tm_method *method, uint32_t index) {
+  if (method == NULL || !method->ready || index >= method->num_outputs) {
+    return NULL;
+  }
+  return tensor_at(method, method->outputs[index]);
+}
+
+/* Names the operator of a failing kernel call (cold path: re-reads the verified program). */
+static void name_operator(tm_method *m, int32_t op_index) {
+  tm_fb fb = tm_program_fb(m->program);
+  tm_fb_table plan, op;
+  tm_fb_vec ops;
+  uint32_t len;
+  const char *name, *overload;
+  if (tm_fb_table_at(&fb, m->plan, &plan) && tm_fb_vector(&fb, &plan, 6 /* operators */, 4, &ops) &&
+      tm_fb_vec_table(&fb, &ops, (uint32_t)op_index, &op) && tm_fb_string(&fb, &op, 0, &name, &len) &&
+      tm_fb_string(&fb, &op, 1, &overload, &len)) {
+    m->diag.op_name = name;
+    m->diag.op_overload = overload;
+  }
+}
+
+/* Generic checks before a kernel runs: the call ends with an out tensor, tensors have memory. */
+static tm_status check_call(tm_method *m, const tm_instruction *ins) {
+  if (ins->nargs == 0 || ins->args[ins->nargs - 1]->tag != TM_VALUE_TENSOR) {
+    return fail(m, TM_ERR_INVALID_PROGRAM, "kernel call does not end with an out tensor", ins->pos);
+  }
+  for (uint32_t k = 0; k < ins->nargs; ++k) {
+    const tm_value *v = ins->args[k];
+    if (v->tag == TM_VALUE_TENSOR && v->u.tensor->data == NULL && v->u.tensor->numel != 0) {
+      m->diag.argument = (int32_t)k;
+      m->diag.value = (int32_t)(v - m->values);
+      return fail(m, TM_ERR_INVALID_PROGRAM, "tensor argument has no memory (not planned, not constant)",
+                  ins->pos);
+    }
+  }
+  return TM_OK;
+}
+
+tm_status tm_method_execute(tm_method *method) {
+  if (method == NULL || !method->ready) {
+    return TM_ERR_INVALID_STATE;
+  }
+  tm_diag *d = &method->diag;
+  uint32_t pc = 0;
+  while (pc < method->num_instructions) {
+    const tm_instruction *ins = &method->instructions[pc];
+    tm_status st;
+    d->instruction = (int32_t)pc;
+    switch (ins->kind) {
+      case TM_INSTR_KERNEL: {
+        if ((st = check_call(method, ins)) != TM_OK) {
+          name_operator(method, ins->a);
+          return st;
+        }
+        tm_kernel_context ctx = {UINT16_MAX};
+        st = ins->fn(&ctx, ins->args, ins->nargs);
+        if (st != TM_OK) {
+          name_operator(method, ins->a);
+          if (ctx.bad_argument < ins->nargs) {
+            d->argument = ctx.bad_argument;
+            d->value = (int32_t)(ins->args[ctx.bad_argument] - method->values);
+          }
+          return fail(method, st, "kernel failed", ins->pos);
+        }
+        ++pc;
+        break;
+      }
+      case TM_INSTR_FREE: /* memory is planned ahead: nothing to release */
+        ++pc;
+        break;
+      default: /* DelegateCall, MoveCall, JumpFalseCall: not implemented yet */
+        return fail(method, TM_ERR_UNSUPPORTED, "instruction kind not supported by this runtime", ins->pos);
+    }
+  }
+  d->instruction = TM_DIAG_NONE;
+  return TM_OK;
+}
