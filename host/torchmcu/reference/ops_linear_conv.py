@@ -1,0 +1,189 @@
+"""Reference semantics of quantized_linear, quantized_conv2d and quantized_depthwise_conv2d.
+
+4-D activations are numpy arrays in NHWC order (their memory layout, for both
+the legacy and the `_nhwc` operator names); conv weights are OHWI
+[Cout, KH, KW, Cin/groups], depthwise weights [1, KH, KW, Cout], linear weights
+[Cout, Cin]. Accumulation is exact (int64).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from torchmcu.reference.ops_elementwise import _check_activation, _check_int
+from torchmcu.reference.quant import INT8_MAX, INT8_MIN, requantize
+
+
+def _check_offsets(input_offset: int | None, output_offset: int, filter_offset: int | None = None) -> None:
+    if input_offset is not None:
+        _check_int("input_offset", input_offset, -INT8_MAX, -INT8_MIN)
+    if filter_offset is not None:
+        _check_int("filter_offset", filter_offset, -INT8_MAX, -INT8_MIN)
+    _check_int("output_offset", output_offset, INT8_MIN, INT8_MAX)
+
+
+def _per_channel(values: Sequence[int] | np.ndarray, channels: int, name: str) -> np.ndarray:
+    arr = np.asarray(values, dtype=np.int64).reshape(-1)
+    if arr.size == 1:
+        return np.repeat(arr, channels)
+    if arr.size != channels:
+        raise ValueError(f"{name} has {arr.size} items, expected 1 or {channels}")
+    return arr
+
+
+def quantized_linear(
+    input: np.ndarray,
+    weights: np.ndarray,
+    bias: np.ndarray | None,
+    kernel_sum: np.ndarray | None,
+    input_offset: int,
+    filter_offset: int,
+    output_offset: int,
+    requantize_multipliers: Sequence[int],
+    requantize_shifts: Sequence[int],
+    activation_max: int,
+    activation_min: int,
+) -> np.ndarray:
+    """[..., K] x [N, K] -> [..., N]; kernel_sum, when given, replaces bias (CMSIS-NN MVE form)."""
+    _check_offsets(input_offset, output_offset, filter_offset)
+    _check_activation(activation_min, activation_max)
+    x = np.asarray(input, dtype=np.int64)
+    w = np.asarray(weights, dtype=np.int64)
+    n_out, k = w.shape
+    if x.shape[-1] != k:
+        raise ValueError(f"input's last dim {x.shape[-1]} != weights' in_features {k}")
+    rows = x.reshape(-1, k)
+    if kernel_sum is not None:
+        ks = np.asarray(kernel_sum, dtype=np.int64).reshape(-1)
+        acc = rows @ w.T + filter_offset * rows.sum(axis=1, keepdims=True) + ks
+    else:
+        acc = (rows + input_offset) @ (w + filter_offset).T
+        if bias is not None:
+            acc = acc + np.asarray(bias, dtype=np.int64).reshape(-1)
+    m = _per_channel(requantize_multipliers, n_out, "requantize_multipliers")
+    s = _per_channel(requantize_shifts, n_out, "requantize_shifts")
+    out = requantize(acc, m, s) + output_offset
+    out = np.clip(out, activation_min, activation_max).astype(np.int8)
+    return out.reshape(*x.shape[:-1], n_out)
+
+
+def conv_output_size(size: int, kernel: int, stride: int, pad: int, dilation: int) -> int:
+    return (size + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def _conv_nhwc(
+    x: np.ndarray,
+    taps: np.ndarray,
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    input_offset: int,
+) -> np.ndarray:
+    """Gathers the receptive fields: returns (N, OH, OW, KH, KW, C) int64 windows of x + input_offset,
+    with zeros where a tap falls into the padding. `taps` is (KH, KW) shaped only for sizes."""
+    n, h, w, c = x.shape
+    kh, kw = taps.shape[:2]
+    sh, sw = (int(v) for v in stride)
+    ph, pw = (int(v) for v in padding)
+    dh, dw = (int(v) for v in dilation)
+    if min(sh, sw, dh, dw) < 1 or min(ph, pw) < 0:
+        raise ValueError("stride and dilation must be >= 1, padding >= 0")
+    oh = conv_output_size(h, kh, sh, ph, dh)
+    ow = conv_output_size(w, kw, sw, pw, dw)
+    if oh < 1 or ow < 1:
+        raise ValueError("empty convolution output")
+    padded = np.zeros((n, h + 2 * ph, w + 2 * pw, c), dtype=np.int64)
+    padded[:, ph : ph + h, pw : pw + w, :] = np.asarray(x, dtype=np.int64) + input_offset
+    rows = (np.arange(oh) * sh)[:, None] + (np.arange(kh) * dh)[None, :]  # (OH, KH)
+    cols = (np.arange(ow) * sw)[:, None] + (np.arange(kw) * dw)[None, :]  # (OW, KW)
+    # -> (N, OH, KH, OW, KW, C) then reorder
+    win = padded[:, rows[:, :, None, None], cols[None, None, :, :], :]
+    return win.transpose(0, 1, 3, 2, 4, 5)
+
+
+def _finish(acc: np.ndarray, bias, mult, shifts, output_offset, activation_min, activation_max) -> np.ndarray:
+    cout = acc.shape[-1]
+    if bias is not None:
+        b = np.asarray(bias, dtype=np.int64).reshape(-1)
+        if b.size != cout:
+            raise ValueError(f"bias has {b.size} items, expected {cout}")
+        acc = acc + b
+    m = np.asarray(mult, dtype=np.int64).reshape(-1)
+    s = np.asarray(shifts, dtype=np.int64).reshape(-1)
+    if m.size != cout or s.size != cout:
+        raise ValueError(f"requantize_multipliers/shifts need {cout} items, got {m.size}/{s.size}")
+    out = requantize(acc, m, s) + output_offset
+    return np.clip(out, activation_min, activation_max).astype(np.int8)
+
+
+def quantized_conv2d(
+    input: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray | None,
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    input_offset: int,
+    output_offset: int,
+    requantize_multipliers: np.ndarray,
+    requantize_shifts: np.ndarray,
+    activation_min: int,
+    activation_max: int,
+    scratch: np.ndarray | None = None,
+) -> np.ndarray:
+    """NHWC input, OHWI weight (grouped when weight's Cin divides input's C) -> NHWC int8."""
+    del scratch
+    _check_offsets(input_offset, output_offset)
+    _check_activation(activation_min, activation_max)
+    x = np.asarray(input)
+    w = np.asarray(weight, dtype=np.int64)
+    cout, kh, kw, cin_g = w.shape
+    cin = x.shape[3]
+    if cin % cin_g or cout % (cin // cin_g):
+        raise ValueError(f"channels do not split into groups: Cin={cin}, weight Cin={cin_g}, Cout={cout}")
+    groups = cin // cin_g
+    win = _conv_nhwc(x, w, stride, padding, dilation, input_offset)  # N,OH,OW,KH,KW,Cin
+    n, oh, ow = win.shape[:3]
+    cout_g = cout // groups
+    acc = np.empty((n, oh, ow, cout), dtype=np.int64)
+    for g in range(groups):
+        patch = win[..., g * cin_g : (g + 1) * cin_g].reshape(n, oh, ow, -1)
+        wg = w[g * cout_g : (g + 1) * cout_g].reshape(cout_g, -1)
+        acc[..., g * cout_g : (g + 1) * cout_g] = patch @ wg.T
+    return _finish(acc, bias, requantize_multipliers, requantize_shifts, output_offset,
+                   activation_min, activation_max)
+
+
+def quantized_depthwise_conv2d(
+    input: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray | None,
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    depth_multiplier: int,
+    input_offset: int,
+    output_offset: int,
+    requantize_multipliers: np.ndarray,
+    requantize_shifts: np.ndarray,
+    activation_min: int,
+    activation_max: int,
+    scratch: np.ndarray | None = None,
+) -> np.ndarray:
+    """NHWC input, [1, KH, KW, Cout] weight; output channel oc reads input channel oc // depth_multiplier."""
+    del scratch
+    _check_offsets(input_offset, output_offset)
+    _check_activation(activation_min, activation_max)
+    x = np.asarray(input)
+    w = np.asarray(weight, dtype=np.int64)
+    one, kh, kw, cout = w.shape
+    cin = x.shape[3]
+    if one != 1 or depth_multiplier < 1 or cout != cin * depth_multiplier:
+        raise ValueError(f"depthwise weight {w.shape} does not match Cin={cin} x depth_multiplier={depth_multiplier}")
+    win = _conv_nhwc(x, w, stride, padding, dilation, input_offset)  # N,OH,OW,KH,KW,Cin
+    win = np.repeat(win, depth_multiplier, axis=-1)  # channel oc <- input oc // dm
+    acc = np.einsum("nabhwc,hwc->nabc", win, w[0])
+    return _finish(acc, bias, requantize_multipliers, requantize_shifts, output_offset,
+                   activation_min, activation_max)
