@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Create (idempotently) a separate venv with ExecuTorch 1.5.1 for cross-checks.
+#
+# ExecuTorch is never installed into the project's own environment: it is only
+# an interop target. We install its wheel without dependencies and add the few
+# packages that `executorch.exir` needs at import time, so the venv stays small
+# and its torch is the pinned CPU build (an unpinned torch pulls CUDA wheels).
+#
+# Usage: scripts/executorch_venv.sh [--cortex-m]
+#   --cortex-m  also install what ExecuTorch's Cortex-M export flow imports
+#               (torchao, tosa-tools and friends).
+# Prints the venv's python path on the last line of stdout.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT="$(pwd)"
+VENV="${TORCHMCU_ET_VENV:-$ROOT/.venv-executorch}"
+PY="${PYTHON:-python3}"
+
+WITH_CORTEX_M=0
+for arg in "$@"; do
+  case "$arg" in
+    --cortex-m) WITH_CORTEX_M=1 ;;
+    *) echo "unknown argument: $arg" >&2; exit 2 ;;
+  esac
+done
+
+# Serialise concurrent callers (tests may run this from several workers).
+exec 9>"/tmp/torchmcu-executorch-venv.lock"
+flock 9
+
+BASE_STAMP="$VENV/.torchmcu-base-ok"
+CM_STAMP="$VENV/.torchmcu-cortex-m-ok"
+
+if [ ! -x "$VENV/bin/python" ]; then
+  "$PY" -m venv "$VENV" >&2
+fi
+VPY="$VENV/bin/python"
+
+if [ ! -f "$BASE_STAMP" ]; then
+  # torch pinned to the CPU build (found on disk through pip's find-links),
+  # then the minimal set `executorch.exir` imports (measured: without any of
+  # ruamel.yaml, flatbuffers, tabulate the import fails; numpy only silences
+  # torch's warning). Dependencies first, so pip's resolver has nothing to say
+  # about the wheel installed without its (large) declared dependency list.
+  "$VPY" -m pip install -q "torch==2.13.0" "flatbuffers==25.2.10" "ruamel.yaml" \
+    "tabulate" "numpy" >&2
+  "$VPY" -m pip install -q --no-deps "executorch==1.5.1" >&2
+  "$VPY" -c "from executorch.exir._serialize._program import deserialize_pte_binary" >&2
+  touch "$BASE_STAMP"
+fi
+
+if [ "$WITH_CORTEX_M" = 1 ] && [ ! -f "$CM_STAMP" ]; then
+  "$VPY" -m pip install -q "torchao==0.18.0" "tosa-tools" "ethos-u-vela" >&2
+  touch "$CM_STAMP"
+fi
+
+echo "$VPY"
