@@ -1,0 +1,15 @@
+"""Lowering of a quantized GraphModule to a memory-planned cortex_m Program."""
+
+from torchmcu.lower.errors import LoweringError, UnsupportedOpError
+from torchmcu.lower.lowering import lower_to_program
+from torchmcu.lower.report import LoweringReport, NodeReport
+from torchmcu.lower.requant import quantize_multiplier
+
+__all__ = [
+    "LoweringError",
+    "LoweringReport",
+    "NodeReport",
+    "UnsupportedOpError",
+    "lower_to_program",
+    "quantize_multiplier",
+]

@@ -1,0 +1,221 @@
+"""Incremental construction of one ExecutionPlan: values, constants, kernel calls, buffers.
+
+Planned tensors are grouped by *buffer*: several tensor values (aliases such
+as a flatten or a layout re-interpretation) can view the same arena bytes.
+Buffer lifetimes are the instruction indices of their first and last use;
+the memory planner turns them into arena offsets at the end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from torchmcu.pte.program import (
+    ELEMENT_SIZE,
+    Allocation,
+    Bool,
+    Chain,
+    Double,
+    EValue,
+    ExecutionPlan,
+    Int,
+    IntList,
+    KernelCall,
+    Null,
+    Operator,
+    Program,
+    ScalarType,
+    Tensor,
+)
+
+NUMPY_SCALAR_TYPE = {
+    np.dtype(np.int8): ScalarType.CHAR,
+    np.dtype(np.uint8): ScalarType.BYTE,
+    np.dtype(np.int32): ScalarType.INT,
+    np.dtype(np.int64): ScalarType.LONG,
+    np.dtype(np.float32): ScalarType.FLOAT,
+}
+
+CONTIGUOUS_4D = [0, 1, 2, 3]
+NHWC_DIM_ORDER = [0, 2, 3, 1]
+
+
+def contiguous_order(rank: int) -> list[int]:
+    return list(range(rank))
+
+
+@dataclass
+class Buffer:
+    key: str
+    nbytes: int
+    first_use: int | None = None
+    last_use: int | None = None
+    pinned_start: bool = False  # program input: live from instruction 0
+    pinned_end: bool = False  # program output: live to the last instruction
+
+
+@dataclass
+class PlanResult:
+    arena_bytes: int
+    lower_bound: int
+
+
+@dataclass
+class ProgramBuilder:
+    """Accumulates the parts of a single-method Program."""
+
+    values: list[EValue] = field(default_factory=list)
+    constants: list[bytes] = field(default_factory=lambda: [b""])
+    operators: list[Operator] = field(default_factory=list)
+    instructions: list[KernelCall] = field(default_factory=list)
+    buffers: dict[str, Buffer] = field(default_factory=dict)
+    # value index -> buffer key, for every planned tensor value
+    tensor_buffer: dict[int, str] = field(default_factory=dict)
+    _const_index: dict[bytes, int] = field(default_factory=dict)
+    _op_index: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    # -- scalar values ---------------------------------------------------------------------
+    def add(self, value: EValue) -> int:
+        self.values.append(value)
+        return len(self.values) - 1
+
+    def int_(self, v: int) -> int:
+        return self.add(Int(int(v)))
+
+    def double(self, v: float) -> int:
+        return self.add(Double(float(v)))
+
+    def bool_(self, v: bool) -> int:
+        return self.add(Bool(bool(v)))
+
+    def none(self) -> int:
+        return self.add(Null())
+
+    def int_list(self, items: Sequence[int]) -> int:
+        return self.add(IntList([self.int_(x) for x in items]))
+
+    # -- tensors -------------------------------------------------------------------------------
+    def constant(self, array: np.ndarray, sizes: Sequence[int] | None = None) -> int:
+        """A constant tensor whose bytes are `array` in C order (identical bytes are shared)."""
+        arr = np.ascontiguousarray(array)
+        st = NUMPY_SCALAR_TYPE[arr.dtype]
+        data = arr.tobytes()
+        digest = hashlib.sha256(data).digest() + bytes([int(st)])
+        idx = self._const_index.get(digest)
+        if idx is None:
+            self.constants.append(data)
+            idx = len(self.constants) - 1
+            self._const_index[digest] = idx
+        shape = list(sizes) if sizes is not None else list(arr.shape)
+        return self.add(Tensor(st, shape, contiguous_order(len(shape)), data_buffer_idx=idx))
+
+    def new_buffer(self, key_hint: str, nbytes: int) -> str:
+        key = key_hint
+        i = 1
+        while key in self.buffers:
+            key = f"{key_hint}#{i}"
+            i += 1
+        self.buffers[key] = Buffer(key, int(nbytes))
+        return key
+
+    def planned(
+        self,
+        buffer: str,
+        scalar_type: ScalarType,
+        sizes: Sequence[int],
+        dim_order: Sequence[int] | None = None,
+    ) -> int:
+        """A tensor value viewing (the start of) `buffer` in the arena."""
+        sizes = [int(s) for s in sizes]
+        order = list(dim_order) if dim_order is not None else contiguous_order(len(sizes))
+        t = Tensor(scalar_type, sizes, order, allocation=Allocation(1, 0))
+        need = t.nbytes
+        if need > self.buffers[buffer].nbytes:
+            raise AssertionError(f"tensor of {need} bytes does not fit buffer {buffer}")
+        vi = self.add(t)
+        self.tensor_buffer[vi] = buffer
+        return vi
+
+    def tensor(self, vi: int) -> Tensor:
+        t = self.values[vi]
+        assert isinstance(t, Tensor)
+        return t
+
+    # -- instructions -------------------------------------------------------------------------
+    def operator(self, name: str, overload: str = "out") -> int:
+        key = (name, overload)
+        if key not in self._op_index:
+            self.operators.append(Operator(name, overload))
+            self._op_index[key] = len(self.operators) - 1
+        return self._op_index[key]
+
+    def call(self, name: str, args: Sequence[int], out: int) -> int:
+        """Append a kernel call; `args` exclude the out tensor, which is appended twice."""
+        index = len(self.instructions)
+        full = list(args) + [out, out]
+        self.instructions.append(KernelCall(self.operator(name), full))
+        for vi in full:
+            key = self.tensor_buffer.get(vi)
+            if key is not None:
+                self.touch(key, index)
+        return index
+
+    def touch(self, key: str, index: int) -> None:
+        b = self.buffers[key]
+        b.first_use = index if b.first_use is None else min(b.first_use, index)
+        b.last_use = index if b.last_use is None else max(b.last_use, index)
+
+    # -- finishing ------------------------------------------------------------------------------
+    def finish(
+        self,
+        inputs: list[int],
+        outputs: list[int],
+        planner: Callable,
+        request_type: type,
+        name: str = "forward",
+    ) -> tuple[Program, PlanResult]:
+        """Plan the arena, fix allocations, and return the Program."""
+        end = max(len(self.instructions) - 1, 0)
+        for vi in inputs:
+            key = self.tensor_buffer.get(vi)
+            if key is not None:
+                self.buffers[key].pinned_start = True
+        for vi in outputs:
+            key = self.tensor_buffer.get(vi)
+            if key is not None:
+                self.buffers[key].pinned_end = True
+        requests = []
+        for b in self.buffers.values():
+            first = 0 if b.pinned_start or b.first_use is None else b.first_use
+            last = end if b.pinned_end or b.last_use is None else b.last_use
+            if b.first_use is None and not (b.pinned_start or b.pinned_end):
+                continue  # never used by any instruction: not part of the program
+            requests.append(request_type(b.key, b.nbytes, min(first, last), last))
+        plan = planner(requests)
+        for vi, key in self.tensor_buffer.items():
+            t = self.tensor(vi)
+            if key in plan.offsets:
+                t.allocation = Allocation(1, int(plan.offsets[key]))
+        ep = ExecutionPlan(
+            name=name,
+            values=self.values,
+            inputs=list(inputs),
+            outputs=list(outputs),
+            chains=[Chain(list(inputs), list(outputs), list(self.instructions))],
+            operators=self.operators,
+            non_const_buffer_sizes=[0, int(plan.arena_bytes)],
+        )
+        return Program([ep], constants=self.constants), PlanResult(
+            int(plan.arena_bytes), int(plan.lower_bound)
+        )
+
+
+def nbytes_of(scalar_type: ScalarType, sizes: Sequence[int]) -> int:
+    n = 1
+    for s in sizes:
+        n *= int(s)
+    return n * ELEMENT_SIZE[scalar_type]

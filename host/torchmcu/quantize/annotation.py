@@ -1,0 +1,80 @@
+"""The record our quantizer leaves on each annotated node for later passes.
+
+It lives in ``node.meta["custom"]["torchmcu"]`` as a plain dict (not the
+dataclass itself) so it survives ``copy.deepcopy``, pickling and re-export;
+the partitioner and the lowering read it back with `read_annotation`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch.fx
+
+META_KEY = "torchmcu"
+
+
+@dataclass
+class TorchmcuAnnotation:
+    """What the quantizer decided for one node.
+
+    pattern: the group this node belongs to, e.g. "conv2d+relu6", "add", "max_pool2d".
+    role: "anchor" (the compute op of the group), "activation" (a ReLU/clamp fused into the
+        anchor's output range) or "shared" (a data-movement op sharing its input's qparams).
+    folded: operations folded into this node's constants before quantization
+        (e.g. ["batch_norm"] for a conv whose BatchNorm was folded into it).
+    weight_qscheme: "per_channel" or "per_tensor" for nodes with weights, else None.
+    fixed_output_qparams: (scale, zero_point) when the output range is fixed (softmax).
+    """
+
+    quantized: bool = True
+    pattern: str = ""
+    role: str = "anchor"
+    folded: list[str] = field(default_factory=list)
+    weight_qscheme: str | None = None
+    fixed_output_qparams: tuple[float, int] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        if self.fixed_output_qparams is not None:
+            d["fixed_output_qparams"] = list(self.fixed_output_qparams)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TorchmcuAnnotation:
+        fixed = d.get("fixed_output_qparams")
+        return cls(
+            quantized=bool(d.get("quantized", True)),
+            pattern=str(d.get("pattern", "")),
+            role=str(d.get("role", "anchor")),
+            folded=list(d.get("folded", [])),
+            weight_qscheme=d.get("weight_qscheme"),
+            fixed_output_qparams=(float(fixed[0]), int(fixed[1])) if fixed else None,
+        )
+
+
+def write_annotation(node: torch.fx.Node, record: TorchmcuAnnotation) -> None:
+    """Store `record` on `node`, merging with a `folded` list already there."""
+    custom = node.meta.setdefault("custom", {})
+    previous = custom.get(META_KEY)
+    if previous:
+        for item in previous.get("folded", []):
+            if item not in record.folded:
+                record.folded.append(item)
+    custom[META_KEY] = record.to_dict()
+
+
+def read_annotation(node: torch.fx.Node) -> TorchmcuAnnotation | None:
+    """The record on `node`, or None when our quantizer did not annotate it."""
+    d = node.meta.get("custom", {}).get(META_KEY)
+    return TorchmcuAnnotation.from_dict(d) if d else None
+
+
+def mark_folded(node: torch.fx.Node, what: str) -> None:
+    """Note on `node` (before annotation) that `what` was folded into its constants."""
+    custom = node.meta.setdefault("custom", {})
+    d = custom.setdefault(META_KEY, {"quantized": False})
+    folded = d.setdefault("folded", [])
+    if what not in folded:
+        folded.append(what)

@@ -1,0 +1,268 @@
+"""Our PT2E quantizer: int8 activations, int8 symmetric weights, int32 bias.
+
+Scheme (the CMSIS-NN / TFLite int8 scheme the cortex_m kernels implement):
+- activations: asymmetric int8 per tensor, range -128..127;
+- weights: symmetric int8, range -127..127 (zero point 0). ExecuTorch's
+  CortexMQuantizer leaves the range at the observer default -128..127, which
+  makes the scale amax/127.5 and lets +amax round to 128 and clip; -127..127
+  keeps the range symmetric (scale amax/127), as TFLite requires for int8
+  weights, and every kernel accepts it. Per output channel for conv2d and
+  depthwise by default (per tensor on request); per tensor for linear.
+- bias: int32, scale = input_scale * weight_scale (per channel when the
+  weight is), zero point 0.
+- ReLU/ReLU6/hardtanh/clamp after conv/linear/add are fused: the activation's
+  output qparams become the anchor's, and the lowering turns the clamp into
+  activation_min/max.
+- pools and data-movement ops share their input's qparams (the CMSIS pooling
+  kernels do not requantize); softmax output is fixed at scale 1/256, zero
+  point -128 as CMSIS-NN's arm_softmax_s8 requires.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.fx
+from torch.fx import Node
+from torchao.quantization.pt2e import (
+    HistogramObserver,
+    MinMaxObserver,
+    PerChannelMinMaxObserver,
+)
+from torchao.quantization.pt2e.quantizer import (
+    DerivedQuantizationSpec,
+    FixedQParamsQuantizationSpec,
+    QuantizationAnnotation,
+    QuantizationSpec,
+    QuantizationSpecBase,
+    Quantizer,
+    SharedQuantizationSpec,
+)
+
+from torchmcu.quantize.annotation import TorchmcuAnnotation, write_annotation
+from torchmcu.quantize.fold_bn import fold_batch_norm
+
+_aten = torch.ops.aten
+
+ACT_QMIN, ACT_QMAX = -128, 127
+WEIGHT_QMIN, WEIGHT_QMAX = -127, 127
+SOFTMAX_SCALE = 1.0 / 256.0
+SOFTMAX_ZERO_POINT = -128
+
+CONV_TARGETS = (_aten.conv2d.default,)
+LINEAR_TARGETS = (_aten.linear.default,)
+ADD_TARGETS = (_aten.add.Tensor, _aten.add_.Tensor)
+MUL_TARGETS = (_aten.mul.Tensor, _aten.mul_.Tensor)
+ACTIVATION_TARGETS = (
+    _aten.relu.default,
+    _aten.relu_.default,
+    _aten.relu6.default,
+    _aten.hardtanh.default,
+    _aten.hardtanh_.default,
+    _aten.clamp.default,
+    _aten.clamp_.default,
+)
+POOL_TARGETS = (
+    _aten.max_pool2d.default,
+    _aten.avg_pool2d.default,
+    _aten.adaptive_avg_pool2d.default,
+    _aten.mean.dim,
+)
+SOFTMAX_TARGETS = (_aten.softmax.int, _aten._softmax.default)
+SHARED_TARGETS = (
+    _aten.flatten.using_ints,
+    _aten.view.default,
+    _aten.reshape.default,
+    _aten._unsafe_view.default,
+    _aten.squeeze.dim,
+    _aten.squeeze.dims,
+    _aten.unsqueeze.default,
+    _aten.dropout.default,
+    _aten.clone.default,
+    _aten.contiguous.default,
+)
+
+
+def _short(target: object) -> str:
+    name = getattr(target, "__name__", str(target))
+    return name.split(".")[0]
+
+
+class TorchmcuQuantizer(Quantizer):
+    """Annotates a graph captured by torch.export for the cortex_m int8 kernels."""
+
+    def __init__(self, *, per_channel: bool = True, observer: str = "minmax") -> None:
+        super().__init__()
+        if observer not in ("minmax", "histogram"):
+            raise ValueError(f"observer must be 'minmax' or 'histogram', got {observer!r}")
+        self.per_channel = per_channel
+        act_obs = MinMaxObserver if observer == "minmax" else HistogramObserver
+        self.act_qspec = QuantizationSpec(
+            dtype=torch.int8,
+            quant_min=ACT_QMIN,
+            quant_max=ACT_QMAX,
+            qscheme=torch.per_tensor_affine,
+            observer_or_fake_quant_ctr=act_obs,
+        )
+        self.weight_per_tensor = QuantizationSpec(
+            dtype=torch.int8,
+            quant_min=WEIGHT_QMIN,
+            quant_max=WEIGHT_QMAX,
+            qscheme=torch.per_tensor_symmetric,
+            observer_or_fake_quant_ctr=MinMaxObserver,
+        )
+        self.weight_per_channel = QuantizationSpec(
+            dtype=torch.int8,
+            quant_min=WEIGHT_QMIN,
+            quant_max=WEIGHT_QMAX,
+            qscheme=torch.per_channel_symmetric,
+            ch_axis=0,
+            observer_or_fake_quant_ctr=PerChannelMinMaxObserver,
+        )
+        self.softmax_out = FixedQParamsQuantizationSpec(
+            dtype=torch.int8,
+            scale=SOFTMAX_SCALE,
+            zero_point=SOFTMAX_ZERO_POINT,
+            quant_min=ACT_QMIN,
+            quant_max=ACT_QMAX,
+            qscheme=torch.per_tensor_affine,
+        )
+
+    # -- Quantizer interface -------------------------------------------------------------
+    def transform_for_annotation(self, model: torch.fx.GraphModule) -> torch.fx.GraphModule:
+        return fold_batch_norm(model)
+
+    def annotate(self, model: torch.fx.GraphModule) -> torch.fx.GraphModule:
+        for node in model.graph.nodes:
+            if node.op != "call_function" or _is_annotated(node):
+                continue
+            t = node.target
+            if t in CONV_TARGETS:
+                self._annotate_weighted(node, "conv2d", self.per_channel)
+            elif t in LINEAR_TARGETS:
+                self._annotate_weighted(node, "linear", False)
+            elif t in ADD_TARGETS or t in MUL_TARGETS:
+                self._annotate_binary(node, "add" if t in ADD_TARGETS else "mul")
+            elif t in POOL_TARGETS:
+                self._annotate_shared(node, _short(t), role="anchor")
+            elif t in SOFTMAX_TARGETS:
+                self._annotate_softmax(node)
+            elif t in SHARED_TARGETS:
+                self._annotate_shared(node, _short(t), role="shared")
+            elif t in ACTIVATION_TARGETS:
+                # A ReLU/clamp not fused into a producer: keeps its input's qparams.
+                self._annotate_shared(node, _short(t), role="anchor")
+        return model
+
+    def validate(self, model: torch.fx.GraphModule) -> None:
+        return None
+
+    # -- helpers ----------------------------------------------------------------------------
+    def _fused_activation(self, node: Node) -> Node | None:
+        """The ReLU/clamp consuming `node`'s output, when it is the only user."""
+        if len(node.users) != 1:
+            return None
+        user = next(iter(node.users))
+        if user.op == "call_function" and user.target in ACTIVATION_TARGETS and not _is_annotated(user):
+            return user
+        return None
+
+    def _finish_output(self, anchor: Node, pattern: str, extra: TorchmcuAnnotation) -> None:
+        """Annotate the output of `anchor` (or of its fused activation)."""
+        act = self._fused_activation(anchor)
+        if act is None:
+            _annotation(anchor).output_qspec = self.act_qspec
+            extra.pattern = pattern
+            write_annotation(anchor, extra)
+            return
+        pattern = f"{pattern}+{_short(act.target)}"
+        extra.pattern = pattern
+        write_annotation(anchor, extra)
+        act_ann = QuantizationAnnotation(output_qspec=self.act_qspec, _annotated=True)
+        act.meta["quantization_annotation"] = act_ann
+        write_annotation(act, TorchmcuAnnotation(pattern=pattern, role="activation"))
+
+    def _annotate_weighted(self, node: Node, kind: str, per_channel: bool) -> None:
+        x, w = node.args[0], node.args[1]
+        b = node.args[2] if len(node.args) > 2 else None
+        if not isinstance(x, Node) or not isinstance(w, Node):
+            return
+        w_spec = self.weight_per_channel if per_channel else self.weight_per_tensor
+        qmap: dict[Node, QuantizationSpecBase | None] = {x: self.act_qspec, w: w_spec}
+        if isinstance(b, Node):
+            qmap[b] = DerivedQuantizationSpec(
+                derived_from=[(x, node), (w, node)],
+                derive_qparams_fn=_derive_bias_qparams,
+                dtype=torch.int32,
+                quant_min=-(2**31),
+                quant_max=2**31 - 1,
+                qscheme=torch.per_channel_symmetric if per_channel else torch.per_tensor_symmetric,
+                ch_axis=0,
+            )
+        node.meta["quantization_annotation"] = QuantizationAnnotation(
+            input_qspec_map=qmap, _annotated=True
+        )
+        self._finish_output(
+            node,
+            kind,
+            TorchmcuAnnotation(weight_qscheme="per_channel" if per_channel else "per_tensor"),
+        )
+
+    def _annotate_binary(self, node: Node, kind: str) -> None:
+        a, b = node.args[0], node.args[1]
+        if not isinstance(a, Node) or not isinstance(b, Node):
+            return  # tensor-scalar ops are not supported by the kernels; lowering reports them
+        qmap: dict[Node, QuantizationSpecBase | None] = {a: self.act_qspec, b: self.act_qspec}
+        node.meta["quantization_annotation"] = QuantizationAnnotation(
+            input_qspec_map=qmap, _annotated=True
+        )
+        if kind == "add":
+            self._finish_output(node, kind, TorchmcuAnnotation())
+        else:
+            _annotation(node).output_qspec = self.act_qspec
+            write_annotation(node, TorchmcuAnnotation(pattern=kind))
+
+    def _annotate_shared(self, node: Node, pattern: str, role: str) -> None:
+        x = node.args[0]
+        if not isinstance(x, Node):
+            return
+        node.meta["quantization_annotation"] = QuantizationAnnotation(
+            input_qspec_map={x: self.act_qspec},
+            output_qspec=SharedQuantizationSpec((x, node)),
+            _annotated=True,
+        )
+        write_annotation(node, TorchmcuAnnotation(pattern=pattern, role=role))
+
+    def _annotate_softmax(self, node: Node) -> None:
+        x = node.args[0]
+        if not isinstance(x, Node):
+            return
+        node.meta["quantization_annotation"] = QuantizationAnnotation(
+            input_qspec_map={x: self.act_qspec},
+            output_qspec=self.softmax_out,
+            _annotated=True,
+        )
+        write_annotation(
+            node,
+            TorchmcuAnnotation(
+                pattern="softmax", fixed_output_qparams=(SOFTMAX_SCALE, SOFTMAX_ZERO_POINT)
+            ),
+        )
+
+
+def _is_annotated(node: Node) -> bool:
+    ann = node.meta.get("quantization_annotation")
+    return ann is not None and ann._annotated
+
+
+def _annotation(node: Node) -> QuantizationAnnotation:
+    return node.meta["quantization_annotation"]
+
+
+def _derive_bias_qparams(observers: list) -> tuple[torch.Tensor, torch.Tensor]:
+    """Bias scale = input scale * weight scale (per channel when the weight is)."""
+    act_obs, weight_obs = observers
+    act_scale, _ = act_obs.calculate_qparams()
+    weight_scale, _ = weight_obs.calculate_qparams()
+    scale = (act_scale * weight_scale).to(torch.float32)
+    return scale, torch.zeros_like(scale, dtype=torch.int32)
+
