@@ -1,0 +1,169 @@
+"""Hand-built Programs covering every EValue kind, constants and delegates.
+
+Shared by the .pte round-trip tests and the ExecuTorch cross-check. The
+numbers are chosen by hand (not produced by the code under test).
+"""
+
+from __future__ import annotations
+
+import struct
+
+from torchmcu.pte.program import (
+    Allocation,
+    BackendDelegate,
+    Bool,
+    BoolList,
+    Chain,
+    CompileSpec,
+    DelegateCall,
+    Double,
+    DoubleList,
+    ExecutionPlan,
+    FreeCall,
+    Int,
+    IntList,
+    JumpFalseCall,
+    KernelCall,
+    MoveCall,
+    Null,
+    Operator,
+    OptionalTensorList,
+    Program,
+    ScalarType,
+    String,
+    Tensor,
+    TensorList,
+)
+
+
+def int8_bytes(values: list[int]) -> bytes:
+    return struct.pack(f"<{len(values)}b", *values)
+
+
+def int32_bytes(values: list[int]) -> bytes:
+    return struct.pack(f"<{len(values)}i", *values)
+
+
+def linear_program() -> Program:
+    """A cortex_m::quantized_linear call: x[1,4] int8 -> y[1,3] int8 (weights, bias, kernel_sum)."""
+    w = int8_bytes([1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12])  # [3,4]
+    bias = int32_bytes([100, -200, 300])
+    ksum = int32_bytes([7, 8, 9])
+    values = [
+        Tensor(ScalarType.CHAR, [1, 4], [0, 1], allocation=Allocation(1, 0)),  # 0 x
+        Tensor(ScalarType.CHAR, [3, 4], [0, 1], data_buffer_idx=1),  # 1 w
+        Tensor(ScalarType.INT, [3], [0], data_buffer_idx=2),  # 2 bias
+        Tensor(ScalarType.INT, [3], [0], data_buffer_idx=3),  # 3 kernel_sum
+        Int(-128),  # 4 input offset
+        Int(5),  # 5 output offset
+        Int(1 << 30),  # 6 multiplier
+        Int(-7),  # 7 shift
+        IntList([6]),  # 8 multipliers
+        IntList([7]),  # 9 shifts
+        Int(-128),  # 10 act min
+        Int(127),  # 11 act max
+        Tensor(ScalarType.CHAR, [1, 3], [0, 1], allocation=Allocation(1, 16)),  # 12 y
+    ]
+    plan = ExecutionPlan(
+        name="forward",
+        values=values,
+        inputs=[0],
+        outputs=[12],
+        chains=[
+            Chain(
+                inputs=[0],
+                outputs=[12],
+                instructions=[KernelCall(0, [0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 12])],
+            )
+        ],
+        operators=[Operator("cortex_m::quantized_linear", "out")],
+        non_const_buffer_sizes=[0, 32],
+    )
+    return Program(execution_plan=[plan], constants=[b"", w, bias, ksum])
+
+
+def every_kind_program() -> Program:
+    """Two methods using every EValue kind, every instruction kind, constants and delegates."""
+    conv_w = int8_bytes(list(range(-27, 27)))  # [2,3,3,3] OHWI, 54 bytes (not 16-aligned)
+    scale = struct.pack("<2d", 0.5, -1.25)
+    values = [
+        Tensor(ScalarType.CHAR, [1, 3, 4, 4], [0, 2, 3, 1], allocation=Allocation(1, 0)),  # 0
+        Tensor(ScalarType.CHAR, [2, 3, 3, 3], [0, 1, 2, 3], data_buffer_idx=1),  # 1
+        Tensor(ScalarType.DOUBLE, [2], [0], data_buffer_idx=2),  # 2
+        Null(),  # 3
+        Int(-(1 << 63)),  # 4
+        Int((1 << 63) - 1),  # 5
+        Bool(True),  # 6
+        Bool(False),  # 7
+        Double(0.0),  # 8
+        Double(-3.5e-12),  # 9
+        Double(float("inf")),  # 10
+        String("hello, pte"),  # 11
+        IntList([4, 5]),  # 12
+        DoubleList([1.5, -2.25, 1e300]),  # 13
+        BoolList([True, False, True]),  # 14
+        TensorList([0, 1]),  # 15
+        OptionalTensorList([-1, 2, -1]),  # 16
+        Tensor(ScalarType.FLOAT, [1, 2, 2, 2], [0, 2, 3, 1], allocation=Allocation(1, 48)),  # 17
+        Tensor(ScalarType.INT, [], [], allocation=Allocation(2, 8)),  # 18 scalar tensor
+        Tensor(ScalarType.LONG, [0], [0]),  # 19 empty, unplanned
+        Tensor(ScalarType.BOOL, [3], [0], allocation=Allocation(1, 1 << 33)),  # 20 high offset
+        Tensor(ScalarType.BYTE, [5], [0], data_buffer_idx=3),  # 21 shares nothing
+        Tensor(ScalarType.SHORT, [2, 2], [1, 0], data_buffer_idx=4),  # 22 transposed
+        Tensor(ScalarType.HALF, [1], [0], allocation=Allocation(2, 0)),  # 23
+    ]
+    main = ExecutionPlan(
+        name="forward",
+        values=values,
+        inputs=[0],
+        outputs=[17, 18],
+        chains=[
+            Chain(
+                inputs=[0],
+                outputs=[17],
+                instructions=[
+                    KernelCall(0, [0, 1, 3, 12, 12, 17, 17]),
+                    DelegateCall(0, [0, 17]),
+                    MoveCall(17, 17),
+                    JumpFalseCall(6, 0),
+                    FreeCall(18),
+                    DelegateCall(1, [0, 18]),
+                    KernelCall(1, [15, 16, 13, 14, 11, 4, 5, 7, 8, 9, 10, 18]),
+                ],
+            ),
+            Chain(inputs=[], outputs=[], instructions=[]),
+        ],
+        operators=[
+            Operator("cortex_m::quantized_conv2d", "out"),
+            Operator("aten::cat", ""),
+        ],
+        delegates=[
+            BackendDelegate(
+                "EthosUBackend",
+                0,
+                [CompileSpec("target", b"ethos-u55-128"), CompileSpec("empty", b"")],
+            ),
+            BackendDelegate("OtherBackend", 1),
+        ],
+        non_const_buffer_sizes=[0, (1 << 33) + 3, 16],
+    )
+    second = ExecutionPlan(
+        name="helper",
+        values=[
+            Tensor(ScalarType.CHAR, [2, 3, 3, 3], [0, 1, 2, 3], data_buffer_idx=1),
+            Tensor(ScalarType.CHAR, [4], [0], allocation=Allocation(1, 0)),
+        ],
+        inputs=[],
+        outputs=[0],
+        chains=[Chain(inputs=[], outputs=[0], instructions=[])],
+        operators=[],
+        non_const_buffer_sizes=[0, 4],
+    )
+    blob0 = bytes(range(256)) * 3 + b"tail"
+    blob1 = b"\x01"
+    return Program(
+        execution_plan=[main, second],
+        constants=[b"", conv_w, scale, b"\xff\x00\x10\x20\x30", int32_bytes([1, 2])[:8]],
+        segments_data=[blob0, blob1],
+        version=0,
+    )
