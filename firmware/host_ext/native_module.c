@@ -8,15 +8,16 @@
  *   int list-> list of int; other scalars as Python None/bool/int/float.
  * Host-only code: it may allocate (the firmware core never does).
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "native_common.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "torchmcu/runtime.h"
-
 extern const tm_kernel_registry tm_all_kernels;
+extern const tm_kernel_registry tm_host_test_kernels;
+
+/* tm_all_kernels followed by the host-only test kernels (built at import). */
+tm_kernel_registry tmx_registry;
 
 #define MAX_CALL_ARGS 64
 #define MAX_LIST_ITEMS 64
@@ -35,7 +36,7 @@ static PyObject *native_set_error_type(PyObject *self, PyObject *type) {
 }
 
 /* Raises NativeError(status_name, message). Always returns NULL. */
-static PyObject *raise_native(tm_status status, const char *message) {
+PyObject *tmx_raise(tm_status status, const char *message) {
   PyObject *type = g_error_type != NULL ? g_error_type : PyExc_RuntimeError;
   PyObject *args = Py_BuildValue("(ss)", tm_status_name(status), message);
   if (args != NULL) {
@@ -45,7 +46,7 @@ static PyObject *raise_native(tm_status status, const char *message) {
   return NULL;
 }
 
-static size_t element_size(int scalar_type) {
+size_t tmx_element_size(int scalar_type) {
   switch (scalar_type) {
     case TM_BYTE: case TM_CHAR: case TM_BOOL: return 1;
     case TM_SHORT: return 2;
@@ -78,7 +79,7 @@ static int fill_tensor(tm_tensor *t, Py_buffer *view, int *held, PyObject *desc,
     return -1;
   }
   Py_ssize_t dim = PyTuple_GET_SIZE(sizes);
-  size_t esize = element_size((int)stype);
+  size_t esize = tmx_element_size((int)stype);
   if (esize == 0) {
     PyErr_Format(PyExc_ValueError, "%s: argument %zd: unsupported scalar type %ld", op, i, stype);
     return -1;
@@ -174,12 +175,12 @@ static PyObject *native_call_kernel(PyObject *self, PyObject *pyargs) {
   if (!PyArg_ParseTuple(pyargs, "ssO!", &name, &overload, &PyList_Type, &list)) return NULL;
   char op[256];
   snprintf(op, sizeof(op), "%s.%s", name, overload);
-  tm_kernel_fn fn = tm_registry_find(&tm_all_kernels, name, overload);
+  tm_kernel_fn fn = tm_registry_find(&tmx_registry, name, overload);
   if (fn == NULL) {
     char msg[400];
     snprintf(msg, sizeof(msg), "operator %s not in this image (%zu kernels registered)", op,
-             tm_all_kernels.count);
-    return raise_native(TM_ERR_MISSING_OPERATOR, msg);
+             tmx_registry.count);
+    return tmx_raise(TM_ERR_MISSING_OPERATOR, msg);
   }
   Py_ssize_t n = PyList_GET_SIZE(list);
   if (n < 1 || n > MAX_CALL_ARGS) {
@@ -203,7 +204,7 @@ static PyObject *native_call_kernel(PyObject *self, PyObject *pyargs) {
     char msg[400];
     snprintf(msg, sizeof(msg), "%s: kernel returned %s (bad_argument %u)", op, tm_status_name(st),
              (unsigned)ctx.bad_argument);
-    raise_native(st, msg);
+    tmx_raise(st, msg);
     goto done;
   }
   result = Py_None;
@@ -221,8 +222,8 @@ static PyObject *native_kernel_names(PyObject *self, PyObject *unused) {
   (void)unused;
   PyObject *out = PyList_New(0);
   if (out == NULL) return NULL;
-  for (size_t i = 0; i < tm_all_kernels.count; ++i) {
-    const tm_kernel_entry *e = &tm_all_kernels.entries[i];
+  for (size_t i = 0; i < tmx_registry.count; ++i) {
+    const tm_kernel_entry *e = &tmx_registry.entries[i];
     PyObject *item = Py_BuildValue("(ss)", e->name, e->overload);
     if (item == NULL || PyList_Append(out, item) != 0) {
       Py_XDECREF(item);
@@ -237,6 +238,8 @@ static PyObject *native_kernel_names(PyObject *self, PyObject *unused) {
 static PyMethodDef native_methods[] = {
     {"call_kernel", native_call_kernel, METH_VARARGS, "call_kernel(name, overload, args)"},
     {"kernel_names", native_kernel_names, METH_NOARGS, "[(name, overload)] of the registry"},
+    {"run_program", native_run_program, METH_VARARGS, "run_program(pte, inputs, method)"},
+    {"program_info", native_program_info, METH_VARARGS, "program_info(pte, method=None)"},
     {"_set_error_type", native_set_error_type, METH_O, "set the exception type raised on errors"},
     {NULL, NULL, 0, NULL},
 };
@@ -246,4 +249,16 @@ static struct PyModuleDef native_module = {
     NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&native_module); }
+PyMODINIT_FUNC PyInit__native(void) {
+  size_t n = tm_all_kernels.count + tm_host_test_kernels.count;
+  tm_kernel_entry *entries = PyMem_Calloc(n, sizeof(tm_kernel_entry));
+  if (entries == NULL) return PyErr_NoMemory();
+  if (tm_all_kernels.count != 0) {
+    memcpy(entries, tm_all_kernels.entries, tm_all_kernels.count * sizeof(tm_kernel_entry));
+  }
+  memcpy(entries + tm_all_kernels.count, tm_host_test_kernels.entries,
+         tm_host_test_kernels.count * sizeof(tm_kernel_entry));
+  tmx_registry.entries = entries;
+  tmx_registry.count = n;
+  return PyModule_Create(&native_module);
+}

@@ -103,3 +103,46 @@ def call_kernel(op_name: str, args: list, overload: str = "out") -> None:
 def kernel_names() -> list[tuple[str, str]]:
     """(name, overload) of every kernel built into the extension."""
     return list(_native.kernel_names())
+
+
+def _to_physical(x: np.ndarray, dim_order: Sequence[int]) -> np.ndarray:
+    """Logical array -> C-contiguous memory in `dim_order` (NCHW -> NHWC for [0,2,3,1])."""
+    return np.ascontiguousarray(x.transpose(tuple(dim_order)) if x.ndim else x)
+
+
+def _from_physical(data: bytes, scalar_type: int, sizes: Sequence[int], dim_order: Sequence[int]) -> np.ndarray:
+    """Tensor memory -> a contiguous array in logical sizes."""
+    physical = np.frombuffer(data, dtype=dtype_of(scalar_type)).reshape([sizes[d] for d in dim_order])
+    return np.ascontiguousarray(physical.transpose(np.argsort(dim_order)) if len(sizes) else physical)
+
+
+def program_info(pte: bytes, method: str | None = None) -> dict:
+    """Verified facts about a .pte method: operators (and which are missing here), value
+    count, arena/metadata bytes, input/output tensor metadata. Raises NativeError."""
+    return _native.program_info(bytes(pte), method)
+
+
+def run_program(pte: bytes, inputs: list[np.ndarray], method: str = "forward") -> list[np.ndarray]:
+    """Runs a .pte method with the C runtime; inputs and outputs are in logical sizes
+    (channels-last tensors are converted to/from their memory layout here)."""
+    pte = bytes(pte)
+    info = _native.program_info(pte, method)
+    if len(inputs) != len(info["inputs"]):
+        raise NativeError("INVALID_ARGUMENT", f"method takes {len(info['inputs'])} inputs, {len(inputs)} given")
+    packed = []
+    for i, (x, meta) in enumerate(zip(inputs, info["inputs"])):
+        if meta is None:
+            raise NativeError("UNSUPPORTED", f"input {i} is not a tensor")
+        x = np.asarray(x)
+        if x.dtype != dtype_of(meta["scalar_type"]) or tuple(x.shape) != tuple(meta["sizes"]):
+            raise NativeError(
+                "INVALID_ARGUMENT",
+                f"input {i}: expected {dtype_of(meta['scalar_type'])}{list(meta['sizes'])}, "
+                f"got {x.dtype}{list(x.shape)}",
+            )
+        packed.append((_to_physical(x, meta["dim_order"]), meta["scalar_type"], tuple(x.shape)))
+    outs = _native.run_program(pte, packed, method)
+    return [
+        _from_physical(*o) if isinstance(o, tuple) else o  # non-tensor outputs as Python scalars
+        for o in outs
+    ]

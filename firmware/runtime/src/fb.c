@@ -164,7 +164,7 @@ bool tm_fb_string(tm_fb *fb, const tm_fb_table *t, unsigned idx, const char **s,
   if (tgt == 0) {
     return true;
   }
-  tm_fb_vec v;
+  tm_fb_vec v = {0, 0};
   if (!vector_at(fb, tgt, 1, &v)) {
     return false;
   }

@@ -683,6 +683,22 @@ tm_status tm_program_method_name(const tm_program *program, uint32_t index, cons
   return TM_OK;
 }
 
+tm_status tm_program_operator(tm_program *program, const char *method_name, uint32_t index,
+                              const char **name, const char **overload) {
+  tm_fb fb = tm_program_fb(program);
+  tm_fb_table plan, op;
+  tm_fb_vec ops;
+  uint32_t len;
+  *name = *overload = NULL;
+  if (program->root == 0 || tm_find_plan(program, method_name, &plan) != TM_OK ||
+      !tm_fb_vector(&fb, &plan, PLAN_OPERATORS, 4, &ops) || index >= ops.len ||
+      !tm_fb_vec_table(&fb, &ops, index, &op) || !tm_fb_string(&fb, &op, OPERATOR_NAME, name, &len) ||
+      !tm_fb_string(&fb, &op, OPERATOR_OVERLOAD, overload, &len)) {
+    return TM_ERR_INVALID_ARGUMENT;
+  }
+  return TM_OK;
+}
+
 /* The optional extended header "eh00" at byte 8: program size and segment placement. */
 static tm_status read_ext_header(tm_program *p) {
   const uint8_t *d = p->data;

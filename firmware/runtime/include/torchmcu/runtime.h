@@ -77,6 +77,10 @@ tm_status tm_program_load(tm_program *program, const void *data, size_t size);
 /* Number of methods and the name of one (NUL-terminated, inside the program). */
 tm_status tm_program_method_name(const tm_program *program, uint32_t index, const char **name);
 
+/* Operator `index` of a method (name and overload, NUL-terminated inside the program). */
+tm_status tm_program_operator(tm_program *program, const char *method_name, uint32_t index,
+                              const char **name, const char **overload);
+
 /*
  * Memory a method needs: `meta_bytes` for values, tensors and resolved
  * instructions (8-byte aligned buffer), `arena_bytes` for planned tensors
