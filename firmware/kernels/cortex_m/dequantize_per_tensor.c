@@ -1,0 +1,36 @@
+/* cortex_m::dequantize_per_tensor.out - int8/int16 to float32 (docs/operators.md). */
+#include <math.h>
+
+#include "cortex_m_kernels.h"
+#include "kernel_args.h"
+
+enum { A_INPUT, A_SCALE, A_ZERO_POINT, A_QMIN, A_QMAX, A_DTYPE, A_OUT, N_SCHEMA };
+
+tm_status tm_cortex_m_dequantize_per_tensor_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
+  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
+  if (st != TM_OK) {
+    return st;
+  }
+  int32_t dtype = 0;
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A_DTYPE, TM_CHAR, TM_SHORT, &dtype), A_DTYPE);
+  const tm_tensor *in = tm_tensor_arg(args, A_INPUT, dtype, 0, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, in != NULL, A_INPUT);
+  double scale = 0.0;
+  TM_ARG_CHECK(ctx, tm_double_arg(args, A_SCALE, &scale) && isfinite(scale) && scale > 0.0, A_SCALE);
+  const int64_t lo = dtype == TM_CHAR ? INT8_MIN : INT16_MIN;
+  const int64_t hi = dtype == TM_CHAR ? INT8_MAX : INT16_MAX;
+  int32_t zp = 0, qmin = 0, qmax = 0;
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A_ZERO_POINT, lo, hi, &zp), A_ZERO_POINT);
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A_QMIN, lo, hi, &qmin), A_QMIN);
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A_QMAX, qmin, hi, &qmax), A_QMAX);
+  tm_tensor *out = tm_tensor_arg(args, A_OUT, TM_FLOAT, 0, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, out != NULL && tm_same_layout(in, out), A_OUT);
+
+  const float s = (float)scale;
+  float *dst = (float *)out->data;
+  for (uint32_t i = 0; i < in->numel; ++i) {
+    const int32_t q = dtype == TM_CHAR ? ((const int8_t *)in->data)[i] : ((const int16_t *)in->data)[i];
+    dst[i] = (float)(q - zp) * s;
+  }
+  return TM_OK;
+}

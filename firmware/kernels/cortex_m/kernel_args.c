@@ -1,0 +1,263 @@
+/* Argument checking shared by the cortex_m kernels (see kernel_args.h). */
+#include "kernel_args.h"
+
+tm_status tm_check_arg_count(tm_kernel_context *ctx, tm_value *const *args, size_t nargs,
+                             size_t schema_args) {
+  if (nargs != schema_args + 1) {
+    ctx->bad_argument = (uint16_t)(nargs < schema_args + 1 ? nargs : schema_args + 1);
+    return TM_ERR_INVALID_ARGUMENT;
+  }
+  for (size_t i = 0; i < nargs; ++i) {
+    TM_ARG_CHECK(ctx, args[i] != NULL, i);
+  }
+  const tm_value *out = args[nargs - 2];
+  const tm_value *ret = args[nargs - 1];
+  TM_ARG_CHECK(ctx, out->tag == TM_VALUE_TENSOR && out->u.tensor != NULL, nargs - 2);
+  TM_ARG_CHECK(ctx, ret->tag == TM_VALUE_TENSOR && ret->u.tensor == out->u.tensor, nargs - 1);
+  return TM_OK;
+}
+
+static bool valid_dim_order(const tm_tensor *t) {
+  uint32_t seen = 0;
+  for (uint8_t k = 0; k < t->dim; ++k) {
+    const uint8_t d = t->dim_order[k];
+    if (d >= t->dim || (seen & (1u << d)) != 0) {
+      return false;
+    }
+    seen |= 1u << d;
+  }
+  return true;
+}
+
+tm_tensor *tm_tensor_arg(tm_value *const *args, size_t i, int scalar_type, int min_rank, int max_rank) {
+  const tm_value *v = args[i];
+  if (v->tag != TM_VALUE_TENSOR || v->u.tensor == NULL) {
+    return NULL;
+  }
+  tm_tensor *t = v->u.tensor;
+  if (scalar_type >= 0 && t->scalar_type != (uint8_t)scalar_type) {
+    return NULL;
+  }
+  if ((int)t->dim < min_rank || (int)t->dim > max_rank || t->dim > TM_MAX_DIMS || !valid_dim_order(t)) {
+    return NULL;
+  }
+  uint64_t numel = 1;
+  for (uint8_t k = 0; k < t->dim; ++k) {
+    if (t->sizes[k] < 0) {
+      return NULL;
+    }
+    numel *= (uint64_t)t->sizes[k];
+  }
+  if (numel != t->numel || (t->data == NULL && t->nbytes != 0)) {
+    return NULL;
+  }
+  return t;
+}
+
+bool tm_is_none(tm_value *const *args, size_t i) { return args[i]->tag == TM_VALUE_NONE; }
+
+bool tm_int_arg(tm_value *const *args, size_t i, int64_t lo, int64_t hi, int32_t *out) {
+  const tm_value *v = args[i];
+  if (v->tag != TM_VALUE_INT || v->u.i < lo || v->u.i > hi) {
+    return false;
+  }
+  *out = (int32_t)v->u.i;
+  return true;
+}
+
+bool tm_bool_arg(tm_value *const *args, size_t i, bool *out) {
+  const tm_value *v = args[i];
+  if (v->tag != TM_VALUE_BOOL) {
+    return false;
+  }
+  *out = v->u.b;
+  return true;
+}
+
+bool tm_double_arg(tm_value *const *args, size_t i, double *out) {
+  const tm_value *v = args[i];
+  if (v->tag != TM_VALUE_DOUBLE) {
+    return false;
+  }
+  *out = v->u.d;
+  return true;
+}
+
+bool tm_int_list_arg(tm_value *const *args, size_t i, uint32_t min_len, uint32_t max_len,
+                     const int64_t **items, uint32_t *len) {
+  const tm_value *v = args[i];
+  if (v->tag != TM_VALUE_INT_LIST || v->u.int_list.length < min_len || v->u.int_list.length > max_len ||
+      (v->u.int_list.items == NULL && v->u.int_list.length != 0)) {
+    return false;
+  }
+  *items = v->u.int_list.items;
+  *len = v->u.int_list.length;
+  return true;
+}
+
+/* Element strides implied by a dim order. */
+static void strides_for(const tm_tensor *t, const uint8_t *order, int64_t strides[TM_MAX_DIMS]) {
+  int64_t step = 1;
+  for (int k = (int)t->dim - 1; k >= 0; --k) {
+    strides[order[k]] = step;
+    step *= t->sizes[order[k]];
+  }
+}
+
+static bool same_strides_where_it_matters(const tm_tensor *t, const uint8_t *order_a,
+                                          const uint8_t *order_b) {
+  int64_t sa[TM_MAX_DIMS];
+  int64_t sb[TM_MAX_DIMS];
+  strides_for(t, order_a, sa);
+  strides_for(t, order_b, sb);
+  for (uint8_t d = 0; d < t->dim; ++d) {
+    if (t->sizes[d] > 1 && sa[d] != sb[d]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool tm_has_layout(const tm_tensor *t, tm_layout layout) {
+  static const uint8_t kContiguous[TM_MAX_DIMS] = {0, 1, 2, 3, 4, 5};
+  static const uint8_t kNhwc[4] = {0, 2, 3, 1};
+  if (layout == TM_LAYOUT_NHWC_LEGACY) {
+    return t->dim == 4 && same_strides_where_it_matters(t, t->dim_order, kNhwc);
+  }
+  return same_strides_where_it_matters(t, t->dim_order, kContiguous);
+}
+
+bool tm_same_layout(const tm_tensor *a, const tm_tensor *b) {
+  if (a->dim != b->dim) {
+    return false;
+  }
+  for (uint8_t d = 0; d < a->dim; ++d) {
+    if (a->sizes[d] != b->sizes[d]) {
+      return false;
+    }
+  }
+  return same_strides_where_it_matters(a, a->dim_order, b->dim_order);
+}
+
+void tm_physical_sizes(const tm_tensor *t, int32_t phys[TM_MAX_DIMS]) {
+  for (uint8_t k = 0; k < t->dim; ++k) {
+    phys[k] = t->sizes[t->dim_order[k]];
+  }
+}
+
+bool tm_activation_dims(const tm_tensor *t, bool nhwc_sizes, int32_t dims[4]) {
+  if (t->dim != 4 || t->scalar_type != TM_CHAR) {
+    return false;
+  }
+  if (nhwc_sizes) {
+    if (!tm_has_layout(t, TM_LAYOUT_CONTIGUOUS)) {
+      return false;
+    }
+    dims[0] = t->sizes[0];
+    dims[1] = t->sizes[1];
+    dims[2] = t->sizes[2];
+    dims[3] = t->sizes[3];
+  } else {
+    if (!tm_has_layout(t, TM_LAYOUT_NHWC_LEGACY)) {
+      return false;
+    }
+    dims[0] = t->sizes[0];
+    dims[1] = t->sizes[2];
+    dims[2] = t->sizes[3];
+    dims[3] = t->sizes[1];
+  }
+  return true;
+}
+
+static bool is_channel_vector(const tm_tensor *t, int32_t channels) {
+  return t->dim == 4 && t->sizes[1] == channels && t->numel == (uint32_t)channels;
+}
+
+tm_binary_status tm_binary_broadcast(const tm_tensor *a, const tm_tensor *b, const tm_tensor *out,
+                                     tm_binary_shape *shape) {
+  if (tm_same_layout(a, b)) {
+    if (!tm_same_layout(a, out)) {
+      return TM_BINARY_BAD_OUT;
+    }
+    shape->numel = out->numel;
+    shape->a_period = out->numel;
+    shape->b_period = out->numel;
+    return TM_BINARY_OK;
+  }
+  if (out->dim != 4 || !tm_has_layout(out, TM_LAYOUT_NHWC_LEGACY)) {
+    return TM_BINARY_BAD_OUT;
+  }
+  const int32_t channels = out->sizes[1];
+  const bool a_full = tm_same_layout(a, out);
+  const bool b_full = tm_same_layout(b, out);
+  if (a_full && is_channel_vector(b, channels)) {
+    shape->a_period = out->numel;
+    shape->b_period = (uint32_t)channels;
+  } else if (b_full && is_channel_vector(a, channels)) {
+    shape->a_period = (uint32_t)channels;
+    shape->b_period = out->numel;
+  } else {
+    return (a_full || b_full) ? TM_BINARY_BAD_OTHER : TM_BINARY_BAD_OUT;
+  }
+  shape->numel = out->numel;
+  return TM_BINARY_OK;
+}
+
+bool tm_pair_arg(tm_value *const *args, size_t i, bool allow_single, int64_t lo, int64_t hi, int32_t *h,
+                 int32_t *w) {
+  const int64_t *items = NULL;
+  uint32_t len = 0;
+  if (!tm_int_list_arg(args, i, allow_single ? 1u : 2u, 2u, &items, &len)) {
+    return false;
+  }
+  const int64_t vh = items[0];
+  const int64_t vw = items[len - 1];
+  if (vh < lo || vh > hi || vw < lo || vw > hi) {
+    return false;
+  }
+  *h = (int32_t)vh;
+  *w = (int32_t)vw;
+  return true;
+}
+
+static bool per_channel_tensor(tm_value *const *args, size_t i, int32_t channels, const int32_t **data) {
+  const tm_tensor *t = tm_tensor_arg(args, i, TM_INT, 1, TM_MAX_DIMS);
+  if (t == NULL || t->numel != (uint32_t)channels) {
+    return false;
+  }
+  *data = (const int32_t *)t->data;
+  return true;
+}
+
+bool tm_per_channel_mults(tm_value *const *args, size_t i, int32_t channels, const int32_t **data) {
+  return per_channel_tensor(args, i, channels, data);
+}
+
+bool tm_per_channel_shifts(tm_value *const *args, size_t i, int32_t channels, const int32_t **data) {
+  if (!per_channel_tensor(args, i, channels, data)) {
+    return false;
+  }
+  for (int32_t c = 0; c < channels; ++c) {
+    if ((*data)[c] < -31 || (*data)[c] > 31) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool tm_scratch_arg(tm_value *const *args, size_t i, size_t needed) {
+  const tm_tensor *t = tm_tensor_arg(args, i, -1, 1, 1);
+  return t != NULL && (t->scalar_type == TM_BYTE || t->scalar_type == TM_CHAR) && t->nbytes >= needed;
+}
+
+int32_t tm_pool_out_size(int32_t size, int32_t kernel, int32_t stride, int32_t pad, bool ceil_mode) {
+  const int64_t span = (int64_t)size + 2 * (int64_t)pad - kernel;
+  if (span < 0) {
+    return 0;
+  }
+  int64_t out = (span + (ceil_mode ? stride - 1 : 0)) / stride + 1;
+  if (ceil_mode && (out - 1) * stride >= (int64_t)size + pad) {
+    --out;
+  }
+  return (int32_t)out;
+}

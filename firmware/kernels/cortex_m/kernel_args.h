@@ -1,0 +1,105 @@
+/*
+ * Argument checking shared by the cortex_m kernels. Each helper returns false
+ * when argument `i` breaks the contract; TM_ARG_CHECK then records the index
+ * in ctx->bad_argument and returns TM_ERR_INVALID_ARGUMENT.
+ */
+#ifndef TORCHMCU_KERNELS_KERNEL_ARGS_H
+#define TORCHMCU_KERNELS_KERNEL_ARGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "torchmcu/types.h"
+
+#define TM_ARG_CHECK(ctx, cond, index)            \
+  do {                                            \
+    if (!(cond)) {                                \
+      (ctx)->bad_argument = (uint16_t)(index);    \
+      return TM_ERR_INVALID_ARGUMENT;             \
+    }                                             \
+  } while (0)
+
+/* Memory layouts a kernel can ask for (see tm_has_layout). */
+typedef enum {
+  TM_LAYOUT_CONTIGUOUS = 0, /* dim order 0, 1, 2, ... */
+  TM_LAYOUT_NHWC_LEGACY = 1 /* 4-D, sizes N,C,H,W, dim order 0,2,3,1 */
+} tm_layout;
+
+/* Checks nargs == schema_args + 1 and that the last two values are the same
+ * out tensor; on failure sets ctx->bad_argument (to nargs or the index). */
+tm_status tm_check_arg_count(tm_kernel_context *ctx, tm_value *const *args, size_t nargs,
+                             size_t schema_args);
+
+/* The tensor of argument i, or NULL if it is not a tensor of `scalar_type`
+ * (pass -1 for any type) with a rank in [min_rank, max_rank] and valid data. */
+tm_tensor *tm_tensor_arg(tm_value *const *args, size_t i, int scalar_type, int min_rank, int max_rank);
+
+/* Argument i is None (for optional tensors). */
+bool tm_is_none(tm_value *const *args, size_t i);
+
+/* Int argument in [lo, hi]. */
+bool tm_int_arg(tm_value *const *args, size_t i, int64_t lo, int64_t hi, int32_t *out);
+
+bool tm_bool_arg(tm_value *const *args, size_t i, bool *out);
+
+bool tm_double_arg(tm_value *const *args, size_t i, double *out);
+
+/* Int list argument with a length in [min_len, max_len]. */
+bool tm_int_list_arg(tm_value *const *args, size_t i, uint32_t min_len, uint32_t max_len,
+                     const int64_t **items, uint32_t *len);
+
+/* The tensor's bytes are laid out as `layout` demands (dims of size 1 ignored). */
+bool tm_has_layout(const tm_tensor *t, tm_layout layout);
+
+/* Two tensors of equal sizes place every element at the same offset. */
+bool tm_same_layout(const tm_tensor *a, const tm_tensor *b);
+
+/* Memory-order (physical) sizes of a tensor: phys[k] = sizes[dim_order[k]]. */
+void tm_physical_sizes(const tm_tensor *t, int32_t phys[TM_MAX_DIMS]);
+
+/* A 4-D int8 activation in NHWC memory: legacy sizes N,C,H,W (dim order
+ * 0,2,3,1) when nhwc_sizes is false, else sizes N,H,W,C (contiguous).
+ * Writes N,H,W,C to dims. */
+bool tm_activation_dims(const tm_tensor *t, bool nhwc_sizes, int32_t dims[4]);
+
+
+/*
+ * Shape rule of quantized_add / quantized_mul: equal sizes with the same
+ * memory layout, or a 4-D NHWC channel broadcast where one operand holds one
+ * value per channel. Output element i (in memory order) reads a[i % a_period]
+ * and b[i % b_period].
+ */
+typedef struct {
+  uint32_t numel;
+  uint32_t a_period;
+  uint32_t b_period;
+} tm_binary_shape;
+
+typedef enum { TM_BINARY_OK = 0, TM_BINARY_BAD_OTHER = 1, TM_BINARY_BAD_OUT = 2 } tm_binary_status;
+
+tm_binary_status tm_binary_broadcast(const tm_tensor *a, const tm_tensor *b, const tm_tensor *out,
+                                     tm_binary_shape *shape);
+
+
+/* Spatial geometry of a convolution or pooling window (h, w pairs). */
+typedef struct {
+  int32_t stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
+} tm_window;
+
+/* Reads a list argument of exactly 2 items (or 1 or 2 if allow_single) into
+ * (*h, *w), each in [lo, hi]. */
+bool tm_pair_arg(tm_value *const *args, size_t i, bool allow_single, int64_t lo, int64_t hi, int32_t *h,
+                 int32_t *w);
+
+/* Per-channel requantization tensors: int32, numel == channels, shifts in [-31, 31]. */
+bool tm_per_channel_mults(tm_value *const *args, size_t i, int32_t channels, const int32_t **data);
+bool tm_per_channel_shifts(tm_value *const *args, size_t i, int32_t channels, const int32_t **data);
+
+/* A scratch tensor (1-D bytes) with at least `needed` bytes. */
+bool tm_scratch_arg(tm_value *const *args, size_t i, size_t needed);
+
+/* torch's pooling output size (dilation 1) including its ceil_mode rule; 0 if empty. */
+int32_t tm_pool_out_size(int32_t size, int32_t kernel, int32_t stride, int32_t pad, bool ceil_mode);
+
+#endif /* TORCHMCU_KERNELS_KERNEL_ARGS_H */

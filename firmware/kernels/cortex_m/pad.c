@@ -1,0 +1,71 @@
+/* cortex_m::pad.out - constant padding of an int8 tensor in memory order (docs/operators.md). */
+#include <string.h>
+
+#include "cortex_m_kernels.h"
+#include "kernel_args.h"
+
+enum { A_INPUT, A_PRE_PAD, A_POST_PAD, A_PAD_VALUE, A_OUT, N_SCHEMA };
+
+static bool same_dim_order(const tm_tensor *a, const tm_tensor *b) {
+  for (uint8_t k = 0; k < a->dim; ++k) {
+    if (a->dim_order[k] != b->dim_order[k]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+tm_status tm_cortex_m_pad_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
+  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
+  if (st != TM_OK) {
+    return st;
+  }
+  const tm_tensor *in = tm_tensor_arg(args, A_INPUT, TM_CHAR, 1, 4);
+  TM_ARG_CHECK(ctx, in != NULL, A_INPUT);
+  const int lead = 4 - in->dim;
+  const int64_t *pre = NULL, *post = NULL;
+  uint32_t len = 0;
+  TM_ARG_CHECK(ctx, tm_int_list_arg(args, A_PRE_PAD, 4, 4, &pre, &len), A_PRE_PAD);
+  TM_ARG_CHECK(ctx, tm_int_list_arg(args, A_POST_PAD, 4, 4, &post, &len), A_POST_PAD);
+  int32_t in_dims[4], out_dims[4], phys[TM_MAX_DIMS];
+  tm_physical_sizes(in, phys);
+  for (int k = 0; k < 4; ++k) {
+    TM_ARG_CHECK(ctx, pre[k] >= 0 && pre[k] <= INT16_MAX && (k >= lead || pre[k] == 0), A_PRE_PAD);
+    TM_ARG_CHECK(ctx, post[k] >= 0 && post[k] <= INT16_MAX && (k >= lead || post[k] == 0), A_POST_PAD);
+    in_dims[k] = k < lead ? 1 : phys[k - lead];
+    out_dims[k] = in_dims[k] + (int32_t)pre[k] + (int32_t)post[k];
+  }
+  int32_t value = 0;
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A_PAD_VALUE, INT8_MIN, INT8_MAX, &value), A_PAD_VALUE);
+  tm_tensor *out = tm_tensor_arg(args, A_OUT, TM_CHAR, in->dim, in->dim);
+  bool out_ok = out != NULL && same_dim_order(in, out);
+  if (out_ok) {
+    tm_physical_sizes(out, phys);
+    for (int k = lead; k < 4; ++k) {
+      out_ok = out_ok && phys[k - lead] == out_dims[k];
+    }
+  }
+  TM_ARG_CHECK(ctx, out_ok, A_OUT);
+
+  const int8_t *src = (const int8_t *)in->data;
+  int8_t *dst = (int8_t *)out->data;
+  memset(dst, (int)(int8_t)value, out->numel);
+  /* Copy each innermost input row into place. */
+  const size_t row = (size_t)in_dims[3];
+  for (int32_t a = 0; a < in_dims[0]; ++a) {
+    for (int32_t b = 0; b < in_dims[1]; ++b) {
+      for (int32_t c = 0; c < in_dims[2]; ++c) {
+        const size_t src_off = (((size_t)a * (size_t)in_dims[1] + (size_t)b) * (size_t)in_dims[2] + (size_t)c) * row;
+        const size_t dst_off = ((((size_t)a + (size_t)pre[0]) * (size_t)out_dims[1] + (size_t)b + (size_t)pre[1]) *
+                                    (size_t)out_dims[2] +
+                                (size_t)c + (size_t)pre[2]) *
+                                   (size_t)out_dims[3] +
+                               (size_t)pre[3];
+        if (row != 0) {
+          memcpy(dst + dst_off, src + src_off, row);
+        }
+      }
+    }
+  }
+  return TM_OK;
+}

@@ -1,0 +1,62 @@
+/* cortex_m::quantize_per_tensor.out - float32 to int8/int16 (docs/operators.md). */
+#include <math.h>
+
+#include "cortex_m_kernels.h"
+#include "kernel_args.h"
+#include "requantize.h"
+
+enum { A_INPUT, A_SCALE, A_ZERO_POINT, A_QMIN, A_QMAX, A_DTYPE, A_OUT, N_SCHEMA };
+
+/* round(v) to nearest, ties to even; |v| <= 2^24 so float holds every step exactly. */
+static int32_t round_half_even(float v) {
+  const int32_t i = (int32_t)v; /* truncates towards zero */
+  const float frac = v - (float)i;
+  if (frac > 0.5f || (frac == 0.5f && (i & 1) != 0)) {
+    return i + 1;
+  }
+  if (frac < -0.5f || (frac == -0.5f && (i & 1) != 0)) {
+    return i - 1;
+  }
+  return i;
+}
+
+tm_status tm_cortex_m_quantize_per_tensor_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
+  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
+  if (st != TM_OK) {
+    return st;
+  }
+  const tm_tensor *in = tm_tensor_arg(args, A_INPUT, TM_FLOAT, 0, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, in != NULL, A_INPUT);
+  double scale = 0.0;
+  TM_ARG_CHECK(ctx, tm_double_arg(args, A_SCALE, &scale) && isfinite(scale) && scale > 0.0 &&
+                        isfinite((float)scale) && (float)scale > 0.0f,
+               A_SCALE);
+  int32_t dtype = 0;
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A_DTYPE, TM_CHAR, TM_SHORT, &dtype), A_DTYPE);
+  const int64_t lo = dtype == TM_CHAR ? INT8_MIN : INT16_MIN;
+  const int64_t hi = dtype == TM_CHAR ? INT8_MAX : INT16_MAX;
+  int32_t zp = 0, qmin = 0, qmax = 0;
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A_ZERO_POINT, lo, hi, &zp), A_ZERO_POINT);
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A_QMIN, lo, hi, &qmin), A_QMIN);
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A_QMAX, qmin, hi, &qmax), A_QMAX);
+  tm_tensor *out = tm_tensor_arg(args, A_OUT, dtype, 0, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, out != NULL && tm_same_layout(in, out), A_OUT);
+
+  const float inv = 1.0f / (float)scale;
+  const float *src = (const float *)in->data;
+  const float limit = 16777216.0f; /* 2^24: beyond it every value saturates anyway */
+  for (uint32_t i = 0; i < in->numel; ++i) {
+    float v = src[i] * inv;
+    if (v != v) {
+      v = 0.0f; /* NaN maps to the zero point */
+    }
+    v = v < -limit ? -limit : (v > limit ? limit : v);
+    const int64_t q = tm_clamp64((int64_t)round_half_even(v) + zp, qmin, qmax);
+    if (dtype == TM_CHAR) {
+      ((int8_t *)out->data)[i] = (int8_t)q;
+    } else {
+      ((int16_t *)out->data)[i] = (int16_t)q;
+    }
+  }
+  return TM_OK;
+}

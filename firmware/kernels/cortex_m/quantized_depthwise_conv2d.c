@@ -1,0 +1,147 @@
+/* cortex_m::quantized_depthwise_conv2d.out and _nhwc.out - int8 depthwise convolution,
+ * NHWC activations, [1, KH, KW, Cout] weights (docs/operators.md). */
+#include "cortex_m_kernels.h"
+#include "kernel_args.h"
+#include "requantize.h"
+
+enum {
+  A_INPUT,
+  A_WEIGHT,
+  A_BIAS,
+  A_STRIDE,
+  A_PADDING,
+  A_DILATION,
+  A_DEPTH_MULTIPLIER,
+  A_INPUT_OFFSET,
+  A_OUTPUT_OFFSET,
+  A_MULTIPLIERS,
+  A_SHIFTS,
+  A_ACT_MIN,
+  A_ACT_MAX,
+  A_SCRATCH,
+  A_OUT,
+  N_SCHEMA
+};
+
+typedef struct {
+  const int8_t *input;
+  const int8_t *weight;
+  const int32_t *bias;
+  const int32_t *mults;
+  const int32_t *shifts;
+  int8_t *out;
+  int32_t in_dims[4];  /* N, H, W, C */
+  int32_t out_dims[4]; /* N, OH, OW, Cout */
+  int32_t kh, kw, depth_multiplier;
+  tm_window win;
+  int32_t input_offset, output_offset, act_min, act_max;
+} dw_params;
+
+size_t tm_quantized_depthwise_conv2d_scratch_bytes(const int32_t input_nhwc[4], const int32_t weight_1hwc[4]) {
+  (void)input_nhwc;
+  (void)weight_1hwc;
+  return 0;
+}
+
+static void depthwise_scalar(const dw_params *p) {
+  const int32_t h = p->in_dims[1], w = p->in_dims[2], c = p->in_dims[3];
+  const int32_t cout = p->out_dims[3];
+  int8_t *dst = p->out;
+  for (int32_t n = 0; n < p->in_dims[0]; ++n) {
+    const int8_t *image = p->input + (size_t)n * (size_t)h * (size_t)w * (size_t)c;
+    for (int32_t oh = 0; oh < p->out_dims[1]; ++oh) {
+      for (int32_t ow = 0; ow < p->out_dims[2]; ++ow) {
+        const int32_t ih0 = oh * p->win.stride_h - p->win.pad_h;
+        const int32_t iw0 = ow * p->win.stride_w - p->win.pad_w;
+        for (int32_t oc = 0; oc < cout; ++oc) {
+          const int32_t ic = oc / p->depth_multiplier;
+          int32_t acc = p->bias != NULL ? p->bias[oc] : 0;
+          for (int32_t ky = 0; ky < p->kh; ++ky) {
+            const int32_t ih = ih0 + ky * p->win.dil_h;
+            if (ih < 0 || ih >= h) {
+              continue;
+            }
+            for (int32_t kx = 0; kx < p->kw; ++kx) {
+              const int32_t iw = iw0 + kx * p->win.dil_w;
+              if (iw < 0 || iw >= w) {
+                continue;
+              }
+              const int32_t xv = image[((size_t)ih * (size_t)w + (size_t)iw) * (size_t)c + (size_t)ic];
+              const int32_t wv = p->weight[((size_t)ky * (size_t)p->kw + (size_t)kx) * (size_t)cout + (size_t)oc];
+              acc += (xv + p->input_offset) * wv;
+            }
+          }
+          const int64_t r = tm_requantize(acc, p->mults[oc], p->shifts[oc]) + p->output_offset;
+          *dst++ = (int8_t)tm_clamp64(r, p->act_min, p->act_max);
+        }
+      }
+    }
+  }
+}
+
+static int32_t conv_out_size(int32_t size, int32_t k, int32_t stride, int32_t pad, int32_t dil) {
+  const int64_t span = (int64_t)size + 2 * (int64_t)pad - (int64_t)dil * (k - 1) - 1;
+  return span < 0 ? 0 : (int32_t)(span / stride + 1);
+}
+
+static tm_status depthwise_entry(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes) {
+  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
+  if (st != TM_OK) {
+    return st;
+  }
+  dw_params p;
+  const tm_tensor *in = tm_tensor_arg(args, A_INPUT, TM_CHAR, 4, 4);
+  TM_ARG_CHECK(ctx, in != NULL && tm_activation_dims(in, nhwc_sizes, p.in_dims), A_INPUT);
+  const tm_tensor *wt = tm_tensor_arg(args, A_WEIGHT, TM_CHAR, 4, 4);
+  TM_ARG_CHECK(ctx, wt != NULL && tm_has_layout(wt, TM_LAYOUT_CONTIGUOUS) && wt->sizes[0] == 1 &&
+                        wt->sizes[1] > 0 && wt->sizes[2] > 0 && wt->sizes[3] > 0,
+               A_WEIGHT);
+  const int32_t cout = wt->sizes[3];
+  p.kh = wt->sizes[1];
+  p.kw = wt->sizes[2];
+  p.bias = NULL;
+  if (!tm_is_none(args, A_BIAS)) {
+    const tm_tensor *b = tm_tensor_arg(args, A_BIAS, TM_INT, 1, TM_MAX_DIMS);
+    TM_ARG_CHECK(ctx, b != NULL && b->numel == (uint32_t)cout, A_BIAS);
+    p.bias = (const int32_t *)b->data;
+  }
+  TM_ARG_CHECK(ctx, tm_pair_arg(args, A_STRIDE, false, 1, INT16_MAX, &p.win.stride_h, &p.win.stride_w), A_STRIDE);
+  TM_ARG_CHECK(ctx, tm_pair_arg(args, A_PADDING, false, 0, INT16_MAX, &p.win.pad_h, &p.win.pad_w), A_PADDING);
+  TM_ARG_CHECK(ctx, tm_pair_arg(args, A_DILATION, false, 1, INT16_MAX, &p.win.dil_h, &p.win.dil_w), A_DILATION);
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A_DEPTH_MULTIPLIER, 1, INT16_MAX, &p.depth_multiplier) &&
+                        (int64_t)p.in_dims[3] * p.depth_multiplier == cout,
+               A_DEPTH_MULTIPLIER);
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A_INPUT_OFFSET, -INT8_MAX, -INT8_MIN, &p.input_offset), A_INPUT_OFFSET);
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A_OUTPUT_OFFSET, INT8_MIN, INT8_MAX, &p.output_offset), A_OUTPUT_OFFSET);
+  TM_ARG_CHECK(ctx, tm_per_channel_mults(args, A_MULTIPLIERS, cout, &p.mults), A_MULTIPLIERS);
+  TM_ARG_CHECK(ctx, tm_per_channel_shifts(args, A_SHIFTS, cout, &p.shifts), A_SHIFTS);
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A_ACT_MIN, INT8_MIN, INT8_MAX, &p.act_min), A_ACT_MIN);
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A_ACT_MAX, p.act_min, INT8_MAX, &p.act_max), A_ACT_MAX);
+  const int32_t weight_dims[4] = {1, p.kh, p.kw, cout};
+  TM_ARG_CHECK(ctx,
+               tm_scratch_arg(args, A_SCRATCH, tm_quantized_depthwise_conv2d_scratch_bytes(p.in_dims, weight_dims)),
+               A_SCRATCH);
+  tm_tensor *out = tm_tensor_arg(args, A_OUT, TM_CHAR, 4, 4);
+  TM_ARG_CHECK(ctx, out != NULL && tm_activation_dims(out, nhwc_sizes, p.out_dims), A_OUT);
+  const int32_t oh = conv_out_size(p.in_dims[1], p.kh, p.win.stride_h, p.win.pad_h, p.win.dil_h);
+  const int32_t ow = conv_out_size(p.in_dims[2], p.kw, p.win.stride_w, p.win.pad_w, p.win.dil_w);
+  TM_ARG_CHECK(ctx, oh > 0 && ow > 0 && p.out_dims[0] == p.in_dims[0] && p.out_dims[1] == oh &&
+                        p.out_dims[2] == ow && p.out_dims[3] == cout,
+               A_OUT);
+  p.input = (const int8_t *)in->data;
+  p.weight = (const int8_t *)wt->data;
+  p.out = (int8_t *)out->data;
+
+  /* An MVE path would be selected here under __ARM_FEATURE_MVE; only the scalar path exists. */
+  depthwise_scalar(&p);
+  return TM_OK;
+}
+
+tm_status tm_cortex_m_quantized_depthwise_conv2d_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
+  return depthwise_entry(ctx, args, nargs, false);
+}
+
+tm_status tm_cortex_m_quantized_depthwise_conv2d_nhwc_out(tm_kernel_context *ctx, tm_value *const *args,
+                                                          size_t nargs) {
+  return depthwise_entry(ctx, args, nargs, true);
+}

@@ -1,0 +1,137 @@
+/* cortex_m::quantized_linear.out - int8 fully connected layer (docs/operators.md). */
+#include "cortex_m_kernels.h"
+#include "kernel_args.h"
+#include "requantize.h"
+
+enum {
+  A_INPUT,
+  A_WEIGHTS,
+  A_BIAS,
+  A_KERNEL_SUM,
+  A_INPUT_OFFSET,
+  A_FILTER_OFFSET,
+  A_OUTPUT_OFFSET,
+  A_MULTIPLIERS,
+  A_SHIFTS,
+  A_ACT_MAX,
+  A_ACT_MIN,
+  A_OUT,
+  N_SCHEMA
+};
+
+typedef struct {
+  const int8_t *input;
+  const int8_t *weights;
+  const int32_t *bias;       /* NULL: none */
+  const int32_t *kernel_sum; /* NULL: none; when set, bias is ignored */
+  const int64_t *mults;
+  const int64_t *shifts;
+  uint32_t per_channel; /* 1 if mults/shifts have one item per output channel */
+  int32_t rows, k, n;
+  int32_t input_offset, filter_offset, output_offset, act_min, act_max;
+  int8_t *out;
+} linear_params;
+
+static void linear_scalar(const linear_params *p) {
+  for (int32_t r = 0; r < p->rows; ++r) {
+    const int8_t *x = p->input + (size_t)r * (size_t)p->k;
+    int32_t x_sum = 0;
+    for (int32_t i = 0; i < p->k; ++i) {
+      x_sum += x[i];
+    }
+    for (int32_t o = 0; o < p->n; ++o) {
+      const int8_t *w = p->weights + (size_t)o * (size_t)p->k;
+      int64_t acc;
+      if (p->kernel_sum != NULL) {
+        int32_t dot = 0;
+        for (int32_t i = 0; i < p->k; ++i) {
+          dot += (int32_t)x[i] * (int32_t)w[i];
+        }
+        acc = (int64_t)dot + (int64_t)p->filter_offset * x_sum + p->kernel_sum[o];
+      } else {
+        int32_t dot = 0;
+        for (int32_t i = 0; i < p->k; ++i) {
+          dot += ((int32_t)x[i] + p->input_offset) * ((int32_t)w[i] + p->filter_offset);
+        }
+        acc = (int64_t)dot + (p->bias != NULL ? p->bias[o] : 0);
+      }
+      const uint32_t q = p->per_channel ? (uint32_t)o : 0u;
+      const int64_t r_val = tm_requantize(acc, (int32_t)p->mults[q], (int32_t)p->shifts[q]) + p->output_offset;
+      p->out[(size_t)r * (size_t)p->n + (size_t)o] = (int8_t)tm_clamp64(r_val, p->act_min, p->act_max);
+    }
+  }
+}
+
+static bool valid_shifts(const int64_t *items, uint32_t len) {
+  for (uint32_t i = 0; i < len; ++i) {
+    if (items[i] < -31 || items[i] > 31) {
+      return false;
+    }
+  }
+  return true;
+}
+
+static bool valid_mults(const int64_t *items, uint32_t len) {
+  for (uint32_t i = 0; i < len; ++i) {
+    if (items[i] < INT32_MIN || items[i] > INT32_MAX) {
+      return false;
+    }
+  }
+  return true;
+}
+
+tm_status tm_cortex_m_quantized_linear_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
+  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
+  if (st != TM_OK) {
+    return st;
+  }
+  linear_params p;
+  const tm_tensor *in = tm_tensor_arg(args, A_INPUT, TM_CHAR, 1, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, in != NULL && tm_has_layout(in, TM_LAYOUT_CONTIGUOUS) && in->sizes[in->dim - 1] > 0,
+               A_INPUT);
+  const tm_tensor *w = tm_tensor_arg(args, A_WEIGHTS, TM_CHAR, 2, 2);
+  TM_ARG_CHECK(ctx, w != NULL && tm_has_layout(w, TM_LAYOUT_CONTIGUOUS) && w->sizes[1] == in->sizes[in->dim - 1] &&
+                        w->sizes[0] > 0,
+               A_WEIGHTS);
+  p.k = w->sizes[1];
+  p.n = w->sizes[0];
+  p.rows = (int32_t)(in->numel / (uint32_t)p.k);
+  p.bias = NULL;
+  if (!tm_is_none(args, A_BIAS)) {
+    const tm_tensor *b = tm_tensor_arg(args, A_BIAS, TM_INT, 1, TM_MAX_DIMS);
+    TM_ARG_CHECK(ctx, b != NULL && b->numel == (uint32_t)p.n, A_BIAS);
+    p.bias = (const int32_t *)b->data;
+  }
+  p.kernel_sum = NULL;
+  if (!tm_is_none(args, A_KERNEL_SUM)) {
+    const tm_tensor *ks = tm_tensor_arg(args, A_KERNEL_SUM, TM_INT, 1, TM_MAX_DIMS);
+    TM_ARG_CHECK(ctx, ks != NULL && ks->numel == (uint32_t)p.n, A_KERNEL_SUM);
+    p.kernel_sum = (const int32_t *)ks->data;
+  }
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A_INPUT_OFFSET, -INT8_MAX, -INT8_MIN, &p.input_offset), A_INPUT_OFFSET);
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A_FILTER_OFFSET, -INT8_MAX, -INT8_MIN, &p.filter_offset), A_FILTER_OFFSET);
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A_OUTPUT_OFFSET, INT8_MIN, INT8_MAX, &p.output_offset), A_OUTPUT_OFFSET);
+  uint32_t n_mults = 0, n_shifts = 0;
+  TM_ARG_CHECK(ctx, tm_int_list_arg(args, A_MULTIPLIERS, 1, (uint32_t)p.n, &p.mults, &n_mults) &&
+                        (n_mults == 1 || n_mults == (uint32_t)p.n) && valid_mults(p.mults, n_mults),
+               A_MULTIPLIERS);
+  TM_ARG_CHECK(ctx, tm_int_list_arg(args, A_SHIFTS, n_mults, n_mults, &p.shifts, &n_shifts) &&
+                        valid_shifts(p.shifts, n_shifts),
+               A_SHIFTS);
+  p.per_channel = n_mults > 1 ? 1u : 0u;
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A_ACT_MIN, INT8_MIN, INT8_MAX, &p.act_min), A_ACT_MIN);
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A_ACT_MAX, p.act_min, INT8_MAX, &p.act_max), A_ACT_MAX);
+  tm_tensor *out = tm_tensor_arg(args, A_OUT, TM_CHAR, in->dim, in->dim);
+  bool out_ok = out != NULL && tm_has_layout(out, TM_LAYOUT_CONTIGUOUS) && out->sizes[out->dim - 1] == p.n;
+  for (uint8_t d = 0; out_ok && d + 1 < in->dim; ++d) {
+    out_ok = out->sizes[d] == in->sizes[d];
+  }
+  TM_ARG_CHECK(ctx, out_ok, A_OUT);
+  p.input = (const int8_t *)in->data;
+  p.weights = (const int8_t *)w->data;
+  p.out = (int8_t *)out->data;
+
+  /* An MVE path would be selected here under __ARM_FEATURE_MVE; only the scalar path exists. */
+  linear_scalar(&p);
+  return TM_OK;
+}

@@ -1,0 +1,100 @@
+/* cortex_m::quantized_max_pool2d.out and _nhwc.out - int8 max pooling over the in-bounds taps
+ * (CMSIS-NN arm_max_pool_s8; docs/operators.md). */
+#include "cortex_m_kernels.h"
+#include "kernel_args.h"
+#include "requantize.h"
+
+enum {
+  A_INPUT,
+  A_KERNEL_SIZE,
+  A_STRIDE,
+  A_PADDING,
+  A_DILATION,
+  A_CEIL_MODE,
+  A_INPUT_ZP,
+  A_OUTPUT_ZP,
+  A_ACT_MIN,
+  A_ACT_MAX,
+  A_OUT,
+  N_SCHEMA
+};
+
+typedef struct {
+  const int8_t *input;
+  int8_t *out;
+  int32_t in_dims[4], out_dims[4];
+  int32_t kh, kw, act_min, act_max;
+  tm_window win;
+} pool_params;
+
+static void max_pool_scalar(const pool_params *p) {
+  const int32_t h = p->in_dims[1], w = p->in_dims[2], c = p->in_dims[3];
+  int8_t *dst = p->out;
+  for (int32_t n = 0; n < p->in_dims[0]; ++n) {
+    const int8_t *image = p->input + (size_t)n * (size_t)h * (size_t)w * (size_t)c;
+    for (int32_t oh = 0; oh < p->out_dims[1]; ++oh) {
+      const int32_t y0 = oh * p->win.stride_h - p->win.pad_h;
+      const int32_t ys = y0 < 0 ? 0 : y0;
+      const int32_t ye = y0 + p->kh > h ? h : y0 + p->kh;
+      for (int32_t ow = 0; ow < p->out_dims[2]; ++ow) {
+        const int32_t x0 = ow * p->win.stride_w - p->win.pad_w;
+        const int32_t xs = x0 < 0 ? 0 : x0;
+        const int32_t xe = x0 + p->kw > w ? w : x0 + p->kw;
+        for (int32_t ch = 0; ch < c; ++ch) {
+          int32_t best = INT8_MIN;
+          for (int32_t y = ys; y < ye; ++y) {
+            for (int32_t x = xs; x < xe; ++x) {
+              const int32_t v = image[((size_t)y * (size_t)w + (size_t)x) * (size_t)c + (size_t)ch];
+              best = v > best ? v : best;
+            }
+          }
+          *dst++ = (int8_t)tm_clamp64(best, p->act_min, p->act_max);
+        }
+      }
+    }
+  }
+}
+
+static tm_status max_pool_entry(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes) {
+  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
+  if (st != TM_OK) {
+    return st;
+  }
+  pool_params p;
+  const tm_tensor *in = tm_tensor_arg(args, A_INPUT, TM_CHAR, 4, 4);
+  TM_ARG_CHECK(ctx, in != NULL && tm_activation_dims(in, nhwc_sizes, p.in_dims), A_INPUT);
+  TM_ARG_CHECK(ctx, tm_pair_arg(args, A_KERNEL_SIZE, true, 1, INT16_MAX, &p.kh, &p.kw), A_KERNEL_SIZE);
+  TM_ARG_CHECK(ctx, tm_pair_arg(args, A_STRIDE, true, 1, INT16_MAX, &p.win.stride_h, &p.win.stride_w), A_STRIDE);
+  TM_ARG_CHECK(ctx, tm_pair_arg(args, A_PADDING, true, 0, INT16_MAX, &p.win.pad_h, &p.win.pad_w) &&
+                        p.win.pad_h <= p.kh / 2 && p.win.pad_w <= p.kw / 2,
+               A_PADDING);
+  TM_ARG_CHECK(ctx, tm_pair_arg(args, A_DILATION, true, 1, 1, &p.win.dil_h, &p.win.dil_w), A_DILATION);
+  bool ceil_mode = true;
+  TM_ARG_CHECK(ctx, tm_bool_arg(args, A_CEIL_MODE, &ceil_mode) && !ceil_mode, A_CEIL_MODE);
+  int32_t in_zp = 0, out_zp = 0;
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A_INPUT_ZP, INT8_MIN, INT8_MAX, &in_zp), A_INPUT_ZP);
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A_OUTPUT_ZP, in_zp, in_zp, &out_zp), A_OUTPUT_ZP);
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A_ACT_MIN, INT8_MIN, INT8_MAX, &p.act_min), A_ACT_MIN);
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A_ACT_MAX, p.act_min, INT8_MAX, &p.act_max), A_ACT_MAX);
+  tm_tensor *out = tm_tensor_arg(args, A_OUT, TM_CHAR, 4, 4);
+  TM_ARG_CHECK(ctx, out != NULL && tm_activation_dims(out, nhwc_sizes, p.out_dims), A_OUT);
+  const int32_t oh = tm_pool_out_size(p.in_dims[1], p.kh, p.win.stride_h, p.win.pad_h, false);
+  const int32_t ow = tm_pool_out_size(p.in_dims[2], p.kw, p.win.stride_w, p.win.pad_w, false);
+  TM_ARG_CHECK(ctx, oh > 0 && ow > 0 && p.out_dims[0] == p.in_dims[0] && p.out_dims[1] == oh &&
+                        p.out_dims[2] == ow && p.out_dims[3] == p.in_dims[3],
+               A_OUT);
+  p.input = (const int8_t *)in->data;
+  p.out = (int8_t *)out->data;
+
+  /* An MVE path would be selected here under __ARM_FEATURE_MVE; only the scalar path exists. */
+  max_pool_scalar(&p);
+  return TM_OK;
+}
+
+tm_status tm_cortex_m_quantized_max_pool2d_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
+  return max_pool_entry(ctx, args, nargs, false);
+}
+
+tm_status tm_cortex_m_quantized_max_pool2d_nhwc_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
+  return max_pool_entry(ctx, args, nargs, true);
+}
