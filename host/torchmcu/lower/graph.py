@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 import torch.fx
+import torchao.quantization.pt2e  # noqa: F401  (registers the quantized_decomposed ops)
 
 from torchmcu.lower.errors import LoweringError, describe_node
 
