@@ -1,0 +1,214 @@
+/*
+ * pte_check: load, verify and prepare a .pte with the firmware runtime, and
+ * print the status and diagnostic. Host tool (may allocate).
+ *
+ *   pte_check [options] FILE...
+ *     --method NAME        method to prepare (default: the first)
+ *     --arena-bytes N      give the method an arena of N bytes (default: what it asks)
+ *     --meta-bytes N       metadata buffer of N bytes (default: what it asks)
+ *     --any-op             resolve every operator to a probe kernel that reads all
+ *                          of its tensor arguments, and execute the method
+ *     --truncations        hostile mode: try every truncated length of each file
+ *     --flips              hostile mode: corrupt each u32 / byte of the flatbuffer part
+ *
+ * Every buffer is allocated with exactly the size the runtime was told, so an
+ * out-of-bounds access shows up under AddressSanitizer. Exit status: 0 when
+ * every plain check succeeded (hostile modes: when no truncation was accepted
+ * and nothing crashed), 1 otherwise.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "torchmcu/runtime.h"
+
+extern const tm_kernel_registry tm_all_kernels;
+
+typedef struct {
+  const char *method;
+  long arena_bytes; /* -1: as required */
+  long meta_bytes;
+  int any_op;
+  int quiet;
+} options;
+
+static volatile uint32_t g_sink; /* keeps the probe's reads alive */
+
+/* Reads every byte a tensor or int list argument claims to own. */
+static tm_status probe_kernel(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
+  (void)ctx;
+  uint32_t acc = 0;
+  for (size_t k = 0; k < nargs; ++k) {
+    const tm_value *v = args[k];
+    if (v->tag == TM_VALUE_TENSOR && v->u.tensor->data != NULL) {
+      const uint8_t *p = v->u.tensor->data;
+      for (uint32_t i = 0; i < v->u.tensor->nbytes; ++i) acc += p[i];
+    } else if (v->tag == TM_VALUE_INT_LIST) {
+      for (uint32_t i = 0; i < v->u.int_list.length; ++i) acc += (uint32_t)v->u.int_list.items[i];
+    }
+  }
+  g_sink = acc;
+  return TM_OK;
+}
+
+static void print_diag(const char *what, tm_status st, const tm_diag *d) {
+  printf("%s: %s: %s", what, tm_status_name(st), d->message ? d->message : "");
+  if (d->instruction != TM_DIAG_NONE) printf(" (instruction %d)", (int)d->instruction);
+  if (d->value != TM_DIAG_NONE) printf(" (value %d)", (int)d->value);
+  if (d->argument != TM_DIAG_NONE) printf(" (argument %d)", (int)d->argument);
+  if (d->op_name) printf(" (operator %s.%s)", d->op_name, d->op_overload ? d->op_overload : "");
+  if (d->byte_offset != TM_DIAG_NO_OFFSET) printf(" (byte offset %u)", (unsigned)d->byte_offset);
+  printf("\n");
+}
+
+/* Load + required memory + init (+ execute with --any-op) on a private copy of `size` bytes. */
+static tm_status check_bytes(const char *what, const uint8_t *bytes, size_t size, const options *o) {
+  uint8_t *copy = malloc(size ? size : 1);
+  void *meta = NULL, *arena = NULL;
+  tm_kernel_entry *stubs = NULL;
+  tm_program program;
+  tm_method method;
+  tm_status st;
+  const tm_diag *diag = &program.diag;
+  if (copy == NULL) return TM_ERR_OUT_OF_MEMORY;
+  memcpy(copy, bytes, size);
+  st = tm_program_load(&program, copy, size);
+  size_t meta_bytes = 0, arena_bytes = 0;
+  if (st == TM_OK) st = tm_method_required_memory(&program, o->method, &meta_bytes, &arena_bytes);
+  if (st == TM_OK) {
+    tm_kernel_registry reg = tm_all_kernels;
+    if (o->any_op) {
+      uint32_t n = 0;
+      const char *name, *overload;
+      while (tm_program_operator(&program, o->method, n, &name, &overload) == TM_OK) ++n;
+      stubs = calloc(n + 1u, sizeof(*stubs));
+      for (uint32_t i = 0; stubs != NULL && i < n; ++i) {
+        tm_program_operator(&program, o->method, i, &stubs[i].name, &stubs[i].overload);
+        stubs[i].fn = probe_kernel;
+      }
+      reg.entries = stubs;
+      reg.count = n;
+    }
+    if (o->meta_bytes >= 0) meta_bytes = (size_t)o->meta_bytes;
+    if (o->arena_bytes >= 0) arena_bytes = (size_t)o->arena_bytes;
+    /* Exact sizes (malloc is 16-byte aligned here): one byte too far is an ASan report. */
+    meta = malloc(meta_bytes ? meta_bytes : 1);
+    arena = malloc(arena_bytes ? arena_bytes : 1);
+    diag = &method.diag;
+    st = tm_method_init(&method, &program, o->method, &reg, meta, meta_bytes, arena, arena_bytes);
+    if (st == TM_OK && o->any_op) st = tm_method_execute(&method);
+  }
+  if (!o->quiet) {
+    if (st == TM_OK) {
+      printf("%s: OK (meta %zu bytes, arena %zu bytes, %u values, %u instructions)\n", what, meta_bytes,
+             arena_bytes, (unsigned)method.num_values, (unsigned)method.num_instructions);
+    } else {
+      print_diag(what, st, diag);
+    }
+  }
+  free(stubs);
+  free(meta);
+  free(arena);
+  free(copy);
+  return st;
+}
+
+static uint8_t *read_file(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) return NULL;
+  uint8_t *buf = NULL;
+  if (fseek(f, 0, SEEK_END) == 0) {
+    long n = ftell(f);
+    if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1u)) != NULL) {
+      *size = fread(buf, 1, (size_t)n, f);
+    }
+  }
+  fclose(f);
+  return buf;
+}
+
+/* Every proper prefix must be rejected. Returns the number accepted (should be 0). */
+static unsigned hostile_truncations(const char *path, const uint8_t *data, size_t size, const options *o) {
+  unsigned accepted = 0;
+  for (size_t len = 0; len < size; ++len) {
+    if (check_bytes(path, data, len, o) == TM_OK) {
+      printf("%s: truncation to %zu bytes was ACCEPTED\n", path, len);
+      ++accepted;
+    }
+  }
+  printf("%s: %zu truncations, %u accepted\n", path, size, accepted);
+  return accepted;
+}
+
+/* Corrupts each aligned u32 (several patterns) and each byte of the flatbuffer part. */
+static void hostile_flips(const char *path, const uint8_t *data, size_t size, const options *o) {
+  static const uint32_t patterns[] = {0xFFFFFFFFu, 0x80000000u, 0x7FFFFFFFu, 0x00000000u, 0x00010000u};
+  uint32_t fb_size = (uint32_t)size;
+  tm_program p;
+  if (tm_program_load(&p, data, size) == TM_OK) fb_size = p.program_size;
+  uint8_t *copy = malloc(size);
+  unsigned tried = 0, rejected = 0;
+  if (copy == NULL) return;
+  for (uint32_t pos = 0; pos + 4u <= fb_size; pos += 4u) {
+    for (size_t k = 0; k < sizeof(patterns) / sizeof(patterns[0]) + 2u; ++k) {
+      memcpy(copy, data, size);
+      uint32_t v;
+      memcpy(&v, copy + pos, 4);
+      if (k < sizeof(patterns) / sizeof(patterns[0])) v = patterns[k];
+      else v += (k & 1u) ? 4u : (uint32_t)-4;
+      memcpy(copy + pos, &v, 4);
+      ++tried;
+      rejected += check_bytes(path, copy, size, o) != TM_OK;
+    }
+  }
+  for (uint32_t pos = 0; pos < fb_size; ++pos) {
+    memcpy(copy, data, size);
+    copy[pos] ^= 0xA5u;
+    ++tried;
+    rejected += check_bytes(path, copy, size, o) != TM_OK;
+  }
+  free(copy);
+  printf("%s: %u corruptions, %u rejected, %u accepted, no crash\n", path, tried, rejected, tried - rejected);
+}
+
+int main(int argc, char **argv) {
+  options o = {NULL, -1, -1, 0, 0};
+  int truncations = 0, flips = 0, failed = 0, nfiles = 0;
+  for (int i = 1; i < argc; ++i) {
+    const char *a = argv[i];
+    if (strcmp(a, "--method") == 0 && i + 1 < argc) o.method = argv[++i];
+    else if (strcmp(a, "--arena-bytes") == 0 && i + 1 < argc) o.arena_bytes = strtol(argv[++i], NULL, 0);
+    else if (strcmp(a, "--meta-bytes") == 0 && i + 1 < argc) o.meta_bytes = strtol(argv[++i], NULL, 0);
+    else if (strcmp(a, "--any-op") == 0) o.any_op = 1;
+    else if (strcmp(a, "--truncations") == 0) truncations = 1;
+    else if (strcmp(a, "--flips") == 0) flips = 1;
+    else if (a[0] == '-') {
+      fprintf(stderr, "pte_check: unknown option %s\n", a);
+      return 2;
+    } else {
+      size_t size = 0;
+      uint8_t *data = read_file(a, &size);
+      ++nfiles;
+      if (data == NULL) {
+        fprintf(stderr, "pte_check: cannot read %s\n", a);
+        failed = 1;
+        continue;
+      }
+      if (truncations || flips) {
+        options q = o;
+        q.quiet = 1;
+        if (truncations && hostile_truncations(a, data, size, &q) != 0) failed = 1;
+        if (flips) hostile_flips(a, data, size, &q);
+      } else if (check_bytes(a, data, size, &o) != TM_OK) {
+        failed = 1;
+      }
+      free(data);
+    }
+  }
+  if (nfiles == 0) {
+    fprintf(stderr, "usage: pte_check [--method NAME] [--arena-bytes N] [--meta-bytes N] [--any-op] "
+                    "[--truncations] [--flips] FILE...\n");
+    return 2;
+  }
+  return failed;
+}
