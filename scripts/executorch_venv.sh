@@ -49,9 +49,16 @@ if [ ! -f "$BASE_STAMP" ]; then
   touch "$BASE_STAMP"
 fi
 
-if [ "$WITH_CORTEX_M" = 1 ] && [ ! -f "$CM_STAMP" ]; then
-  "$VPY" -m pip install -q "torchao==0.18.0" "tosa-tools" "ethos-u-vela" >&2
-  touch "$CM_STAMP"
+# ExecuTorch's Cortex-M flow (CortexMQuantizer, CortexMPassManager) imports
+# torchao and, through the Arm backend's passes, tosa_serializer (measured:
+# nothing else; ethos-u-vela is only needed for its Ethos-U flow).
+CM_REQS="torchao==0.18.0 tosa-tools==2026.8.0"
+if [ "$WITH_CORTEX_M" = 1 ] && [ "$(cat "$CM_STAMP" 2>/dev/null)" != "$CM_REQS" ]; then
+  # shellcheck disable=SC2086
+  "$VPY" -m pip install -q $CM_REQS >&2
+  "$VPY" -c "from executorch.backends.cortex_m.quantizer.quantizer import CortexMQuantizer; \
+from executorch.backends.cortex_m.passes.cortex_m_pass_manager import CortexMPassManager" >&2
+  echo "$CM_REQS" > "$CM_STAMP"
 fi
 
 echo "$VPY"

@@ -186,3 +186,49 @@ def test_executorch_reads_our_files(et_python: Path, tmp_path: Path) -> None:
         assert load(f) == p
         # ... and reads ExecuTorch's own serialization of it back to the same Program.
         assert load(tmp_path / f"{name}.et.pte") == p, name
+
+
+@pytest.fixture(scope="session")
+def et_python_cortex_m(et_python: Path) -> Path:
+    proc = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "executorch_venv.sh"), "--cortex-m"],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    if proc.returncode != 0:
+        msg = f"could not add ExecuTorch's Cortex-M flow to its venv: {proc.stderr[-3000:]}"
+        if os.environ.get("TORCHMCU_ALLOW_NO_EXECUTORCH") == "1":
+            pytest.skip(msg)
+        pytest.fail(msg)
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
+def test_our_reader_reads_executorch_cortex_m_pte(et_python_cortex_m: Path, tmp_path: Path) -> None:
+    """A .pte written by ExecuTorch's own Cortex-M flow: our reader must see what
+    ExecuTorch's deserializer sees (operators, values, instructions, constants)."""
+    proc = subprocess.run(
+        [
+            str(et_python_cortex_m),
+            str(ROOT / "tests" / "executorch" / "export_cortex_m.py"),
+            "--model",
+            str(ROOT / "host" / "torchmcu" / "examples" / "models.py") + ":small_cnn",
+            "--seed",
+            "3",
+            "--out-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, f"ExecuTorch Cortex-M export failed:\n{proc.stderr[-4000:]}"
+    pte = tmp_path / "model.pte"
+    seen = run_dump(et_python_cortex_m, [pte], tmp_path)[str(pte)]
+    ours = load(pte)
+    plan = ours.execution_plan[0]
+    assert any(o.name == "cortex_m::quantized_conv2d" for o in plan.operators)
+    seen_constants = seen.pop("constants")
+    assert [c["sha256"] for c in seen_constants] == [hashlib.sha256(c).hexdigest() for c in ours.constants]
+    seen.pop("extended_header")
+    assert seen == expected_dump(ours)
