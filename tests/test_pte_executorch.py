@@ -232,3 +232,21 @@ def test_our_reader_reads_executorch_cortex_m_pte(et_python_cortex_m: Path, tmp_
     assert [c["sha256"] for c in seen_constants] == [hashlib.sha256(c).hexdigest() for c in ours.constants]
     seen.pop("extended_header")
     assert seen == expected_dump(ours)
+
+
+def test_executorch_reads_an_exported_model(et_python: Path, tmp_path: Path) -> None:
+    """A real model through torchmcu.export: ExecuTorch's deserializer sees the Program we built."""
+    import torchmcu
+    from torchmcu.examples import models
+
+    model, example = models.build("ds_cnn", seed=2)
+    exported = torchmcu.export(model, example, calibration=models.calibration("ds_cnn", 4))
+    f = tmp_path / "ds_cnn.pte"
+    f.write_bytes(exported.pte_bytes)
+    p = exported.program
+    assert any(o.name == "cortex_m::quantized_depthwise_conv2d" for o in p.execution_plan[0].operators)
+    seen = run_dump(et_python, [f], tmp_path)[str(f)]
+    check_constants(p, seen.pop("constants"))
+    seen.pop("extended_header")
+    assert seen == expected_dump(p)
+    assert load(tmp_path / "ds_cnn.et.pte") == p
