@@ -238,3 +238,9 @@ class LinearBN(nn.Module):
 def test_linear_batchnorm1d_folded():
     program, _ = lower_and_compare(LinearBN(), [(4, 12)])
     assert _ops(program).count("cortex_m::quantized_linear") == 1
+
+
+def test_zero_pad_asymmetric_then_conv():
+    program, _ = lower_and_compare(Seq(nn.ZeroPad2d((1, 2, 3, 0)), nn.Conv2d(2, 4, 3)),
+                                   [(1, 2, 6, 5)])
+    assert "cortex_m::pad" in _ops(program)

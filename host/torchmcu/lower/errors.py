@@ -7,7 +7,7 @@ import re
 import torch.fx
 
 # Frames from these packages are library internals, not the user's model.
-_LIBRARY_MARKERS = ("/torch/", "/torchao/", "/torchmcu/", "<eval_with_key>", "/site-packages/")
+_LIBRARY_MARKERS = ("/torch/", "/torchao/", "<eval_with_key>", "/site-packages/")
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n?(.*)')
 
 

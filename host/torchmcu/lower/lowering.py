@@ -562,6 +562,44 @@ def emit_view(ctx: _Ctx, node: torch.fx.Node) -> None:
     _bind_output(ctx, qs, act, out)
 
 
+def emit_pad(ctx: _Ctx, node: torch.fx.Node) -> None:
+    """Constant padding (e.g. nn.ZeroPad2d) with the quantized pad value."""
+    x = _input(ctx, node.args[0])
+    pads = [int(p) for p in node.args[1]]  # type: ignore[union-attr]
+    if node.target == _aten.pad.default:
+        mode = arg(node, 2, "mode", "constant")
+        if mode != "constant":
+            raise unsupported(node, f"padding mode '{mode}' (only constant)")
+        value = arg(node, 3, "value", None)
+    else:
+        value = arg(node, 2, "value", 0)
+    value = 0.0 if value is None else float(value)  # type: ignore[arg-type]
+    if len(pads) % 2 or len(pads) // 2 > x.rank or x.rank > 4 or min(pads) < 0:
+        raise unsupported(node, f"padding {pads} of a rank-{x.rank} tensor")
+    qs, act, qp = _output_quant(ctx, node, allow_activation=False)
+    if qp.zero_point != x.zero_point or not math.isclose(qp.scale, float(x.scale), rel_tol=1e-6):  # type: ignore[arg-type]
+        raise unsupported(node, "padding that changes qparams")
+    logical_pre = [0] * x.rank
+    logical_post = [0] * x.rank
+    for i in range(len(pads) // 2):  # pairs run from the last dimension backwards
+        logical_pre[x.rank - 1 - i] = pads[2 * i]
+        logical_post[x.rank - 1 - i] = pads[2 * i + 1]
+    if x.rank == 4:
+        x = as_nhwc(ctx, x)
+        order = [0, 2, 3, 1]  # physical (memory) order of the dims
+        pre = [logical_pre[d] for d in order]
+        post = [logical_post[d] for d in order]
+    else:
+        x = as_contiguous(ctx, x)
+        pre = [0] * (4 - x.rank) + logical_pre
+        post = [0] * (4 - x.rank) + logical_post
+    out = _new_int8(ctx, node.name, shape_of(node), qp, nhwc=x.rank == 4)
+    b = ctx.b
+    args = [x.vi, b.int_list(pre), b.int_list(post), b.int_(_q8(value, qp))]
+    _call(ctx, "cortex_m::pad", args, out.vi, node)
+    _bind_output(ctx, qs, act, out)
+
+
 EMITTERS: dict[Any, Callable[[_Ctx, torch.fx.Node], None]] = {
     _aten.conv2d.default: emit_conv2d,
     _aten.linear.default: emit_linear,
@@ -585,6 +623,8 @@ EMITTERS: dict[Any, Callable[[_Ctx, torch.fx.Node], None]] = {
     _aten.dropout.default: emit_view,
     _aten.clone.default: emit_view,
     _aten.contiguous.default: emit_view,
+    _aten.pad.default: emit_pad,
+    _aten.constant_pad_nd.default: emit_pad,
 }
 
 

@@ -79,6 +79,8 @@ SHARED_TARGETS = (
     _aten.dropout.default,
     _aten.clone.default,
     _aten.contiguous.default,
+    _aten.pad.default,
+    _aten.constant_pad_nd.default,
 )
 
 
