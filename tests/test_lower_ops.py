@@ -244,3 +244,22 @@ def test_zero_pad_asymmetric_then_conv():
     program, _ = lower_and_compare(Seq(nn.ZeroPad2d((1, 2, 3, 0)), nn.Conv2d(2, 4, 3)),
                                    [(1, 2, 6, 5)])
     assert "cortex_m::pad" in _ops(program)
+
+
+class ConvClamp(nn.Module):
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.kind = kind
+
+    def forward(self, x):
+        y = self.conv(x)
+        if self.kind == "hardtanh":
+            return F.hardtanh(y, -0.5, 0.75)
+        return torch.clamp(y, min=-0.25, max=1.5)
+
+
+@pytest.mark.parametrize("kind", ["hardtanh", "clamp"])
+def test_conv_clamp_fused(kind):
+    program, _ = lower_and_compare(ConvClamp(kind), [(1, 3, 6, 6)], scale_inputs=2.0)
+    assert len(_ops(program)) == 5  # quantize, transpose, conv, transpose, dequantize
