@@ -27,9 +27,9 @@ bool tm_fb_table_at(tm_fb *fb, uint32_t pos, tm_fb_table *out) {
   if (vt_len < 4 || (vt_len & 1u) != 0 || !in_bounds(fb, (uint32_t)vt, vt_len)) {
     return tm_fb_fail(fb, (uint32_t)vt, "vtable size invalid");
   }
-  if (tbl_len < 4 || !in_bounds(fb, pos, tbl_len)) {
-    return tm_fb_fail(fb, pos, "table size invalid");
-  }
+  /* The table size in the vtable is not trusted: flatbuffers' Python builder (which
+   * ExecuTorch uses) shares vtables between tables of different sizes. Each field
+   * is bounds-checked against the buffer instead. */
   out->pos = pos;
   out->vt = (uint32_t)vt;
   out->vt_len = vt_len;
@@ -56,10 +56,10 @@ static bool field_pos(tm_fb *fb, const tm_fb_table *t, unsigned idx, unsigned wi
   if (off == 0) {
     return true;
   }
-  if ((uint32_t)off + width > t->tbl_len) {
-    return tm_fb_fail(fb, t->pos, "field outside its table");
+  uint32_t p;
+  if (!tm_add_u32(t->pos, off, &p) || !in_bounds(fb, p, width)) {
+    return tm_fb_fail(fb, t->pos, "field outside the buffer");
   }
-  uint32_t p = t->pos + off; /* cannot overflow: inside the table, inside the buffer */
   if ((p & (width - 1u)) != 0) {
     return tm_fb_fail(fb, p, "misaligned field");
   }

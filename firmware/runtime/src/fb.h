@@ -22,7 +22,7 @@ typedef struct {
   uint32_t pos;     /* table start (its soffset to the vtable) */
   uint32_t vt;      /* vtable position */
   uint16_t vt_len;  /* vtable bytes */
-  uint16_t tbl_len; /* inline table bytes */
+  uint16_t tbl_len; /* inline table bytes as the vtable states (not trusted, see fb.c) */
 } tm_fb_table;
 
 typedef struct {
