@@ -60,8 +60,8 @@ def test_program_info_reports_method_facts() -> None:
     assert info["num_values"] == 4 and info["num_tensors"] == 3 and info["num_instructions"] == 1
     assert info["arena_bytes"] == 48  # 40 rounded up to 16
     (inp,) = info["inputs"]
-    assert inp == {"scalar_type": 1, "sizes": (1, 3, 2, 2), "dim_order": (0, 2, 3, 1), "nbytes": 12,
-                   "planned": True}
+    assert inp == {"scalar_type": 1, "dtype": "int8", "sizes": (1, 3, 2, 2), "dim_order": (0, 2, 3, 1),
+                   "nbytes": 12, "planned": True}
 
 
 def test_program_values_reach_the_kernel() -> None:
@@ -299,3 +299,16 @@ def test_constant_tensor_points_into_program() -> None:
     _values(p)[1] = Tensor(ScalarType.SHORT, [4], [0], data_buffer_idx=1)
     (rec,) = native.run_program(writer.serialize(p), [np.zeros((2, 3), np.int32)])
     assert rec.tolist()[12:20] == [4, 2, 1, 4, 0, 4, 8, -2]
+
+
+def test_second_memory_id_is_laid_out_after_the_first() -> None:
+    # Memory ids 1 and 2 share one arena: id 2 starts at the 16-aligned end of id 1.
+    p = add_program()
+    p.execution_plan[0].non_const_buffer_sizes = [0, 20, 12]
+    _values(p)[3].allocation = Allocation(2, 0)
+    pte = writer.serialize(p)
+    assert native.program_info(pte)["arena_bytes"] == 32 + 16
+    x = _nchw_input()
+    (y,) = native.run_program(pte, [x])
+    c_logical = CONST_NHWC.reshape(1, 2, 2, 3).transpose(0, 3, 1, 2)
+    np.testing.assert_array_equal(y, np.clip(x.astype(np.int32) + 2 * c_logical, -128, 127).astype(np.int8))

@@ -118,8 +118,13 @@ def _from_physical(data: bytes, scalar_type: int, sizes: Sequence[int], dim_orde
 
 def program_info(pte: bytes, method: str | None = None) -> dict:
     """Verified facts about a .pte method: operators (and which are missing here), value
-    count, arena/metadata bytes, input/output tensor metadata. Raises NativeError."""
-    return _native.program_info(bytes(pte), method)
+    count, arena/metadata bytes, input/output tensor metadata (scalar_type, dtype name,
+    logical sizes, dim_order, nbytes, planned). Raises NativeError."""
+    info = _native.program_info(bytes(pte), method)
+    for meta in info["inputs"] + info["outputs"]:
+        if meta is not None:
+            meta["dtype"] = str(dtype_of(meta["scalar_type"]))
+    return info
 
 
 def run_program(pte: bytes, inputs: list[np.ndarray], method: str = "forward") -> list[np.ndarray]:
