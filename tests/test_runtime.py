@@ -311,4 +311,4 @@ def test_second_memory_id_is_laid_out_after_the_first() -> None:
     x = _nchw_input()
     (y,) = native.run_program(pte, [x])
     c_logical = CONST_NHWC.reshape(1, 2, 2, 3).transpose(0, 3, 1, 2)
-    np.testing.assert_array_equal(y, np.clip(x.astype(np.int32) + 2 * c_logical, -128, 127).astype(np.int8))
+    np.testing.assert_array_equal(y, np.clip(x.astype(np.int32) + 2 * c_logical.astype(np.int32), -128, 127).astype(np.int8))
