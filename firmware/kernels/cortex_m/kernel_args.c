@@ -184,20 +184,21 @@ tm_binary_status tm_binary_broadcast(const tm_tensor *a, const tm_tensor *b, con
     shape->b_period = out->numel;
     return TM_BINARY_OK;
   }
-  if (out->dim != 4 || !tm_has_layout(out, TM_LAYOUT_NHWC_LEGACY)) {
-    return TM_BINARY_BAD_OUT;
-  }
-  const int32_t channels = out->sizes[1];
   const bool a_full = tm_same_layout(a, out);
   const bool b_full = tm_same_layout(b, out);
-  if (a_full && is_channel_vector(b, channels)) {
+  if (!a_full && !b_full) {
+    return TM_BINARY_BAD_OUT;
+  }
+  const bool nhwc_out = out->dim == 4 && tm_has_layout(out, TM_LAYOUT_NHWC_LEGACY);
+  const int32_t channels = out->dim == 4 ? out->sizes[1] : 0;
+  if (nhwc_out && a_full && is_channel_vector(b, channels)) {
     shape->a_period = out->numel;
     shape->b_period = (uint32_t)channels;
-  } else if (b_full && is_channel_vector(a, channels)) {
+  } else if (nhwc_out && b_full && is_channel_vector(a, channels)) {
     shape->a_period = (uint32_t)channels;
     shape->b_period = out->numel;
   } else {
-    return (a_full || b_full) ? TM_BINARY_BAD_OTHER : TM_BINARY_BAD_OUT;
+    return a_full ? TM_BINARY_BAD_OTHER : TM_BINARY_BAD_SELF;
   }
   shape->numel = out->numel;
   return TM_BINARY_OK;
@@ -251,13 +252,11 @@ bool tm_scratch_arg(tm_value *const *args, size_t i, size_t needed) {
 }
 
 int32_t tm_pool_out_size(int32_t size, int32_t kernel, int32_t stride, int32_t pad, bool ceil_mode) {
-  const int64_t span = (int64_t)size + 2 * (int64_t)pad - kernel;
-  if (span < 0) {
-    return 0;
-  }
-  int64_t out = (span + (ceil_mode ? stride - 1 : 0)) / stride + 1;
+  const int64_t num = (int64_t)size + 2 * (int64_t)pad - kernel + (ceil_mode ? stride - 1 : 0);
+  /* floor division: the numerator may be negative when the kernel exceeds the padded input */
+  int64_t out = (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
   if (ceil_mode && (out - 1) * stride >= (int64_t)size + pad) {
     --out;
   }
-  return (int32_t)out;
+  return out < 0 ? 0 : (int32_t)out;
 }

@@ -76,7 +76,7 @@ typedef struct {
   uint32_t b_period;
 } tm_binary_shape;
 
-typedef enum { TM_BINARY_OK = 0, TM_BINARY_BAD_OTHER = 1, TM_BINARY_BAD_OUT = 2 } tm_binary_status;
+typedef enum { TM_BINARY_OK = 0, TM_BINARY_BAD_SELF = 1, TM_BINARY_BAD_OTHER = 2, TM_BINARY_BAD_OUT = 3 } tm_binary_status;
 
 tm_binary_status tm_binary_broadcast(const tm_tensor *a, const tm_tensor *b, const tm_tensor *out,
                                      tm_binary_shape *shape);

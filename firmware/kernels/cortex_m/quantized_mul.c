@@ -32,7 +32,8 @@ tm_status tm_cortex_m_quantized_mul_out(tm_kernel_context *ctx, tm_value *const 
   TM_ARG_CHECK(ctx, out != NULL, A_OUT);
   tm_binary_shape shape;
   const tm_binary_status bs = tm_binary_broadcast(a, b, out, &shape);
-  TM_ARG_CHECK(ctx, bs == TM_BINARY_OK, bs == TM_BINARY_BAD_OTHER ? A_OTHER : A_OUT);
+  TM_ARG_CHECK(ctx, bs == TM_BINARY_OK,
+               bs == TM_BINARY_BAD_SELF ? A_SELF : (bs == TM_BINARY_BAD_OTHER ? A_OTHER : A_OUT));
 
   /* An MVE path would be selected here under __ARM_FEATURE_MVE; only the scalar path exists. */
   mul_scalar((const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)out->data, &shape, a_zp, b_zp, out_zp,

@@ -75,16 +75,16 @@ def conv_output_size(size: int, kernel: int, stride: int, pad: int, dilation: in
 
 def _conv_nhwc(
     x: np.ndarray,
-    taps: np.ndarray,
+    kernel_hw: tuple[int, int],
     stride: Sequence[int],
     padding: Sequence[int],
     dilation: Sequence[int],
     input_offset: int,
 ) -> np.ndarray:
     """Gathers the receptive fields: returns (N, OH, OW, KH, KW, C) int64 windows of x + input_offset,
-    with zeros where a tap falls into the padding. `taps` is (KH, KW) shaped only for sizes."""
+    with zeros where a tap falls into the padding."""
     n, h, w, c = x.shape
-    kh, kw = taps.shape[:2]
+    kh, kw = kernel_hw
     sh, sw = (int(v) for v in stride)
     ph, pw = (int(v) for v in padding)
     dh, dw = (int(v) for v in dilation)
@@ -144,7 +144,7 @@ def quantized_conv2d(
     if cin % cin_g or cout % (cin // cin_g):
         raise ValueError(f"channels do not split into groups: Cin={cin}, weight Cin={cin_g}, Cout={cout}")
     groups = cin // cin_g
-    win = _conv_nhwc(x, w, stride, padding, dilation, input_offset)  # N,OH,OW,KH,KW,Cin
+    win = _conv_nhwc(x, (kh, kw), stride, padding, dilation, input_offset)  # N,OH,OW,KH,KW,Cin
     n, oh, ow = win.shape[:3]
     cout_g = cout // groups
     acc = np.empty((n, oh, ow, cout), dtype=np.int64)
@@ -182,7 +182,7 @@ def quantized_depthwise_conv2d(
     cin = x.shape[3]
     if one != 1 or depth_multiplier < 1 or cout != cin * depth_multiplier:
         raise ValueError(f"depthwise weight {w.shape} does not match Cin={cin} x depth_multiplier={depth_multiplier}")
-    win = _conv_nhwc(x, w, stride, padding, dilation, input_offset)  # N,OH,OW,KH,KW,Cin
+    win = _conv_nhwc(x, (kh, kw), stride, padding, dilation, input_offset)  # N,OH,OW,KH,KW,Cin
     win = np.repeat(win, depth_multiplier, axis=-1)  # channel oc <- input oc // dm
     acc = np.einsum("nabhwc,hwc->nabc", win, w[0])
     return _finish(acc, bias, requantize_multipliers, requantize_shifts, output_offset,

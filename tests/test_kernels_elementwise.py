@@ -1,0 +1,105 @@
+"""quantize/dequantize/add/mul kernels vs the reference, bit-exact."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from torchmcu import native
+from torchmcu import reference as ref
+from test_kernels_common import activation_range, channels, int8, legacy, seeds, zero_points
+
+shapes = st.lists(st.integers(1, 9), min_size=1, max_size=4).map(tuple)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=seeds, shape=shapes, scale=st.floats(1e-3, 10.0), zp=zero_points, rng_=activation_range())
+def test_quantize_per_tensor(seed, shape, scale, zp, rng_):
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal(shape) * 200 * scale).astype(np.float32)
+    # Exact ties of the scaled value, the case where half-to-even matters.
+    x.flat[0] = np.float32(2.5) * np.float32(scale)
+    qmin, qmax = rng_
+    out = np.zeros(shape, np.int8)
+    native.call_kernel("cortex_m::quantize_per_tensor", [x, scale, zp, qmin, qmax, 1, out])
+    np.testing.assert_array_equal(out, ref.quantize_per_tensor(x, scale, zp, qmin, qmax, np.int8))
+
+
+def test_quantize_specials():
+    x = np.array([np.nan, np.inf, -np.inf, 0.5, 1.5, -0.5, -1.5, 1e30], np.float32)
+    out = np.zeros(x.shape, np.int8)
+    native.call_kernel("cortex_m::quantize_per_tensor", [x, 1.0, 3, -128, 127, 1, out])
+    np.testing.assert_array_equal(out, [3, 127, -128, 3, 5, 3, 1, 127])
+    np.testing.assert_array_equal(out, ref.quantize_per_tensor(x, 1.0, 3, -128, 127, np.int8))
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=seeds, shape=shapes, scale=st.floats(1e-4, 10.0), zp=zero_points)
+def test_dequantize_per_tensor(seed, shape, scale, zp):
+    q = int8(np.random.default_rng(seed), shape)
+    out = np.zeros(shape, np.float32)
+    native.call_kernel("cortex_m::dequantize_per_tensor", [q, scale, zp, -128, 127, 1, out])
+    np.testing.assert_array_equal(out, ref.dequantize_per_tensor(q, scale, zp, -128, 127, np.int8))
+
+
+def _add_params(rng, s1, s2, so, negate):
+    twice = 2 * max(s1, s2)
+    m1, sh1 = ref.quantize_multiplier(s1 / twice)
+    m2, sh2 = ref.quantize_multiplier(s2 / twice)
+    mo, sho = ref.quantize_multiplier(twice / (so * (1 << 20)))
+    return m1, sh1, (-m2 if negate else m2), sh2, mo, sho
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=seeds, n=st.integers(1, 2), h=st.integers(1, 6), w=st.integers(1, 6), c=channels,
+       scales=st.tuples(*[st.floats(0.005, 0.5)] * 3), zps=st.tuples(zero_points, zero_points, zero_points),
+       act=activation_range(), broadcast=st.sampled_from(["none", "other", "self"]), negate=st.booleans())
+def test_quantized_add(seed, n, h, w, c, scales, zps, act, broadcast, negate):
+    rng = np.random.default_rng(seed)
+    a = int8(rng, (n, h, w, c))
+    b = int8(rng, (n, h, w, c))
+    m1, sh1, m2, sh2, mo, sho = _add_params(rng, *scales, negate)
+    a_arg, b_arg = legacy(a), legacy(b)
+    a_ref, b_ref = a, b
+    if broadcast == "other":
+        b = int8(rng, (c,))
+        b_arg, b_ref = native.TensorArg(b, (1, c, 1, 1), (0, 2, 3, 1)), b
+    elif broadcast == "self":
+        a = int8(rng, (c,))
+        a_arg, a_ref = native.TensorArg(a, (1, c, 1, 1), (0, 1, 2, 3)), a
+    out = np.zeros((n, h, w, c), np.int8)
+    args = [a_arg, zps[0], m1, sh1, b_arg, zps[1], m2, sh2, zps[2], mo, sho, act[0], act[1], legacy(out)]
+    native.call_kernel("cortex_m::quantized_add", args)
+    expected = ref.quantized_add(a_ref, zps[0], m1, sh1, b_ref, zps[1], m2, sh2, zps[2], mo, sho, *act)
+    np.testing.assert_array_equal(out, expected)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=seeds, shape=shapes, scales=st.tuples(*[st.floats(0.005, 0.5)] * 3),
+       zps=st.tuples(zero_points, zero_points, zero_points))
+def test_quantized_mul(seed, shape, scales, zps):
+    rng = np.random.default_rng(seed)
+    a, b = int8(rng, shape), int8(rng, shape)
+    m, s = ref.quantize_multiplier(scales[0] * scales[1] / scales[2])
+    out = np.zeros(shape, np.int8)
+    native.call_kernel("cortex_m::quantized_mul", [a, zps[0], b, zps[1], zps[2], m, s, out])
+    np.testing.assert_array_equal(out, ref.quantized_mul(a, zps[0], b, zps[1], zps[2], m, s))
+
+
+def test_quantized_mul_channel_broadcast():
+    rng = np.random.default_rng(1)
+    a, b = int8(rng, (2, 3, 5, 7)), int8(rng, (7,))
+    out = np.zeros(a.shape, np.int8)
+    m, s = ref.quantize_multiplier(0.003)
+    native.call_kernel("cortex_m::quantized_mul",
+                       [legacy(a), 4, native.TensorArg(b, (1, 7, 1, 1), (0, 2, 3, 1)), -9, 2, m, s, legacy(out)])
+    np.testing.assert_array_equal(out, ref.quantized_mul(a, 4, b, -9, 2, m, s))
+
+
+def test_add_rejects_mismatched_shapes():
+    a, b = np.zeros((2, 3), np.int8), np.zeros((3, 2), np.int8)
+    out = np.zeros((2, 3), np.int8)
+    with pytest.raises(native.NativeError, match="bad_argument 4"):
+        native.call_kernel("cortex_m::quantized_add", [a, 0, 1 << 30, 0, b, 0, 1 << 30, 0, 0, 1 << 30, 0, -128, 127, out])

@@ -1,0 +1,113 @@
+"""avg/max pool, softmax, pad and transpose kernels vs the reference, bit-exact."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from torchmcu import native
+from torchmcu import reference as ref
+from torchmcu.reference.ops_pool import pool_output_size
+from test_kernels_common import activation, activation_range, channels, int8, legacy, scratch, seeds, zero_points
+
+pool_geometry = st.fixed_dictionaries({
+    "h": st.integers(1, 9), "w": st.integers(1, 9), "kh": st.integers(1, 4), "kw": st.integers(1, 4),
+    "sh": st.integers(1, 3), "sw": st.integers(1, 3), "ph": st.integers(0, 2), "pw": st.integers(0, 2),
+})
+
+
+def _pool_out(g, ceil_mode):
+    return (pool_output_size(g["h"], g["kh"], g["sh"], g["ph"], ceil_mode),
+            pool_output_size(g["w"], g["kw"], g["sw"], g["pw"], ceil_mode))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=seeds, g=pool_geometry, n=st.integers(1, 2), c=channels, ceil_mode=st.booleans(), nhwc=st.booleans())
+def test_quantized_avg_pool2d(seed, g, n, c, ceil_mode, nhwc):
+    assume(g["ph"] <= g["kh"] // 2 and g["pw"] <= g["kw"] // 2)
+    oh, ow = _pool_out(g, ceil_mode)
+    assume(oh >= 1 and ow >= 1)
+    rng = np.random.default_rng(seed)
+    x = int8(rng, (n, g["h"], g["w"], c))
+    if seed % 3 == 0:  # small values make exact .5 averages (the rounding ties) common
+        x = rng.integers(-2, 3, size=x.shape, dtype=np.int8)
+    out = np.zeros((n, oh, ow, c), np.int8)
+    geo = ([g["kh"], g["kw"]], [g["sh"], g["sw"]], [g["ph"], g["pw"]])
+    m, s = ref.quantize_multiplier(0.02)
+    op = "cortex_m::quantized_avg_pool2d_nhwc" if nhwc else "cortex_m::quantized_avg_pool2d"
+    native.call_kernel(op, [activation(x, nhwc), *geo, ceil_mode, 3, m, s, scratch(), activation(out, nhwc)])
+    np.testing.assert_array_equal(out, ref.quantized_avg_pool2d(x, *geo, ceil_mode, 3, m, s))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=seeds, g=pool_geometry, n=st.integers(1, 2), c=channels, act=activation_range(), zp=zero_points,
+       nhwc=st.booleans())
+def test_quantized_max_pool2d(seed, g, n, c, act, zp, nhwc):
+    assume(g["ph"] <= g["kh"] // 2 and g["pw"] <= g["kw"] // 2)
+    oh, ow = _pool_out(g, False)
+    assume(oh >= 1 and ow >= 1)
+    x = int8(np.random.default_rng(seed), (n, g["h"], g["w"], c))
+    out = np.zeros((n, oh, ow, c), np.int8)
+    geo = ([g["kh"], g["kw"]], [g["sh"], g["sw"]], [g["ph"], g["pw"]], [1, 1])
+    op = "cortex_m::quantized_max_pool2d_nhwc" if nhwc else "cortex_m::quantized_max_pool2d"
+    native.call_kernel(op, [activation(x, nhwc), *geo, False, zp, zp, act[0], act[1], activation(out, nhwc)])
+    np.testing.assert_array_equal(out, ref.quantized_max_pool2d(x, *geo, False, zp, zp, *act))
+
+
+def softmax_params(scale: float) -> tuple[int, int, int]:
+    """ExecuTorch's derivation of softmax's (input_multiplier, input_shift, diff_min)."""
+    m, s = ref.quantize_multiplier(min(scale * (1 << 26), float((1 << 31) - 1)))
+    diff_min = -math.floor(31 * math.ldexp(1.0, 26) / math.ldexp(1.0, s))
+    return m, s, diff_min
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=seeds, lead=st.lists(st.integers(1, 4), max_size=2), row=st.sampled_from([1, 2, 3, 10, 17, 100, 1000]),
+       scale=st.floats(0.01, 1.0), zp=zero_points, neg_dim=st.booleans())
+def test_softmax(seed, lead, row, scale, zp, neg_dim):
+    x = int8(np.random.default_rng(seed), (*lead, row))
+    m, s, diff_min = softmax_params(scale)
+    dim = -1 if neg_dim else x.ndim - 1
+    out = np.zeros(x.shape, np.int8)
+    native.call_kernel("cortex_m::softmax", [x, dim, zp, -128, m, s, diff_min, out])
+    np.testing.assert_array_equal(out, ref.softmax(x, dim, zp, -128, m, s, diff_min))
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=seeds, shape=st.lists(st.integers(1, 5), min_size=1, max_size=4),
+       pads=st.lists(st.integers(0, 3), min_size=8, max_size=8), value=zero_points, channels_last=st.booleans())
+def test_pad(seed, shape, pads, value, channels_last):
+    rank = len(shape)
+    pre, post = pads[:4], pads[4:]
+    for k in range(4 - rank):
+        pre[k] = post[k] = 0
+    x = int8(np.random.default_rng(seed), tuple(shape))  # memory order
+    out = np.zeros(tuple(d + a + b for d, a, b in zip(shape, pre[4 - rank:], post[4 - rank:])), np.int8)
+    if channels_last and rank == 4:
+        x_arg, out_arg = legacy(x), legacy(out)
+    else:
+        x_arg, out_arg = x, out
+    native.call_kernel("cortex_m::pad", [x_arg, pre, post, value, out_arg])
+    np.testing.assert_array_equal(out, ref.pad(x, pre, post, value))
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=seeds, shape=st.lists(st.integers(1, 5), min_size=1, max_size=5),
+       dtype=st.sampled_from([np.int8, np.int32, np.float32]), data=st.data())
+def test_transpose(seed, shape, dtype, data):
+    perm = data.draw(st.permutations(range(len(shape))))
+    x = (np.random.default_rng(seed).standard_normal(shape) * 100).astype(dtype)
+    expected = ref.transpose(x, perm)
+    out = np.zeros(expected.shape, dtype)
+    native.call_kernel("cortex_m::transpose", [x, list(perm), out])
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_transpose_reads_channels_last_input():
+    x = int8(np.random.default_rng(0), (2, 4, 5, 3))  # NHWC memory of logical N,C,H,W = 2,3,4,5
+    out = np.zeros((2, 4, 5, 3), np.int8)  # logical NCHW -> NHWC, contiguous
+    native.call_kernel("cortex_m::transpose", [legacy(x), [0, 2, 3, 1], out])
+    np.testing.assert_array_equal(out, x)
