@@ -153,29 +153,55 @@ def test_unreferenced_segment_is_an_error() -> None:
 def test_constant_size_must_match_tensor() -> None:
     p = linear_program()
     p.constants[1] = p.constants[1] + b"\0"
-    with pytest.raises(ProgramError, match=r"constants\[1\]: holds 13 bytes but its tensors view 12"):
+    with pytest.raises(ProgramError, match=r"constants\[1\]: holds 13 bytes but its tensors view"):
         serialize(p)
     p.constants[1] = p.constants[1][:10]
     with pytest.raises(ProgramError, match=r"values\[1\] \(Tensor\)\.data_buffer_idx"):
         serialize(p)
 
 
-@pytest.mark.parametrize(
-    "mutate, message",
-    [
-        (lambda p: setattr(p.execution_plan[0].values[0], "dim_order", [1, 1]), r"values\[0\] \(Tensor\)\.dim_order"),
-        (lambda p: setattr(p.execution_plan[0].values[0], "scalar_type", 12), r"values\[0\] \(Tensor\)\.scalar_type"),
-        (lambda p: setattr(p.execution_plan[0].values[8], "items", [1]), r"values\[8\] \(IntList\)\.items\[0\]: value 1 is Tensor"),
-        (lambda p: p.execution_plan[0].chains[0].instructions[0].args.append(99), r"instructions\[0\] \(KernelCall\)\.args\[12\]"),
-        (lambda p: setattr(p.execution_plan[0].chains[0].instructions[0], "op_index", 1), r"op_index"),
-        (lambda p: setattr(p.execution_plan[0], "non_const_buffer_sizes", [0, 17]), r"values\[12\] \(Tensor\)\.allocation: bytes \[16, 19\) exceed buffer 1 of 17"),
-        (lambda p: setattr(p.execution_plan[0].values[0], "allocation", Allocation(0, 0)), r"allocation\.memory_id"),
-        (lambda p: setattr(p.execution_plan[0], "outputs", [13]), r"outputs\[0\]"),
-        (lambda p: setattr(p, "constants", [b"x"] + p.constants[1:]), r"constants\[0\]"),
-        (lambda p: setattr(p.execution_plan[0].values[4], "value", 1 << 63), r"values\[4\] \(Int\)\.value"),
-        (lambda p: setattr(p.execution_plan[0], "name", ""), r"\.name: empty"),
-    ],
-)
+def _plan(p: Program) -> ExecutionPlan:
+    return p.execution_plan[0]
+
+
+def _kernel_call(p: Program) -> KernelCall:
+    return _plan(p).chains[0].instructions[0]
+
+
+_BAD_FIELDS = [
+    (
+        lambda p: setattr(_plan(p).values[0], "dim_order", [1, 1]),
+        r"values\[0\] \(Tensor\)\.dim_order",
+    ),
+    (
+        lambda p: setattr(_plan(p).values[0], "scalar_type", 12),
+        r"values\[0\] \(Tensor\)\.scalar_type",
+    ),
+    (
+        lambda p: setattr(_plan(p).values[8], "items", [1]),
+        r"values\[8\] \(IntList\)\.items\[0\]: value 1 is Tensor",
+    ),
+    (
+        lambda p: _kernel_call(p).args.append(99),
+        r"instructions\[0\] \(KernelCall\)\.args\[12\]",
+    ),
+    (lambda p: setattr(_kernel_call(p), "op_index", 1), r"op_index"),
+    (
+        lambda p: setattr(_plan(p), "non_const_buffer_sizes", [0, 17]),
+        r"values\[12\] \(Tensor\)\.allocation: bytes \[16, 19\) exceed buffer 1 of 17",
+    ),
+    (
+        lambda p: setattr(_plan(p).values[0], "allocation", Allocation(0, 0)),
+        r"allocation\.memory_id",
+    ),
+    (lambda p: setattr(_plan(p), "outputs", [13]), r"outputs\[0\]"),
+    (lambda p: setattr(p, "constants", [b"x"] + p.constants[1:]), r"constants\[0\]"),
+    (lambda p: setattr(_plan(p).values[4], "value", 1 << 63), r"values\[4\] \(Int\)\.value"),
+    (lambda p: setattr(_plan(p), "name", ""), r"\.name: empty"),
+]
+
+
+@pytest.mark.parametrize("mutate, message", _BAD_FIELDS)
 def test_validation_names_the_field(mutate, message) -> None:
     p = linear_program()
     mutate(p)
@@ -231,7 +257,14 @@ def test_corrupted_files_raise_value_error_only(data) -> None:
 
 # --- random programs ------------------------------------------------------------
 
-_SCALARS = [ScalarType.BYTE, ScalarType.CHAR, ScalarType.INT, ScalarType.FLOAT, ScalarType.LONG, ScalarType.BOOL]
+_SCALARS = [
+    ScalarType.BYTE,
+    ScalarType.CHAR,
+    ScalarType.INT,
+    ScalarType.FLOAT,
+    ScalarType.LONG,
+    ScalarType.BOOL,
+]
 
 
 @st.composite
@@ -270,14 +303,19 @@ def programs(draw) -> Program:
     tensor_ids = list(range(first_tensor, len(values)))
     int_ids = [i for i, v in enumerate(values) if isinstance(v, Int)]
     values.append(TensorList(draw(st.lists(st.sampled_from(tensor_ids), max_size=4))))
-    values.append(OptionalTensorList(draw(st.lists(st.sampled_from(tensor_ids + [-1]), max_size=4))))
-    values.append(IntList(draw(st.lists(st.sampled_from(int_ids), max_size=4)) if int_ids else []))
+    optional_ids = st.sampled_from(tensor_ids + [-1])
+    values.append(OptionalTensorList(draw(st.lists(optional_ids, max_size=4))))
+    int_items = draw(st.lists(st.sampled_from(int_ids), max_size=4)) if int_ids else []
+    values.append(IntList(int_items))
     values.append(DoubleList(draw(st.lists(st.floats(allow_nan=False), max_size=4))))
     values.append(BoolList(draw(st.lists(st.booleans(), max_size=4))))
     all_ids = list(range(len(values)))
     n_ops = draw(st.integers(1, 3))
     instructions = [
-        KernelCall(draw(st.integers(0, n_ops - 1)), draw(st.lists(st.sampled_from(all_ids), max_size=8)))
+        KernelCall(
+            draw(st.integers(0, n_ops - 1)),
+            draw(st.lists(st.sampled_from(all_ids), max_size=8)),
+        )
         for _ in range(draw(st.integers(0, 4)))
     ]
     plan = ExecutionPlan(
@@ -286,7 +324,9 @@ def programs(draw) -> Program:
         inputs=draw(st.lists(st.sampled_from(tensor_ids), max_size=2)),
         outputs=draw(st.lists(st.sampled_from(tensor_ids), max_size=2)),
         chains=[Chain([], [], instructions)],
-        operators=[Operator(f"cortex_m::op{i}", draw(st.sampled_from(["out", ""]))) for i in range(n_ops)],
+        operators=[
+            Operator(f"cortex_m::op{i}", draw(st.sampled_from(["out", ""]))) for i in range(n_ops)
+        ],
         non_const_buffer_sizes=[0, arena + draw(st.integers(0, 64))],
     )
     return prune_unused(Program(execution_plan=[plan], constants=constants))

@@ -7,4 +7,13 @@ from .reader import load, parse
 from .validate import ProgramError, validate
 from .writer import prune_unused, save, serialize
 
-__all__ = ["Program", "ProgramError", "load", "parse", "prune_unused", "save", "serialize", "validate"]
+__all__ = [
+    "Program",
+    "ProgramError",
+    "load",
+    "parse",
+    "prune_unused",
+    "save",
+    "serialize",
+    "validate",
+]

@@ -95,7 +95,18 @@ def _check_tensor(path: str, t: Tensor, program: Program, plan: ExecutionPlan) -
             )
 
 
-def _check_value(path: str, v: object, vi: int, program: Program, plan: ExecutionPlan) -> None:
+def _check_refs(path: str, items: list[int], values: list, kind: type, allow_none: bool) -> None:
+    """List items are indices of other values of one kind (-1 = None where allowed)."""
+    for j, item in enumerate(items):
+        if allow_none and item == -1:
+            continue
+        _check_range(f"{path}.items[{j}]", item, 0, len(values) - 1)
+        if not isinstance(values[item], kind):
+            found = type(values[item]).__name__
+            _fail(f"{path}.items[{j}]", f"value {item} is {found}, not {kind.__name__}")
+
+
+def _check_value(path: str, v: object, program: Program, plan: ExecutionPlan) -> None:
     values = plan.values
     kind = type(v).__name__
     p = f"{path} ({kind})"
@@ -113,22 +124,11 @@ def _check_value(path: str, v: object, vi: int, program: Program, plan: Executio
         if not isinstance(v.value, str):
             _fail(f"{p}.value", f"{v.value!r} is not a str")
     elif isinstance(v, IntList):
-        for j, item in enumerate(v.items):
-            _check_range(f"{p}.items[{j}]", item, 0, len(values) - 1)
-            if not isinstance(values[item], Int):
-                _fail(f"{p}.items[{j}]", f"value {item} is {type(values[item]).__name__}, not Int")
+        _check_refs(p, v.items, values, Int, allow_none=False)
     elif isinstance(v, TensorList):
-        for j, item in enumerate(v.items):
-            _check_range(f"{p}.items[{j}]", item, 0, len(values) - 1)
-            if not isinstance(values[item], Tensor):
-                _fail(f"{p}.items[{j}]", f"value {item} is {type(values[item]).__name__}, not Tensor")
+        _check_refs(p, v.items, values, Tensor, allow_none=False)
     elif isinstance(v, OptionalTensorList):
-        for j, item in enumerate(v.items):
-            if item == -1:
-                continue
-            _check_range(f"{p}.items[{j}]", item, -1, len(values) - 1)
-            if not isinstance(values[item], Tensor):
-                _fail(f"{p}.items[{j}]", f"value {item} is {type(values[item]).__name__}, not Tensor")
+        _check_refs(p, v.items, values, Tensor, allow_none=True)
     elif isinstance(v, DoubleList):
         for j, item in enumerate(v.items):
             if not isinstance(item, float):
@@ -149,7 +149,7 @@ def _check_plan(pi: int, plan: ExecutionPlan, program: Program) -> None:
     for i, size in enumerate(plan.non_const_buffer_sizes):
         _check_range(f"{base}.non_const_buffer_sizes[{i}]", size, 0, INT64_MAX)
     for i, v in enumerate(plan.values):
-        _check_value(f"{base}.values[{i}]", v, i, program, plan)
+        _check_value(f"{base}.values[{i}]", v, program, plan)
     for field in ("inputs", "outputs"):
         for j, idx in enumerate(getattr(plan, field)):
             _check_range(f"{base}.{field}[{j}]", idx, 0, nv - 1)
