@@ -24,6 +24,9 @@ class ExportedModel:
     pte_bytes: bytes
     board: Board
     report: dict[str, Any] = field(default_factory=dict)
+    # The converted PT2E graph (float ops between quantize/dequantize nodes): torchao's
+    # fake-quantized model, the float reference the integer program is measured against.
+    quantized_model: Any = None
 
     def save(self, out_dir: str | os.PathLike[str], name: str = "model") -> Path:
         """Write `<name>.pte` and `<name>.report.json` into out_dir; returns the .pte path.
@@ -76,7 +79,9 @@ def export(
         seconds_lower_and_serialize=round(finished - calibrated, 3),
     )
     target.check_fits(arena_bytes=report["arena_bytes"], program_bytes=len(pte))
-    return ExportedModel(program=program, pte_bytes=pte, board=target, report=report)
+    return ExportedModel(
+        program=program, pte_bytes=pte, board=target, report=report, quantized_model=quantized
+    )
 
 
 def run_on_host(pte: str | os.PathLike[str] | bytes, inputs: Sequence[Any]) -> list[np.ndarray]:
