@@ -1,0 +1,322 @@
+"""Reference interpreter: runs a Program's KernelCalls with the reference operators.
+
+The planned activation memory is simulated as one byte buffer: every planned
+tensor is read from and written to its allocation offset, so an overlapping or
+mis-sized memory plan shows up as wrong numbers, as it would on the device.
+Inputs and outputs are numpy arrays in logical (sizes) order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from torchmcu.pte import program as pm
+from torchmcu.reference import ops_elementwise as ew
+from torchmcu.reference import ops_layout, ops_linear_conv, ops_pool, ops_softmax
+
+_DTYPES = {
+    pm.ScalarType.BYTE: np.uint8,
+    pm.ScalarType.CHAR: np.int8,
+    pm.ScalarType.SHORT: np.int16,
+    pm.ScalarType.INT: np.int32,
+    pm.ScalarType.LONG: np.int64,
+    pm.ScalarType.FLOAT: np.float32,
+    pm.ScalarType.DOUBLE: np.float64,
+    pm.ScalarType.BOOL: np.bool_,
+}
+
+
+class InterpreterError(RuntimeError):
+    """A program the reference interpreter cannot run, with the instruction that failed."""
+
+
+def _physical_shape(t: pm.Tensor) -> tuple[int, ...]:
+    return tuple(t.sizes[d] for d in t.dim_order)
+
+
+def _strides(sizes: Sequence[int], order: Sequence[int]) -> dict[int, int]:
+    strides, step = {}, 1
+    for d in reversed(order):
+        strides[d] = step
+        step *= sizes[d]
+    return strides
+
+
+def _memory_equivalent(t: pm.Tensor, order: Sequence[int]) -> bool:
+    a, b = _strides(t.sizes, t.dim_order), _strides(t.sizes, order)
+    return all(a[d] == b[d] for d in range(len(t.sizes)) if t.sizes[d] > 1)
+
+
+class _Memory:
+    """Tensor storage of one method: the arena bytes and the program's constants."""
+
+    def __init__(self, program: pm.Program, plan: pm.ExecutionPlan) -> None:
+        self.program = program
+        self.plan = plan
+        self.values = list(plan.values)  # MoveCall may rebind scalar values; never touch the Program
+        size = plan.non_const_buffer_sizes[1] if len(plan.non_const_buffer_sizes) > 1 else 0
+        self.arena = bytearray(size)
+
+    def tensor(self, index: int) -> pm.Tensor:
+        value = self.values[index]
+        if not isinstance(value, pm.Tensor):
+            raise InterpreterError(f"value {index} is {type(value).__name__}, not a Tensor")
+        return value
+
+    def _span(self, index: int) -> tuple[bytes | bytearray, int]:
+        t = self.tensor(index)
+        if t.data_buffer_idx > 0:
+            if t.data_buffer_idx >= len(self.program.constants):
+                raise InterpreterError(f"value {index}: constant buffer {t.data_buffer_idx} does not exist")
+            data = self.program.constants[t.data_buffer_idx]
+            if len(data) < t.nbytes:
+                raise InterpreterError(f"value {index}: constant buffer holds {len(data)} bytes, needs {t.nbytes}")
+            return data, 0
+        if t.allocation is None:
+            raise InterpreterError(f"value {index}: tensor has neither constant data nor a planned allocation")
+        if t.allocation.memory_id != 1:
+            raise InterpreterError(f"value {index}: memory id {t.allocation.memory_id} is not the arena (1)")
+        end = t.allocation.offset + t.nbytes
+        if t.allocation.offset < 0 or end > len(self.arena):
+            raise InterpreterError(f"value {index}: bytes [{t.allocation.offset}, {end}) outside the arena "
+                                   f"of {len(self.arena)} bytes")
+        return self.arena, t.allocation.offset
+
+    def read(self, index: int) -> np.ndarray:
+        """The tensor's elements in memory order, shaped by its physical (dim-ordered) sizes."""
+        t = self.tensor(index)
+        buf, offset = self._span(index)
+        arr = np.frombuffer(bytes(buf[offset : offset + t.nbytes]), dtype=_DTYPES[pm.ScalarType(t.scalar_type)])
+        return arr.reshape(_physical_shape(t)).copy()
+
+    def write(self, index: int, physical: np.ndarray) -> None:
+        t = self.tensor(index)
+        if t.data_buffer_idx > 0:
+            raise InterpreterError(f"value {index}: cannot write a constant tensor")
+        expected = _physical_shape(t)
+        dtype = _DTYPES[pm.ScalarType(t.scalar_type)]
+        if tuple(physical.shape) != expected or physical.dtype != dtype:
+            raise InterpreterError(f"value {index}: result {physical.dtype}{list(physical.shape)} does not fit "
+                                   f"tensor {np.dtype(dtype)}{list(expected)}")
+        buf, offset = self._span(index)
+        buf[offset : offset + t.nbytes] = np.ascontiguousarray(physical).tobytes()
+
+    def read_logical(self, index: int) -> np.ndarray:
+        t = self.tensor(index)
+        return np.transpose(self.read(index), np.argsort(t.dim_order))
+
+    def write_logical(self, index: int, logical: np.ndarray) -> None:
+        t = self.tensor(index)
+        self.write(index, np.ascontiguousarray(np.transpose(logical, t.dim_order)))
+
+
+class _Call:
+    """Argument access for one KernelCall."""
+
+    def __init__(self, memory: _Memory, args: Sequence[int]) -> None:
+        self.memory = memory
+        self.args = list(args)
+        self.values = memory.values
+
+    def scalar(self, i: int):
+        v = self.values[self.args[i]]
+        if isinstance(v, pm.Null):
+            return None
+        if isinstance(v, (pm.Int, pm.Bool, pm.Double)):
+            return v.value
+        if isinstance(v, pm.IntList):
+            items = [self.values[k] for k in v.items]
+            if not all(isinstance(item, pm.Int) for item in items):
+                raise InterpreterError(f"argument {i}: int list refers to non-Int values")
+            return [item.value for item in items]
+        raise InterpreterError(f"argument {i}: expected a scalar or int list, got {type(v).__name__}")
+
+    def tensor_meta(self, i: int) -> pm.Tensor:
+        return self.memory.tensor(self.args[i])
+
+    def physical(self, i: int) -> np.ndarray | None:
+        if isinstance(self.values[self.args[i]], pm.Null):
+            return None
+        return self.memory.read(self.args[i])
+
+    def nhwc(self, i: int, nhwc_sizes: bool) -> np.ndarray:
+        t = self.tensor_meta(i)
+        order = (0, 1, 2, 3) if nhwc_sizes else (0, 2, 3, 1)
+        if len(t.sizes) != 4 or not _memory_equivalent(t, order):
+            raise InterpreterError(f"argument {i}: expected a 4-D activation with NHWC memory, got sizes "
+                                   f"{t.sizes} dim_order {t.dim_order}")
+        n, a, b, c = t.sizes
+        return self.memory.read(self.args[i]).reshape((n, a, b, c) if nhwc_sizes else (n, b, c, a))
+
+    def write_out(self, result: np.ndarray) -> None:
+        self.memory.write(self.args[-2], np.ascontiguousarray(result).reshape(_physical_shape(self.tensor_meta(-2))))
+
+
+def _conv(call: _Call, nhwc: bool, depthwise: bool) -> np.ndarray:
+    n_scalar = 13 if depthwise else 12
+    scalars = [call.scalar(i) for i in range(3, n_scalar) if i not in (8 + depthwise, 9 + depthwise)]
+    mults, shifts = call.physical(8 + depthwise), call.physical(9 + depthwise)
+    x, w, b = call.nhwc(0, nhwc), call.physical(1), call.physical(2)
+    if depthwise:
+        stride, padding, dilation, dm, in_off, out_off, act_min, act_max = scalars
+        return ops_linear_conv.quantized_depthwise_conv2d(x, w, b, stride, padding, dilation, dm, in_off, out_off,
+                                                          mults, shifts, act_min, act_max)
+    stride, padding, dilation, in_off, out_off, act_min, act_max = scalars
+    return ops_linear_conv.quantized_conv2d(x, w, b, stride, padding, dilation, in_off, out_off, mults, shifts,
+                                            act_min, act_max)
+
+
+def _binary_operands(call: _Call, a_i: int, b_i: int) -> tuple[np.ndarray, np.ndarray]:
+    a_t, b_t, o_t = call.tensor_meta(a_i), call.tensor_meta(b_i), call.tensor_meta(-2)
+    a, b = call.physical(a_i), call.physical(b_i)
+    if a_t.sizes == b_t.sizes == o_t.sizes and a.shape == b.shape:
+        return a, b
+    channels = o_t.sizes[1] if len(o_t.sizes) == 4 else -1
+    if a_t.sizes == o_t.sizes and b.size == channels:
+        return a, b.reshape(-1)
+    if b_t.sizes == o_t.sizes and a.size == channels:
+        return a.reshape(-1), b
+    raise InterpreterError(f"operand sizes {a_t.sizes} and {b_t.sizes} do not fit output {o_t.sizes}")
+
+
+def _quantize(call: _Call, fn) -> np.ndarray:
+    scale, zp, qmin, qmax, dtype = (call.scalar(i) for i in range(1, 6))
+    return fn(call.physical(0), scale, zp, qmin, qmax, _DTYPES[pm.ScalarType(dtype)])
+
+
+def _transpose(call: _Call) -> np.ndarray:
+    logical = call.memory.read_logical(call.args[0])
+    result = ops_layout.transpose(logical, call.scalar(1))
+    return np.transpose(result, call.tensor_meta(-2).dim_order)
+
+
+_Handler = Callable[[_Call], np.ndarray]
+_HANDLERS: dict[str, _Handler] = {
+    "cortex_m::quantize_per_tensor": lambda c: _quantize(c, ew.quantize_per_tensor),
+    "cortex_m::dequantize_per_tensor": lambda c: _quantize(c, ew.dequantize_per_tensor),
+    "cortex_m::quantized_add": lambda c: ew.quantized_add(
+        *_interleave_add(c)),
+    "cortex_m::quantized_mul": lambda c: ew.quantized_mul(
+        *(lambda a, b: (a, c.scalar(1), b, c.scalar(3), c.scalar(4), c.scalar(5), c.scalar(6)))(
+            *_binary_operands(c, 0, 2))),
+    "cortex_m::quantized_linear": lambda c: ops_linear_conv.quantized_linear(
+        c.physical(0), c.physical(1), c.physical(2), c.physical(3), *(c.scalar(i) for i in range(4, 11))),
+    "cortex_m::quantized_conv2d": lambda c: _conv(c, False, False),
+    "cortex_m::quantized_conv2d_nhwc": lambda c: _conv(c, True, False),
+    "cortex_m::quantized_depthwise_conv2d": lambda c: _conv(c, False, True),
+    "cortex_m::quantized_depthwise_conv2d_nhwc": lambda c: _conv(c, True, True),
+    "cortex_m::quantized_avg_pool2d": lambda c: ops_pool.quantized_avg_pool2d(
+        c.nhwc(0, False), *(c.scalar(i) for i in range(1, 8))),
+    "cortex_m::quantized_avg_pool2d_nhwc": lambda c: ops_pool.quantized_avg_pool2d(
+        c.nhwc(0, True), *(c.scalar(i) for i in range(1, 8))),
+    "cortex_m::quantized_max_pool2d": lambda c: ops_pool.quantized_max_pool2d(
+        c.nhwc(0, False), *(c.scalar(i) for i in range(1, 10))),
+    "cortex_m::quantized_max_pool2d_nhwc": lambda c: ops_pool.quantized_max_pool2d(
+        c.nhwc(0, True), *(c.scalar(i) for i in range(1, 10))),
+    "cortex_m::softmax": lambda c: ops_softmax.softmax(
+        _contiguous(c, 0), *(c.scalar(i) for i in range(1, 7))),
+    "cortex_m::pad": lambda c: ops_layout.pad(c.physical(0), c.scalar(1), c.scalar(2), c.scalar(3)),
+    "cortex_m::transpose": _transpose,
+}
+
+
+def _interleave_add(c: _Call) -> list:
+    a, b = _binary_operands(c, 0, 4)
+    s = [c.scalar(i) for i in (1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12)]
+    return [a, *s[0:3], b, *s[3:]]
+
+
+def _contiguous(c: _Call, i: int) -> np.ndarray:
+    t = c.tensor_meta(i)
+    if not _memory_equivalent(t, list(range(len(t.sizes)))):
+        raise InterpreterError(f"argument {i}: expected a contiguous tensor, dim_order {t.dim_order}")
+    return c.physical(i)
+
+
+# Number of schema arguments (including `out`) of each operator.
+_SCHEMA_ARGS = {
+    "cortex_m::quantize_per_tensor": 7, "cortex_m::dequantize_per_tensor": 7, "cortex_m::quantized_add": 14,
+    "cortex_m::quantized_mul": 8, "cortex_m::quantized_linear": 12, "cortex_m::quantized_conv2d": 14,
+    "cortex_m::quantized_conv2d_nhwc": 14, "cortex_m::quantized_depthwise_conv2d": 15,
+    "cortex_m::quantized_depthwise_conv2d_nhwc": 15, "cortex_m::quantized_avg_pool2d": 10,
+    "cortex_m::quantized_avg_pool2d_nhwc": 10, "cortex_m::quantized_max_pool2d": 11,
+    "cortex_m::quantized_max_pool2d_nhwc": 11, "cortex_m::softmax": 8, "cortex_m::pad": 5,
+    "cortex_m::transpose": 3,
+}
+
+
+def _run_kernel(memory: _Memory, plan: pm.ExecutionPlan, call: pm.KernelCall) -> None:
+    if not 0 <= call.op_index < len(plan.operators):
+        raise InterpreterError(f"operator index {call.op_index} out of range")
+    op = plan.operators[call.op_index]
+    handler = _HANDLERS.get(op.name)
+    if handler is None or op.overload != "out":
+        raise InterpreterError(f"operator {op.name}.{op.overload} has no reference implementation")
+    if len(call.args) != _SCHEMA_ARGS[op.name] + 1:
+        raise InterpreterError(f"{len(call.args)} arguments, expected {_SCHEMA_ARGS[op.name]} + the returned out")
+    if call.args[-1] != call.args[-2]:
+        raise InterpreterError("the returned value is not the out tensor")
+    if any(not 0 <= a < len(plan.values) for a in call.args):
+        raise InterpreterError("argument value index out of range")
+    bound = _Call(memory, call.args)
+    bound.write_out(handler(bound))
+
+
+def run_program(program: pm.Program, inputs: list[np.ndarray], method: str = "forward") -> list[np.ndarray]:
+    """Executes `method` of `program` on logical-order numpy inputs; returns logical-order outputs."""
+    plans = [p for p in program.execution_plan if p.name == method]
+    if not plans:
+        raise InterpreterError(f"program has no method {method!r}")
+    plan = plans[0]
+    memory = _Memory(program, plan)
+    if len(inputs) != len(plan.inputs):
+        raise InterpreterError(f"method {method!r} takes {len(plan.inputs)} inputs, got {len(inputs)}")
+    for k, (index, value) in enumerate(zip(plan.inputs, inputs)):
+        t = memory.tensor(index)
+        arr = np.asarray(value)
+        if list(arr.shape) != list(t.sizes) or arr.dtype != _DTYPES[pm.ScalarType(t.scalar_type)]:
+            raise InterpreterError(f"input {k}: expected {np.dtype(_DTYPES[pm.ScalarType(t.scalar_type)])}"
+                                   f"{list(t.sizes)}, got {arr.dtype}{list(arr.shape)}")
+        memory.write_logical(index, arr)
+    for chain in plan.chains:
+        pc = 0
+        while pc < len(chain.instructions):
+            instr = chain.instructions[pc]
+            try:
+                pc = _step(memory, plan, instr, pc)
+            except InterpreterError as exc:
+                raise InterpreterError(f"instruction {pc} ({_describe(plan, instr)}): {exc}") from exc
+            except (ValueError, KeyError, IndexError, TypeError) as exc:
+                raise InterpreterError(f"instruction {pc} ({_describe(plan, instr)}): {exc}") from exc
+    return [memory.read_logical(index) for index in plan.outputs]
+
+
+def _describe(plan: pm.ExecutionPlan, instr: pm.Instruction) -> str:
+    if isinstance(instr, pm.KernelCall) and 0 <= instr.op_index < len(plan.operators):
+        op = plan.operators[instr.op_index]
+        return f"{op.name}.{op.overload}"
+    return type(instr).__name__
+
+
+def _step(memory: _Memory, plan: pm.ExecutionPlan, instr: pm.Instruction, pc: int) -> int:
+    if isinstance(instr, pm.KernelCall):
+        _run_kernel(memory, plan, instr)
+    elif isinstance(instr, pm.MoveCall):
+        src = memory.values[instr.move_from]
+        if isinstance(src, pm.Tensor):
+            memory.write(instr.move_to, memory.read(instr.move_from))
+        else:
+            memory.values[instr.move_to] = src
+    elif isinstance(instr, pm.JumpFalseCall):
+        cond = memory.values[instr.cond_value_index]
+        if not isinstance(cond, pm.Bool):
+            raise InterpreterError("jump condition is not a Bool")
+        if not cond.value:
+            return instr.destination_instruction
+    elif isinstance(instr, pm.FreeCall):
+        pass
+    else:
+        raise InterpreterError(f"{type(instr).__name__} is not supported by the reference interpreter")
+    return pc + 1
