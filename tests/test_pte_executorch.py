@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import executorch_export
 
 from _pte_programs import every_kind_program, linear_program
 from torchmcu.pte import load, save
@@ -47,26 +47,6 @@ pytestmark = pytest.mark.executorch
 
 ROOT = Path(__file__).resolve().parents[1]
 DUMP = ROOT / "tests" / "executorch" / "dump_pte.py"
-
-
-@pytest.fixture(scope="session")
-def et_python() -> Path:
-    try:
-        proc = subprocess.run(
-            ["bash", str(ROOT / "scripts" / "executorch_venv.sh")],
-            capture_output=True,
-            text=True,
-            timeout=1200,
-        )
-    except subprocess.TimeoutExpired:
-        proc = None
-    if proc is None or proc.returncode != 0:
-        detail = "timed out" if proc is None else proc.stderr[-3000:]
-        msg = f"could not build the ExecuTorch venv (scripts/executorch_venv.sh): {detail}"
-        if os.environ.get("TORCHMCU_ALLOW_NO_EXECUTORCH") == "1":
-            pytest.skip(msg)
-        pytest.fail(msg + "\n(set TORCHMCU_ALLOW_NO_EXECUTORCH=1 to skip explicitly)")
-    return Path(proc.stdout.strip().splitlines()[-1])
 
 
 def run_dump(et_python: Path, files: list[Path], out_dir: Path) -> dict:
@@ -190,44 +170,13 @@ def test_executorch_reads_our_files(et_python: Path, tmp_path: Path) -> None:
         assert load(tmp_path / f"{name}.et.pte") == p, name
 
 
-@pytest.fixture(scope="session")
-def et_python_cortex_m(et_python: Path) -> Path:
-    proc = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "executorch_venv.sh"), "--cortex-m"],
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    if proc.returncode != 0:
-        msg = f"could not add ExecuTorch's Cortex-M flow to its venv: {proc.stderr[-3000:]}"
-        if os.environ.get("TORCHMCU_ALLOW_NO_EXECUTORCH") == "1":
-            pytest.skip(msg)
-        pytest.fail(msg)
-    return Path(proc.stdout.strip().splitlines()[-1])
-
-
 def test_our_reader_reads_executorch_cortex_m_pte(
     et_python_cortex_m: Path, tmp_path: Path
 ) -> None:
     """A .pte written by ExecuTorch's own Cortex-M flow: our reader must see what
     ExecuTorch's deserializer sees (operators, values, instructions, constants)."""
-    proc = subprocess.run(
-        [
-            str(et_python_cortex_m),
-            str(ROOT / "tests" / "executorch" / "export_cortex_m.py"),
-            "--model",
-            str(ROOT / "host" / "torchmcu" / "examples" / "models.py") + ":small_cnn",
-            "--seed",
-            "3",
-            "--out-dir",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert proc.returncode == 0, f"ExecuTorch Cortex-M export failed:\n{proc.stderr[-4000:]}"
     pte = tmp_path / "model.pte"
+    pte.write_bytes(executorch_export(et_python_cortex_m, "small_cnn", tmp_path / "et").pte)
     seen = run_dump(et_python_cortex_m, [pte], tmp_path)[str(pte)]
     ours = load(pte)
     plan = ours.execution_plan[0]

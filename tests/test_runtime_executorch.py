@@ -8,8 +8,6 @@ Its file also goes through the sanitizer-built pte_check (truncations, corruptio
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +15,7 @@ import pytest
 
 from test_runtime_hostile import _assert_clean, _run, pte_check  # noqa: F401  (fixture)
 
+from conftest import executorch_export
 from torchmcu import native
 from torchmcu.examples import models
 
@@ -25,34 +24,11 @@ pytestmark = [pytest.mark.executorch, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def et_python() -> Path:
-    proc = subprocess.run(["bash", str(ROOT / "scripts" / "executorch_venv.sh")], capture_output=True,
-                          text=True, timeout=1200)
-    if proc.returncode != 0:
-        msg = f"could not build the ExecuTorch venv: {proc.stderr[-2000:]}"
-        if os.environ.get("TORCHMCU_ALLOW_NO_EXECUTORCH") == "1":
-            pytest.skip(msg)
-        pytest.fail(msg)
-    return Path(proc.stdout.strip().splitlines()[-1])
-
-
-_EXPORTS: dict[str, tuple[bytes, np.ndarray]] = {}
-
-
-def _export(et_python: Path, name: str, out: Path) -> tuple[bytes, np.ndarray]:
-    """ExecuTorch's .pte and reference output for an example model (once per session)."""
-    if name in _EXPORTS:
-        (out / "model.pte").write_bytes(_EXPORTS[name][0])
-        return _EXPORTS[name]
-    proc = subprocess.run(
-        [str(et_python), str(ROOT / "tests" / "executorch" / "export_cortex_m.py"), "--model",
-         f"{ROOT}/host/torchmcu/examples/models.py:{name}", "--out-dir", str(out)],
-        capture_output=True, text=True, timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    _EXPORTS[name] = (out / "model.pte").read_bytes(), np.load(out / "outputs.npz")["cortex_m0"][0]
-    return _EXPORTS[name]
+def _export(et_python_cortex_m: Path, name: str, out: Path) -> tuple[bytes, np.ndarray]:
+    """ExecuTorch's .pte and its reference output on the model's example input."""
+    et = executorch_export(et_python_cortex_m, name, out)
+    (out / "model.pte").write_bytes(et.pte)
+    return et.pte, et.outputs["cortex_m0"][0]
 
 
 @pytest.mark.parametrize(
@@ -63,8 +39,8 @@ def _export(et_python: Path, name: str, out: Path) -> tuple[bytes, np.ndarray]:
             strict=True, reason="cortex_m::pad kernel rejects out dim_order [0,2,1,3] (C=1) as ExecuTorch emits")),
     ],
 )
-def test_executorch_program_runs_bit_exact(et_python: Path, tmp_path: Path, name: str) -> None:
-    pte, expected = _export(et_python, name, tmp_path)
+def test_executorch_program_runs_bit_exact(et_python_cortex_m: Path, tmp_path: Path, name: str) -> None:
+    pte, expected = _export(et_python_cortex_m, name, tmp_path)
     info = native.program_info(pte)
     assert info["missing_operators"] == []
     _, example = getattr(models, name)(seed=0)
@@ -73,8 +49,8 @@ def test_executorch_program_runs_bit_exact(et_python: Path, tmp_path: Path, name
     np.testing.assert_array_equal(y, expected.reshape(y.shape))
 
 
-def test_executorch_program_survives_damage(et_python: Path, pte_check: Path, tmp_path: Path) -> None:
-    pte, _ = _export(et_python, "mlp", tmp_path)
+def test_executorch_program_survives_damage(et_python_cortex_m: Path, pte_check: Path, tmp_path: Path) -> None:
+    pte, _ = _export(et_python_cortex_m, "mlp", tmp_path)
     path = tmp_path / "model.pte"
     r = _run(pte_check, "--any-op", "--truncations", "--flips", str(path))
     _assert_clean(r)

@@ -91,6 +91,17 @@ def as_outputs(out) -> list[torch.Tensor]:
     return [o for o in out]
 
 
+def final_dequantize_qparams(gm: torch.fx.GraphModule) -> list[list[float] | None]:
+    """(scale, zero_point) of the dequantize feeding each graph output, None where there is none."""
+    (output,) = [n for n in gm.graph.nodes if n.op == "output"]
+    results = output.args[0] if isinstance(output.args[0], (tuple, list)) else [output.args[0]]
+    qparams: list[list[float] | None] = []
+    for node in results:
+        is_dq = isinstance(node, torch.fx.Node) and "dequantize_per_tensor" in str(node.target)
+        qparams.append([float(node.args[1]), int(node.args[2])] if is_dq else None)
+    return qparams
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True)
@@ -136,6 +147,7 @@ def main(argv: list[str]) -> int:
         stage("calibrate", lambda: [prepared(*s) for s in calib])
         converted = stage("convert", lambda: convert_pt2e(prepared))
         fq_out = [as_outputs(converted(*s)) for s in samples]
+        output_qparams = final_dequantize_qparams(converted)
 
         exported = stage("export", lambda: torch.export.export(converted, example))
         edge = stage(
@@ -183,6 +195,7 @@ def main(argv: list[str]) -> int:
         "pte_bytes": len(pte),
         "parameters": sum(p.numel() for p in model.parameters()),
         "edge_ops": dict(sorted(ops.items())),
+        "output_qparams": output_qparams,
         "samples": len(samples),
         "calibration_samples": len(calib),
     }

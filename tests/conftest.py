@@ -1,0 +1,101 @@
+"""Shared fixtures: the separate ExecuTorch 1.5.1 venv and exports through its Cortex-M flow.
+
+ExecuTorch is never a dependency of torchmcu: it lives in .venv-executorch, built by
+scripts/executorch_venv.sh. If the venv cannot be built the tests that need it fail
+(it is the interop contract); TORCHMCU_ALLOW_NO_EXECUTORCH=1 turns that into a skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPORT_CORTEX_M = ROOT / "tests" / "executorch" / "export_cortex_m.py"
+
+
+def _venv_python(*flags: str) -> Path:
+    try:
+        proc = subprocess.run(
+            ["bash", str(ROOT / "scripts" / "executorch_venv.sh"), *flags],
+            capture_output=True,
+            text=True,
+            timeout=1200,
+        )
+    except subprocess.TimeoutExpired:
+        proc = None
+    if proc is None or proc.returncode != 0:
+        detail = "timed out" if proc is None else proc.stderr[-3000:]
+        msg = f"could not build the ExecuTorch venv (scripts/executorch_venv.sh {' '.join(flags)}): {detail}"
+        if os.environ.get("TORCHMCU_ALLOW_NO_EXECUTORCH") == "1":
+            pytest.skip(msg)
+        pytest.fail(msg + "\n(set TORCHMCU_ALLOW_NO_EXECUTORCH=1 to skip explicitly)")
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="session")
+def et_python() -> Path:
+    """Python of the ExecuTorch venv (deserializer only)."""
+    return _venv_python()
+
+
+@pytest.fixture(scope="session")
+def et_python_cortex_m(et_python: Path) -> Path:
+    """Python of the ExecuTorch venv with its Cortex-M quantizer and passes importable."""
+    return _venv_python("--cortex-m")
+
+
+@dataclass
+class ExecuTorchExport:
+    """What ExecuTorch 1.5.1's Cortex-M flow made of one example model."""
+
+    pte: bytes
+    outputs: dict[str, np.ndarray]  # float{j}, fake_quant{j}, cortex_m{j}; sample axis first
+    report: dict[str, Any]
+
+
+_ET_EXPORTS: dict[tuple[Any, ...], ExecuTorchExport] = {}
+
+
+def executorch_export(
+    et_python: Path,
+    name: str,
+    out_dir: Path,
+    inputs: np.ndarray | None = None,
+    calibration: np.ndarray | None = None,
+) -> ExecuTorchExport:
+    """Export example model `name` (seed 0) with ExecuTorch's Cortex-M flow, once per session.
+
+    inputs/calibration: arrays with a leading sample axis for the model's single input.
+    """
+    key = (name, None if inputs is None else inputs.tobytes(),
+           None if calibration is None else calibration.tobytes())
+    if key in _ET_EXPORTS:
+        return _ET_EXPORTS[key]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cmd = [str(et_python), str(EXPORT_CORTEX_M), "--model",
+           f"{ROOT}/host/torchmcu/examples/models.py:{name}", "--seed", "0", "--out-dir", str(out_dir)]
+    if inputs is not None:
+        np.savez(out_dir / "inputs.npz", arg0=inputs)
+        cmd += ["--inputs", str(out_dir / "inputs.npz")]
+    if calibration is not None:
+        np.savez(out_dir / "calibration.npz", arg0=calibration)
+        cmd += ["--calibration", str(out_dir / "calibration.npz")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"ExecuTorch Cortex-M export of {name} failed:\n{proc.stderr[-3000:]}"
+    with np.load(out_dir / "outputs.npz") as z:
+        outputs = {k: z[k] for k in z.files}
+    result = ExecuTorchExport(
+        pte=(out_dir / "model.pte").read_bytes(),
+        outputs=outputs,
+        report=json.loads((out_dir / "report.json").read_text()),
+    )
+    _ET_EXPORTS[key] = result
+    return result
