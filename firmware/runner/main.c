@@ -1,0 +1,283 @@
+/*
+ * The torchmcu runner: loads the .pte embedded in the image, feeds inputs
+ * (the embedded samples when present, otherwise a deterministic pattern),
+ * runs the method, prints every output as one machine-readable line and
+ * exits with a status per failure class (exit_codes.h).
+ *
+ * Output lines (the host parses them; see host/torchmcu/firmware/run.py):
+ *   TM_BEGIN board=<name>
+ *   TM_MEMORY meta=<bytes used>/<bytes reserved> arena=<used>/<reserved> program=<bytes>
+ *   TM_OUTPUT <sample> <index> <scalar type> <nbytes> <hex of the tensor memory>
+ *   TM_RUN <sample> cycles=<n> instructions=<n>       (0 where the core has no PMU)
+ *   TM_ERROR <class> status=<name> message=<...> [op=<name>] [instruction=<i>] ...
+ *   TM_END status=OK samples=<n>
+ */
+#include <stdbool.h>
+#include <string.h>
+
+#include "exit_codes.h"
+#include "io_blob.h"
+#include "tm_cmsis/platform.h"
+#include "torchmcu/runtime.h"
+
+#ifndef TM_BOARD_NAME
+#define TM_BOARD_NAME "unknown"
+#endif
+
+extern const tm_kernel_registry tm_all_kernels;
+
+/* The embedded program and inputs (generated assembly, see runner/CMakeLists.txt). */
+extern const uint8_t tm_program_data[], tm_program_end[];
+extern const uint8_t tm_io_data[], tm_io_end[];
+/* Buffers sized from the program's memory plan (linker script). */
+extern uint8_t __tm_meta_start[], __tm_meta_end[];
+extern uint8_t __tm_arena_start[], __tm_arena_end[];
+
+static tm_program program;
+static tm_method method;
+
+static void put_kv(const char *key, const char *value) {
+  tm_puts(" ");
+  tm_puts(key);
+  tm_puts("=");
+  tm_puts(value);
+}
+
+static void put_kv_i32(const char *key, int32_t value) {
+  tm_puts(" ");
+  tm_puts(key);
+  tm_puts("=");
+  tm_put_i32(value);
+}
+
+/* Prints a diagnostic line and returns the exit code, so callers can `return fail(...)`. */
+static int fail(int code, const char *what, tm_status status, const tm_diag *diag) {
+  tm_puts("TM_ERROR ");
+  tm_puts(what);
+  put_kv("status", tm_status_name(status));
+  if (diag != NULL) {
+    put_kv("message", diag->message != NULL ? diag->message : "");
+    if (diag->op_name != NULL) {
+      put_kv("op", diag->op_name);
+    }
+    if (diag->op_overload != NULL) {
+      put_kv("overload", diag->op_overload);
+    }
+    if (diag->instruction != TM_DIAG_NONE) {
+      put_kv_i32("instruction", diag->instruction);
+    }
+    if (diag->value != TM_DIAG_NONE) {
+      put_kv_i32("value", diag->value);
+    }
+    if (diag->argument != TM_DIAG_NONE) {
+      put_kv_i32("argument", diag->argument);
+    }
+    if (diag->byte_offset != TM_DIAG_NO_OFFSET) {
+      tm_puts(" byte_offset=");
+      tm_put_u32(diag->byte_offset);
+    }
+  }
+  tm_puts("\n");
+  return code;
+}
+
+/* The default input: a fixed linear congruential sequence, reproduced on the host
+ * (torchmcu.firmware.default_inputs). Floats are k / 2^23 - 1, exact in float32. */
+static void fill_default(tm_tensor *t, uint32_t input_index) {
+  uint32_t state = 0x9E3779B9u ^ (input_index * 0x85EBCA6Bu);
+  uint8_t *bytes = t->data;
+  for (uint32_t i = 0; i < t->numel; ++i) {
+    state = state * 1664525u + 1013904223u;
+    switch (t->scalar_type) {
+      case TM_FLOAT: {
+        float v = (float)(int32_t)((state >> 8) - 0x800000u) / 8388608.0f;
+        memcpy(bytes + 4u * i, &v, 4);
+        break;
+      }
+      case TM_CHAR:
+      case TM_BYTE:
+      case TM_BOOL:
+        bytes[i] = (uint8_t)(state >> 24);
+        if (t->scalar_type == TM_BOOL) {
+          bytes[i] &= 1u;
+        }
+        break;
+      default: {
+        size_t width = t->nbytes / (t->numel ? t->numel : 1u);
+        for (size_t b = 0; b < width; ++b) {
+          bytes[width * i + b] = (uint8_t)(state >> (8u * (b & 3u)));
+        }
+        break;
+      }
+    }
+  }
+}
+
+static int set_inputs(tm_io_blob *blob, uint32_t sample) {
+  const uint32_t n = method.num_inputs;
+  for (uint32_t i = 0; i < n; ++i) {
+    tm_tensor *t = tm_method_input(&method, i);
+    if (t == NULL) {
+      tm_puts("TM_ERROR input index=");
+      tm_put_u32(i);
+      tm_puts(" message=not a tensor\n");
+      return TM_EXIT_INPUT_ERROR;
+    }
+    if (blob->samples == 0) {
+      fill_default(t, i);
+      continue;
+    }
+    const uint8_t *bytes;
+    uint32_t nbytes;
+    if (tm_io_blob_next(blob, &bytes, &nbytes) != 0 || nbytes != t->nbytes) {
+      tm_puts("TM_ERROR input sample=");
+      tm_put_u32(sample);
+      tm_puts(" index=");
+      tm_put_u32(i);
+      tm_puts(" message=embedded input has ");
+      tm_put_u32(nbytes);
+      tm_puts(" bytes, the method expects ");
+      tm_put_u32(t->nbytes);
+      tm_puts("\n");
+      return TM_EXIT_INPUT_ERROR;
+    }
+    memcpy(t->data, bytes, nbytes);
+  }
+  return TM_EXIT_OK;
+}
+
+/* Prints the outputs of one run; compares them with the expected records when present. */
+static int report_outputs(tm_io_blob *blob, uint32_t sample, uint32_t *mismatches) {
+  for (uint32_t i = 0; i < method.num_outputs; ++i) {
+    tm_tensor *t = tm_method_output(&method, i);
+    if (t == NULL) {
+      continue;
+    }
+    tm_puts("TM_OUTPUT ");
+    tm_put_u32(sample);
+    tm_puts(" ");
+    tm_put_u32(i);
+    tm_puts(" ");
+    tm_put_u32(t->scalar_type);
+    tm_puts(" ");
+    tm_put_u32(t->nbytes);
+    tm_puts(" ");
+    tm_put_hex_bytes(t->data, t->nbytes);
+    tm_puts("\n");
+    if (blob->expected != 0) {
+      const uint8_t *bytes;
+      uint32_t nbytes;
+      if (tm_io_blob_next(blob, &bytes, &nbytes) != 0) {
+        tm_puts("TM_ERROR input message=expected outputs truncated\n");
+        return TM_EXIT_INPUT_ERROR;
+      }
+      if (nbytes != t->nbytes || memcmp(bytes, t->data, nbytes) != 0) {
+        tm_puts("TM_MISMATCH sample=");
+        tm_put_u32(sample);
+        tm_puts(" output=");
+        tm_put_u32(i);
+        tm_puts("\n");
+        ++*mismatches;
+      }
+    }
+  }
+  return TM_EXIT_OK;
+}
+
+#if defined(TM_RUNNER_FAULT_TEST)
+/* Test-only image: a load through a pointer into unmapped address space. */
+static int provoke_fault(void) {
+  volatile uint32_t *bad = (volatile uint32_t *)(uintptr_t)TM_RUNNER_FAULT_ADDRESS;
+  tm_puts("TM_FAULT_TEST reading ");
+  tm_put_hex32((uint32_t)(uintptr_t)bad);
+  tm_puts("\n");
+  return (int)*bad;
+}
+#endif
+
+int main(void) {
+  tm_puts("TM_BEGIN board=" TM_BOARD_NAME "\n");
+#if defined(TM_RUNNER_FAULT_TEST)
+  return provoke_fault();
+#endif
+  const size_t program_size = (size_t)(tm_program_end - tm_program_data);
+  tm_status st = tm_program_load(&program, tm_program_data, program_size);
+  if (st != TM_OK) {
+    return fail(TM_EXIT_LOAD_ERROR, "load", st, &program.diag);
+  }
+  size_t meta_bytes = 0, arena_bytes = 0;
+  st = tm_method_required_memory(&program, NULL, &meta_bytes, &arena_bytes);
+  if (st != TM_OK) {
+    return fail(TM_EXIT_LOAD_ERROR, "load", st, &program.diag);
+  }
+  const size_t meta_reserved = (size_t)(__tm_meta_end - __tm_meta_start);
+  const size_t arena_reserved = (size_t)(__tm_arena_end - __tm_arena_start);
+  tm_puts("TM_MEMORY meta=");
+  tm_put_u32((uint32_t)meta_bytes);
+  tm_puts("/");
+  tm_put_u32((uint32_t)meta_reserved);
+  tm_puts(" arena=");
+  tm_put_u32((uint32_t)arena_bytes);
+  tm_puts("/");
+  tm_put_u32((uint32_t)arena_reserved);
+  tm_puts(" program=");
+  tm_put_u32((uint32_t)program_size);
+  tm_puts("\n");
+  if (meta_bytes > meta_reserved || arena_bytes > arena_reserved) {
+    tm_puts("TM_ERROR load status=OUT_OF_MEMORY message=the image reserves less memory than the "
+            "program needs (rebuild the firmware for this .pte)\n");
+    return TM_EXIT_LOAD_ERROR;
+  }
+  st = tm_method_init(&method, &program, NULL, &tm_all_kernels, __tm_meta_start, meta_reserved,
+                      __tm_arena_start, arena_reserved);
+  if (st == TM_ERR_MISSING_OPERATOR) {
+    return fail(TM_EXIT_MISSING_OPERATOR, "missing_operator", st, &method.diag);
+  }
+  if (st != TM_OK) {
+    return fail(TM_EXIT_LOAD_ERROR, "load", st, &method.diag);
+  }
+
+  tm_io_blob blob;
+  if (tm_io_blob_open(&blob, tm_io_data, (size_t)(tm_io_end - tm_io_data)) != 0 ||
+      (blob.samples != 0 && blob.inputs != method.num_inputs) ||
+      (blob.expected != 0 && blob.expected != method.num_outputs)) {
+    tm_puts("TM_ERROR input message=embedded inputs blob is malformed or does not match the method\n");
+    return TM_EXIT_INPUT_ERROR;
+  }
+  const uint32_t samples = blob.samples != 0 ? blob.samples : 1u;
+  uint32_t mismatches = 0;
+  for (uint32_t s = 0; s < samples; ++s) {
+    int code = set_inputs(&blob, s);
+    if (code != TM_EXIT_OK) {
+      return code;
+    }
+    uint32_t cycles, instructions;
+    tm_counters_start();
+    st = tm_method_execute(&method);
+    tm_counters_read(&cycles, &instructions);
+    if (st != TM_OK) {
+      return fail(TM_EXIT_KERNEL_ERROR, "kernel", st, &method.diag);
+    }
+    code = report_outputs(&blob, s, &mismatches);
+    if (code != TM_EXIT_OK) {
+      return code;
+    }
+    tm_puts("TM_RUN ");
+    tm_put_u32(s);
+    tm_puts(" cycles=");
+    tm_put_u32(cycles);
+    tm_puts(" instructions=");
+    tm_put_u32(instructions);
+    tm_puts("\n");
+  }
+  if (mismatches != 0) {
+    tm_puts("TM_END status=OUTPUT_MISMATCH mismatches=");
+    tm_put_u32(mismatches);
+    tm_puts("\n");
+    return TM_EXIT_OUTPUT_MISMATCH;
+  }
+  tm_puts("TM_END status=OK samples=");
+  tm_put_u32(samples);
+  tm_puts("\n");
+  return TM_EXIT_OK;
+}

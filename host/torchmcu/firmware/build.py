@@ -1,0 +1,111 @@
+"""Build the runner firmware for a board: drives the board's CMake preset.
+
+One build directory per board can be reused for many programs: reconfiguring with another
+.pte regenerates only the embedded-blob source and the linker script, so the runtime and
+kernel libraries are compiled once and each further program costs a relink.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from torchmcu.boards import get_board
+
+
+class FirmwareBuildError(RuntimeError):
+    """CMake configuration or the cross build failed; the message carries the tool's output."""
+
+
+@dataclass(frozen=True)
+class FirmwareImage:
+    elf: Path
+    bin: Path
+    program_bin: Path
+    hex: Path
+    board: str
+    build_dir: Path
+
+
+def source_dir() -> Path:
+    """The repository root (CMakeLists.txt, CMakePresets.json, boards/, firmware/)."""
+    root = Path(__file__).resolve().parents[3]
+    if not (root / "CMakePresets.json").is_file():
+        raise FirmwareBuildError(f"firmware sources not found at {root} (a source checkout is needed)")
+    return root
+
+
+def _tail(text: str, lines: int = 40) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def _run(cmd: Sequence[str], cwd: Path, what: str) -> str:
+    try:
+        proc = subprocess.run(
+            list(cmd), cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False
+        )
+    except FileNotFoundError as e:
+        raise FirmwareBuildError(f"{what}: {e.filename} not found (install cmake and ninja)") from None
+    if proc.returncode != 0:
+        raise FirmwareBuildError(f"{what} failed:\n{_tail(proc.stdout + proc.stderr)}")
+    return proc.stdout
+
+
+def build(
+    pte: str | os.PathLike[str],
+    board: str,
+    build_dir: str | os.PathLike[str],
+    inputs: str | os.PathLike[str] | bytes | None = None,
+    *,
+    defines: dict[str, Any] | None = None,
+) -> FirmwareImage:
+    """Configure (preset `board`) and build the runner with `pte` embedded.
+
+    inputs: an inputs blob (torchmcu.firmware.io_blob.write_io_blob bytes, or a path to one);
+    None runs the runner's deterministic default input. defines: extra CMake cache entries
+    (e.g. {"TORCHMCU_RUNNER_FAULT_TEST": "ON"}).
+    """
+    get_board(board)  # a clear error for an unknown board before CMake runs
+    if shutil.which("arm-none-eabi-gcc") is None:
+        raise FirmwareBuildError("arm-none-eabi-gcc is not on PATH (scripts/setup.sh installs it)")
+    root = source_dir()
+    out = Path(build_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    pte_path = Path(pte).resolve()
+    if not pte_path.is_file():
+        raise FirmwareBuildError(f"{pte_path} does not exist")
+    inputs_path = ""
+    if isinstance(inputs, bytes):
+        blob = out / "inputs.tmio"
+        if not blob.is_file() or blob.read_bytes() != inputs:  # unchanged bytes: no rebuild
+            blob.write_bytes(inputs)
+        inputs_path = str(blob)
+    elif inputs is not None:
+        inputs_path = str(Path(inputs).resolve())
+    cache = {
+        "TORCHMCU_PTE": str(pte_path),
+        "TORCHMCU_INPUTS": inputs_path,
+        "Python3_EXECUTABLE": sys.executable,
+        "TORCHMCU_RUNNER_FAULT_TEST": "OFF",
+    }
+    cache.update({k: str(v) for k, v in (defines or {}).items()})
+    _run(
+        ["cmake", "--preset", board, "-B", str(out), *(f"-D{k}={v}" for k, v in cache.items())],
+        root,
+        f"configuring the {board} firmware",
+    )
+    _run(["cmake", "--build", str(out)], root, f"building the {board} firmware")
+    return FirmwareImage(
+        elf=out / "firmware.elf",
+        bin=out / "firmware.bin",
+        program_bin=out / "firmware-program.bin",
+        hex=out / "firmware.hex",
+        board=board,
+        build_dir=out,
+    )

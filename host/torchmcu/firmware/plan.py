@@ -1,0 +1,66 @@
+"""Memory a .pte needs on the device, for sizing the firmware's static buffers at configure time.
+
+The arena is the program's planned arena (non_const_buffer_sizes). The metadata size comes
+from the host build of the same runtime (tm_method_required_memory): every struct it counts
+holds pointers, size_t and fixed-width integers, so the 64-bit host figure is an upper bound
+of the 32-bit target's. The runner checks the exact figure again on the device.
+
+    python -m torchmcu.firmware.plan model.pte --board corstone-300 --format cmake
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from torchmcu.boards import BoardError, get_board
+
+
+@dataclass(frozen=True)
+class DevicePlan:
+    arena_bytes: int
+    meta_bytes: int
+    program_bytes: int
+
+
+def device_plan(pte: bytes) -> DevicePlan:
+    """Verify the program with the host runtime and return the buffer sizes the device needs."""
+    from torchmcu import native
+
+    info = native.program_info(pte)
+    return DevicePlan(
+        arena_bytes=int(info["arena_bytes"]),
+        meta_bytes=_align(int(info["meta_bytes"]), 8),
+        program_bytes=len(pte),
+    )
+
+
+def _align(n: int, a: int) -> int:
+    return (n + a - 1) // a * a
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m torchmcu.firmware.plan", description=__doc__)
+    parser.add_argument("pte")
+    parser.add_argument("--board", help="also check that the arena and program fit this board")
+    parser.add_argument("--format", choices=("json", "cmake"), default="json")
+    args = parser.parse_args(argv)
+    try:
+        plan = device_plan(Path(args.pte).read_bytes())
+        if args.board:
+            get_board(args.board).check_fits(arena_bytes=plan.arena_bytes, program_bytes=plan.program_bytes)
+    except (OSError, BoardError, RuntimeError, ValueError) as e:
+        print(f"{args.pte}: {e}", file=sys.stderr)
+        return 1
+    if args.format == "cmake":
+        print(f"TM_ARENA_BYTES={plan.arena_bytes};TM_META_BYTES={plan.meta_bytes}")
+    else:
+        print(json.dumps(asdict(plan)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

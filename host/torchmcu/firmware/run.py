@@ -1,0 +1,218 @@
+"""Run a runner firmware image: QEMU (mps3-an547) for CPU-only Cortex-M55 images, or the
+board's Arm FVP when it is on PATH. Output lines are parsed into numpy arrays so callers can
+compare them bit for bit with torchmcu.run_on_host.
+
+corstone-300 images run on QEMU's mps3-an547 machine: AN547 is the FPGA build of the same
+SSE-300 subsystem, and our corstone-300 memory map (boards/corstone-300/board.json) uses
+exactly its regions and UART, so a CPU-only image needs no change. Programs that use the
+Ethos-U NPU need the FVP (QEMU 7.2 has no NPU model).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from torchmcu.boards import get_board
+from torchmcu.firmware.io_blob import from_tensor_bytes
+
+# Runner exit codes (firmware/runner/exit_codes.h, cmsis/include/tm_cmsis/faults.h).
+EXIT_OK = 0
+EXIT_LOAD_ERROR = 2
+EXIT_MISSING_OPERATOR = 3
+EXIT_KERNEL_ERROR = 4
+EXIT_OUTPUT_MISMATCH = 5
+EXIT_INPUT_ERROR = 6
+EXIT_FAULT = 7
+EXIT_TIMEOUT = -1  # ours: the emulator was stopped
+
+EXIT_MESSAGES = {
+    EXIT_OK: "success",
+    EXIT_LOAD_ERROR: "the program was rejected at load (invalid .pte, or buffers too small)",
+    EXIT_MISSING_OPERATOR: "an operator of the program has no kernel in this firmware",
+    EXIT_KERNEL_ERROR: "a kernel failed while running",
+    EXIT_OUTPUT_MISMATCH: "outputs differ from the expected outputs embedded in the image",
+    EXIT_INPUT_ERROR: "the embedded inputs do not match the method",
+    EXIT_FAULT: "the CPU took a fault (see the TM_FAULT lines for the fault registers)",
+}
+
+
+class FirmwareRunError(RuntimeError):
+    """The firmware could not be run here (no emulator for the board, or the emulator failed)."""
+
+
+@dataclass
+class RunResult:
+    exit_code: int
+    message: str
+    console: str  # the firmware's console (semihosting output)
+    emulator_output: str  # the emulator's own stdout and stderr
+    uart: str
+    command: list[str]
+    # outputs[sample][index] = (scalar_type, memory bytes)
+    raw_outputs: dict[int, dict[int, tuple[int, bytes]]] = field(default_factory=dict)
+    runs: list[dict[str, int]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == EXIT_OK
+
+    def outputs(self, info: dict[str, Any], sample: int = 0) -> list[np.ndarray]:
+        """The outputs of one sample as logical arrays (info: native.program_info of the .pte)."""
+        got = self.raw_outputs.get(sample, {})
+        result = []
+        for index, meta in enumerate(info["outputs"]):
+            if index not in got:
+                raise FirmwareRunError(f"the firmware printed no output {index} for sample {sample}")
+            result.append(from_tensor_bytes(got[index][1], meta))
+        return result
+
+    def check(self) -> RunResult:
+        """Raise FirmwareRunError with the message and the firmware's error lines unless ok."""
+        if not self.ok:
+            lines = self.console.splitlines()
+            errors = [ln for ln in lines if ln.startswith(("TM_ERROR", "TM_FAULT", "TM_MISMATCH"))]
+            detail = "\n".join(errors[:20]) or _tail(self.console + self.emulator_output)
+            raise FirmwareRunError(f"firmware exit {self.exit_code}: {self.message}\n{detail}")
+        return self
+
+
+def _tail(text: str, lines: int = 20) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def exit_message(code: int, timeout: float | None = None) -> str:
+    if code == EXIT_TIMEOUT:
+        return f"timed out after {timeout} s (the firmware hung or the model is too slow for the timeout)"
+    if code in EXIT_MESSAGES:
+        return EXIT_MESSAGES[code]
+    return f"unexpected exit status {code} (the emulator itself failed, or an unknown firmware error)"
+
+
+def parse_output(text: str) -> tuple[dict[int, dict[int, tuple[int, bytes]]], list[dict[str, int]]]:
+    """TM_OUTPUT and TM_RUN lines of the runner -> raw outputs per sample, per-run counters."""
+    outputs: dict[int, dict[int, tuple[int, bytes]]] = {}
+    runs: list[dict[str, int]] = []
+    for line in text.splitlines():
+        if line.startswith("TM_OUTPUT "):
+            _, sample, index, scalar_type, nbytes, *rest = line.split(" ")
+            data = bytes.fromhex(rest[0]) if rest else b""
+            if len(data) != int(nbytes):
+                raise FirmwareRunError(f"truncated output line: {line[:80]}")
+            outputs.setdefault(int(sample), {})[int(index)] = (int(scalar_type), data)
+        elif line.startswith("TM_RUN "):
+            fields = line.split(" ")
+            run = {"sample": int(fields[1])}
+            run.update({k: int(v) for k, v in (f.split("=") for f in fields[2:])})
+            runs.append(run)
+    return outputs, runs
+
+
+def qemu_command(elf: Path, machine: str, console_file: Path, uart_file: Path) -> list[str]:
+    """QEMU with semihosting output in a file (QEMU 7.2 otherwise sends it to stderr or stdout
+    depending on the terminal), UART0 in another, no monitor, no display."""
+    return [
+        "qemu-system-arm", "-M", machine, "-display", "none", "-monitor", "none",
+        "-chardev", f"file,id=semihosting,path={console_file}",
+        "-semihosting-config", "enable=on,target=native,chardev=semihosting",
+        "-serial", f"file:{uart_file}", "-kernel", str(elf),
+    ]  # fmt: skip
+
+
+def fvp_command(elf: Path, fvp: dict[str, Any], npu: str | None) -> list[str] | None:
+    binary = (fvp.get("binary_by_npu") or {}).get(npu) or fvp["binary"]
+    path = shutil.which(binary)
+    if path is None:
+        return None
+    extra = (fvp.get("npu_params") or {}).get(npu, []) if npu else []
+    return [path, *fvp["params"], *extra, "-a", str(elf)]
+
+
+def emulator_for(board: str, *, uses_npu: bool = False, prefer: str | None = None) -> str:
+    """'qemu' or 'fvp' for a board, or FirmwareRunError explaining what is missing."""
+    run = get_board(board).config.get("run") or {}
+    qemu_ok = run.get("qemu") is not None and not uses_npu and shutil.which("qemu-system-arm")
+    fvp = run.get("fvp")
+    fvp_ok = fvp is not None and shutil.which(fvp["binary"]) is not None
+    if prefer == "fvp" or (prefer is None and not qemu_ok):
+        if fvp_ok:
+            return "fvp"
+        if fvp is None:
+            raise FirmwareRunError(f"{board} has no FVP configured")
+        reason = "the program uses the NPU, which QEMU does not model; " if uses_npu else ""
+        qemu_note = "" if run.get("qemu") else f" ({board} cannot run on QEMU: it has no model of its CPU)"
+        raise FirmwareRunError(
+            f"cannot run on {board}: {reason}the Arm FVP {fvp['binary']} is not on PATH{qemu_note}. "
+            "Install the Corstone FVP from Arm (developer.arm.com, Arm Ecosystem FVPs) and add it to PATH."
+        )
+    if not qemu_ok:
+        raise FirmwareRunError(f"cannot run on {board}: qemu-system-arm is not on PATH (scripts/setup.sh)")
+    return "qemu"
+
+
+def run(
+    elf: str | os.PathLike[str],
+    board: str,
+    timeout: float = 60.0,
+    *,
+    npu: str | None = None,
+    uses_npu: bool = False,
+    emulator: str | None = None,
+) -> RunResult:
+    """Run `elf` on the board's emulator with stdin closed and a timeout; parse its output."""
+    elf_path = Path(elf).resolve()
+    if not elf_path.is_file():
+        raise FirmwareRunError(f"{elf_path} does not exist")
+    kind = emulator_for(board, uses_npu=uses_npu, prefer=emulator)
+    cfg = get_board(board).config["run"]
+    with tempfile.TemporaryDirectory(prefix="torchmcu-run-") as tmp:
+        uart_file = Path(tmp) / "uart0.txt"
+        console_file = Path(tmp) / "console.txt"
+        if kind == "qemu":
+            cmd = qemu_command(elf_path, cfg["qemu"]["machine"], console_file, uart_file)
+        else:
+            cmd = fvp_command(elf_path, cfg["fvp"], npu or get_board(board).npu)
+            assert cmd is not None
+        try:
+            proc = subprocess.run(
+                cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False
+            )
+            code, out, err = proc.returncode, proc.stdout, proc.stderr
+        except subprocess.TimeoutExpired as e:  # subprocess.run kills the emulator
+            code, out, err = EXIT_TIMEOUT, e.stdout or b"", e.stderr or b""
+        uart = uart_file.read_text(errors="replace") if uart_file.is_file() else ""
+        emulator_output = out.decode(errors="replace") + err.decode(errors="replace")
+        if kind == "qemu":
+            console = console_file.read_text(errors="replace") if console_file.is_file() else ""
+        else:  # the FVP prints semihosting and UART0 output on its stdout
+            console = out.decode(errors="replace")
+    if kind == "fvp" and code != EXIT_TIMEOUT:
+        code = _fvp_exit_code(console, code)
+    raw, runs = parse_output(console)
+    return RunResult(
+        exit_code=code,
+        message=exit_message(code, timeout),
+        console=console,
+        emulator_output=emulator_output,
+        uart=uart,
+        command=cmd,
+        raw_outputs=raw,
+        runs=runs,
+    )
+
+
+def _fvp_exit_code(stdout: str, code: int) -> int:
+    """FVPs may not forward the semihosting exit status: trust the runner's last line."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith("TM_END status=OK"):
+            return EXIT_OK
+        if line.startswith("TM_EXIT "):
+            return int(line.split()[1])
+    return code
