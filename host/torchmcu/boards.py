@@ -27,6 +27,37 @@ class Board:
     program_bytes_max: int
     config: dict[str, Any]
 
+    @property
+    def regions(self) -> dict[str, tuple[int, int]]:
+        """Memory regions of the board: name -> (origin, length) in bytes."""
+        return {
+            name: (int(r["origin"], 0), int(r["length"]))
+            for name, r in self.config["memory"].get("regions", {}).items()
+        }
+
+    @property
+    def cpu_flags(self) -> list[str]:
+        """Compiler flags selecting the board's CPU (what CMake passes to every object)."""
+        return list(self.config.get("cpu_flags", []))
+
+    def vela_options(self, npu: str | None = None) -> dict[str, str]:
+        """Vela settings for the board's NPU (or `npu`, one of its choices): accelerator,
+        system config and memory mode (names in Vela's Arm/vela.ini). BoardError when the board
+        has no NPU or `npu` is not one it offers: Vela itself accepts mismatched pairings."""
+        cfg = self.config.get("npu")
+        if not cfg:
+            raise BoardError(f"{self.name} has no NPU")
+        accel = npu or cfg["default"]
+        if accel not in cfg["choices"]:
+            raise BoardError(f"{self.name} offers NPUs {', '.join(cfg['choices'])}, not {accel!r}")
+        vela = cfg["vela"]
+        return {
+            "accelerator_config": accel,
+            "config": vela["config"],
+            "system_config": vela["system_config"][accel],
+            "memory_mode": vela["memory_mode"][accel],
+        }
+
     def check_fits(self, *, arena_bytes: int, program_bytes: int) -> None:
         """Raise BoardError naming the sizes when the planned arena or the program is too big."""
         if arena_bytes > self.arena_bytes_max:

@@ -2,6 +2,8 @@
 
     torchmcu export examples/models.py:ds_cnn -o out/          # quantize, lower, plan, write out/model.pte
     torchmcu run out/model.pte --host [--inputs x.npz]        # run on the host build of the runtime
+    torchmcu build out/model.pte --board corstone-300         # runner firmware: ELF, .bin, .hex
+    torchmcu run out/model.pte --board qemu-an547             # build it and run it on QEMU (or an FVP)
     torchmcu info out/model.pte                               # operators, values, memory plan
 """
 
@@ -96,7 +98,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     import torchmcu
 
     if not args.host:
-        raise CliError("only --host runs are available in this build (board runs come with firmware)")
+        return _run_on_board(args)
     from torchmcu import native
 
     data = Path(args.pte).read_bytes()
@@ -116,6 +118,66 @@ def _cmd_run(args: argparse.Namespace) -> int:
         flat = out.reshape(-1)
         shown = np.array2string(flat[:16], precision=4, separator=", ")
         print(f"output {i}: shape {list(out.shape)} {out.dtype} {shown}{' ...' if flat.size > 16 else ''}")
+    return 0
+
+
+def _firmware_samples(info: dict, inputs: str | None) -> list[list[np.ndarray]] | None:
+    """All samples of an .npz (logical arrays, cast to the program's input dtypes), or None."""
+    if not inputs:
+        return None
+    samples = _load_npz_samples(inputs)
+    return [
+        [np.asarray(x).astype(meta["dtype"]) for x, meta in zip(sample, info["inputs"])] for sample in samples
+    ]
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    from torchmcu import firmware, native
+
+    info = native.program_info(Path(args.pte).read_bytes())
+    samples = _firmware_samples(info, args.inputs)
+    blob = firmware.write_io_blob(info, samples) if samples else None
+    build_dir = args.build_dir or f"build/fw-{args.board}"
+    print(f"building the runner for {args.board} with {args.pte} in {build_dir}...")
+    image = firmware.build(args.pte, args.board, build_dir, inputs=blob)
+    for path in (image.elf, image.bin, image.program_bin, image.hex):
+        print(f"wrote {path} ({path.stat().st_size:,} bytes)")
+    return 0
+
+
+def _run_on_board(args: argparse.Namespace) -> int:
+    from torchmcu import firmware, native
+    from torchmcu.firmware.run import FirmwareRunError
+
+    target = Path(args.pte)
+    if target.suffix == ".elf":
+        if args.inputs:
+            raise CliError("--inputs needs a .pte (the inputs are embedded when the firmware is built)")
+        elf, info = target, None
+    else:
+        data = target.read_bytes()
+        info = native.program_info(data)
+        samples = _firmware_samples(info, args.inputs)
+        blob = firmware.write_io_blob(info, samples) if samples else None
+        build_dir = args.build_dir or f"build/fw-{args.board}"
+        elf = firmware.build(target, args.board, build_dir, inputs=blob).elf
+    try:
+        result = firmware.run(elf, args.board, args.timeout, emulator=args.emulator)
+    except FirmwareRunError as e:
+        raise CliError(str(e)) from None
+    for line in result.console.splitlines():
+        if not line.startswith("TM_OUTPUT ") or info is None:
+            print(line)
+    if info is not None:
+        for sample in sorted(result.raw_outputs):
+            for i, out in enumerate(result.outputs(info, sample)):
+                flat = out.reshape(-1)
+                shown = np.array2string(flat[:16], precision=4, separator=", ")
+                more = " ..." if flat.size > 16 else ""
+                print(f"sample {sample} output {i}: shape {list(out.shape)} {out.dtype} {shown}{more}")
+    if not result.ok:
+        print(f"torchmcu run: firmware exit {result.exit_code}: {result.message}", file=sys.stderr)
+        return result.exit_code if result.exit_code > 0 else 124
     return 0
 
 
@@ -142,10 +204,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--int8-io", action="store_true", help="int8 program inputs/outputs")
     p.set_defaults(func=_cmd_export)
 
-    p = sub.add_parser("run", help="run a .pte")
+    p = sub.add_parser("build", help="build the runner firmware for a board with a .pte embedded")
     p.add_argument("pte")
+    p.add_argument("--board", default="corstone-300")
+    p.add_argument("--build-dir", help="CMake build directory (default: build/fw-BOARD)")
+    p.add_argument("--inputs", help=".npz of inputs to embed (leading axis = samples)")
+    p.set_defaults(func=_cmd_build)
+
+    p = sub.add_parser("run", help="run a .pte on the host, or a .pte/.elf on a board's emulator")
+    p.add_argument("pte", help=".pte (built into firmware first unless --host) or a runner .elf")
     p.add_argument("--host", action="store_true", help="run on the host build of the runtime")
-    p.add_argument("--inputs", help=".npz of inputs (first sample is used)")
+    p.add_argument("--board", default="qemu-an547", help="board to build for and emulate")
+    p.add_argument("--build-dir", help="CMake build directory (default: build/fw-BOARD)")
+    p.add_argument("--emulator", choices=("qemu", "fvp"), help="default: QEMU when it models the board")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds (default: 120)")
+    p.add_argument("--inputs", help=".npz of inputs (--host: the first sample; board: every sample)")
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("info", help="describe a .pte")
@@ -158,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except (CliError, ValueError, OSError) as e:
+    except (CliError, ValueError, OSError, RuntimeError) as e:
         print(f"torchmcu {args.command}: error: {e}", file=sys.stderr)
         return 2
 
