@@ -3,7 +3,7 @@
 from torchmcu.lower.errors import LoweringError, UnsupportedOpError
 from torchmcu.lower.lowering import lower_to_program
 from torchmcu.lower.report import LoweringReport, NodeReport
-from torchmcu.lower.requant import quantize_multiplier
+from torchmcu.reference.quant import quantize_multiplier
 
 __all__ = [
     "LoweringError",

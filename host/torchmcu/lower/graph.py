@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 import torch.fx
-import torchao.quantization.pt2e  # noqa: F401  (registers the quantized_decomposed ops)
+import torchmcu.quantize._torchao  # noqa: F401  (registers the quantized_decomposed ops, quietly)
 
 from torchmcu.lower.errors import LoweringError, describe_node
 

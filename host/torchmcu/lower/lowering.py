@@ -34,7 +34,7 @@ from torchmcu.lower.graph import (
     quantized_constant,
     shape_of,
 )
-from torchmcu.lower.requant import quantize_multiplier
+from torchmcu.reference.quant import quantize_multiplier
 from torchmcu.lower.report import LoweringReport, NodeReport
 from torchmcu.lower.values import LValue
 from torchmcu.pte.program import Program, ScalarType

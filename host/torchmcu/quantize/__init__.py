@@ -1,5 +1,7 @@
 """PT2E int8 quantization for the cortex_m kernels (our own quantizer)."""
 
+import torchmcu.quantize._torchao  # noqa: F401  (first: imports torchao without its CPU-only noise)
+
 from torchmcu.quantize.annotation import (
     META_KEY,
     TorchmcuAnnotation,
