@@ -13,9 +13,6 @@ extern tm_kernel_registry tmx_registry;
 /* Raises NativeError(status_name, message); returns NULL. */
 PyObject *tmx_raise(tm_status status, const char *message);
 
-/* Bytes per element of a tm_scalar_type, 0 when unknown. */
-size_t tmx_element_size(int scalar_type);
-
 PyObject *native_run_program(PyObject *self, PyObject *args);
 PyObject *native_program_info(PyObject *self, PyObject *args);
 

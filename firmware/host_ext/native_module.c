@@ -46,16 +46,6 @@ PyObject *tmx_raise(tm_status status, const char *message) {
   return NULL;
 }
 
-size_t tmx_element_size(int scalar_type) {
-  switch (scalar_type) {
-    case TM_BYTE: case TM_CHAR: case TM_BOOL: return 1;
-    case TM_SHORT: return 2;
-    case TM_INT: case TM_FLOAT: return 4;
-    case TM_LONG: case TM_DOUBLE: return 8;
-    default: return 0;
-  }
-}
-
 /* ---- call_kernel ------------------------------------------------------- */
 
 typedef struct {
@@ -79,7 +69,7 @@ static int fill_tensor(tm_tensor *t, Py_buffer *view, int *held, PyObject *desc,
     return -1;
   }
   Py_ssize_t dim = PyTuple_GET_SIZE(sizes);
-  size_t esize = tmx_element_size((int)stype);
+  size_t esize = tm_element_size((uint32_t)stype);
   if (esize == 0) {
     PyErr_Format(PyExc_ValueError, "%s: argument %zd: unsupported scalar type %ld", op, i, stype);
     return -1;

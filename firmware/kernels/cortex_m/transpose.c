@@ -7,25 +7,6 @@
 
 enum { A_INPUT, A_PERM, A_OUT, N_SCHEMA };
 
-static size_t element_size(uint8_t scalar_type) {
-  switch (scalar_type) {
-    case TM_BYTE:
-    case TM_CHAR:
-    case TM_BOOL:
-      return 1;
-    case TM_SHORT:
-      return 2;
-    case TM_INT:
-    case TM_FLOAT:
-      return 4;
-    case TM_LONG:
-    case TM_DOUBLE:
-      return 8;
-    default:
-      return 0;
-  }
-}
-
 /* Element strides of each logical dim. */
 static void logical_strides(const tm_tensor *t, int64_t strides[TM_MAX_DIMS]) {
   int64_t step = 1;
@@ -41,7 +22,7 @@ tm_status tm_cortex_m_transpose_out(tm_kernel_context *ctx, tm_value *const *arg
     return st;
   }
   const tm_tensor *in = tm_tensor_arg(args, A_INPUT, -1, 1, TM_MAX_DIMS);
-  TM_ARG_CHECK(ctx, in != NULL && element_size(in->scalar_type) != 0, A_INPUT);
+  TM_ARG_CHECK(ctx, in != NULL && tm_element_size(in->scalar_type) != 0, A_INPUT);
   const int rank = in->dim;
   const int64_t *items = NULL;
   uint32_t len = 0;
@@ -61,7 +42,7 @@ tm_status tm_cortex_m_transpose_out(tm_kernel_context *ctx, tm_value *const *arg
   }
   TM_ARG_CHECK(ctx, out_ok, A_OUT);
 
-  const size_t esize = element_size(in->scalar_type);
+  const size_t esize = tm_element_size(in->scalar_type);
   int64_t in_strides[TM_MAX_DIMS], out_strides[TM_MAX_DIMS];
   logical_strides(in, in_strides);
   logical_strides(out, out_strides);

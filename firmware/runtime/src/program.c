@@ -67,16 +67,6 @@ static tm_status bad(tm_diag *d, tm_status st, const char *msg, uint32_t pos) {
   return st;
 }
 
-static uint32_t element_size(uint64_t scalar_type) {
-  switch (scalar_type) {
-    case TM_BYTE: case TM_CHAR: case TM_BOOL: return 1;
-    case TM_SHORT: return 2;
-    case TM_INT: case TM_FLOAT: return 4;
-    case TM_LONG: case TM_DOUBLE: return 8;
-    default: return 0;
-  }
-}
-
 /* ---- walk state helpers --------------------------------------------------- */
 
 typedef struct {
@@ -211,7 +201,7 @@ static tm_status walk_tensor(walk_ctx *c, const tm_fb_table *t, tm_tensor *out) 
       !tm_fb_subtable(fb, t, TENSOR_EXTRA, &extra, &has_extra)) {
     return fb_error(c->diag, fb);
   }
-  uint32_t esize = element_size(stype);
+  uint32_t esize = (uint32_t)tm_element_size((uint32_t)stype); /* stype is a 1-byte field */
   if (esize == 0) {
     return bad(c->diag, TM_ERR_UNSUPPORTED, "tensor scalar type not supported", t->pos);
   }

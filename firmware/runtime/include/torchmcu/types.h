@@ -41,6 +41,18 @@ typedef enum {
   TM_BOOL = 11,
 } tm_scalar_type;
 
+/* Bytes per element of a scalar type; 0 for a type we do not handle. One
+ * table for the loader, the kernels and the host extension. */
+static inline size_t tm_element_size(uint32_t scalar_type) {
+  switch (scalar_type) {
+    case TM_BYTE: case TM_CHAR: case TM_BOOL: return 1;
+    case TM_SHORT: return 2;
+    case TM_INT: case TM_FLOAT: return 4;
+    case TM_LONG: case TM_DOUBLE: return 8;
+    default: return 0;
+  }
+}
+
 #define TM_MAX_DIMS 6
 
 /*
