@@ -17,12 +17,11 @@ tm_status tm_cortex_m_dequantize_per_tensor_out(tm_kernel_context *ctx, tm_value
   TM_ARG_CHECK(ctx, in != NULL, A_INPUT);
   double scale = 0.0;
   TM_ARG_CHECK(ctx, tm_double_arg(args, A_SCALE, &scale) && isfinite(scale) && scale > 0.0, A_SCALE);
-  const int64_t lo = dtype == TM_CHAR ? INT8_MIN : INT16_MIN;
-  const int64_t hi = dtype == TM_CHAR ? INT8_MAX : INT16_MAX;
   int32_t zp = 0, qmin = 0, qmax = 0;
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_ZERO_POINT, lo, hi, &zp), A_ZERO_POINT);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_QMIN, lo, hi, &qmin), A_QMIN);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_QMAX, qmin, hi, &qmax), A_QMAX);
+  st = tm_qparams_args(ctx, args, A_ZERO_POINT, dtype, &zp, &qmin, &qmax);
+  if (st != TM_OK) {
+    return st;
+  }
   tm_tensor *out = tm_tensor_arg(args, A_OUT, TM_FLOAT, 0, TM_MAX_DIMS);
   TM_ARG_CHECK(ctx, out != NULL && tm_same_layout(in, out), A_OUT);
 

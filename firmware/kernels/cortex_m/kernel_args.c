@@ -169,6 +169,25 @@ bool tm_activation_dims(const tm_tensor *t, bool nhwc_sizes, int32_t dims[4]) {
   return true;
 }
 
+tm_tensor *tm_activation_arg(tm_value *const *args, size_t i, bool nhwc_sizes, int32_t dims[4]) {
+  tm_tensor *t = tm_tensor_arg(args, i, TM_CHAR, 4, 4);
+  return t != NULL && tm_activation_dims(t, nhwc_sizes, dims) ? t : NULL;
+}
+
+bool tm_window_out_dims(const int32_t dims[4], int32_t n, int32_t oh, int32_t ow, int32_t c) {
+  return oh > 0 && ow > 0 && dims[0] == n && dims[1] == oh && dims[2] == ow && dims[3] == c;
+}
+
+tm_status tm_qparams_args(tm_kernel_context *ctx, tm_value *const *args, size_t i, int32_t dtype, int32_t *zp,
+                          int32_t *qmin, int32_t *qmax) {
+  const int64_t lo = dtype == TM_CHAR ? INT8_MIN : INT16_MIN;
+  const int64_t hi = dtype == TM_CHAR ? INT8_MAX : INT16_MAX;
+  TM_ARG_CHECK(ctx, tm_int_arg(args, i, lo, hi, zp), i);
+  TM_ARG_CHECK(ctx, tm_int_arg(args, i + 1, lo, hi, qmin), i + 1);
+  TM_ARG_CHECK(ctx, tm_int_arg(args, i + 2, *qmin, hi, qmax), i + 2);
+  return TM_OK;
+}
+
 static bool is_channel_vector(const tm_tensor *t, int32_t channels) {
   return t->dim == 4 && t->sizes[1] == channels && t->numel == (uint32_t)channels;
 }
@@ -202,6 +221,16 @@ tm_binary_status tm_binary_broadcast(const tm_tensor *a, const tm_tensor *b, con
   }
   shape->numel = out->numel;
   return TM_BINARY_OK;
+}
+
+tm_status tm_binary_out_arg(tm_kernel_context *ctx, tm_value *const *args, size_t i_self, size_t i_other,
+                            size_t i_out, tm_tensor **out, tm_binary_shape *shape) {
+  *out = tm_tensor_arg(args, i_out, TM_CHAR, 0, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, *out != NULL, i_out);
+  const tm_binary_status bs = tm_binary_broadcast(args[i_self]->u.tensor, args[i_other]->u.tensor, *out, shape);
+  TM_ARG_CHECK(ctx, bs == TM_BINARY_OK,
+               bs == TM_BINARY_BAD_SELF ? i_self : (bs == TM_BINARY_BAD_OTHER ? i_other : i_out));
+  return TM_OK;
 }
 
 bool tm_pair_arg(tm_value *const *args, size_t i, bool allow_single, int64_t lo, int64_t hi, int32_t *h,
@@ -244,6 +273,52 @@ bool tm_per_channel_shifts(tm_value *const *args, size_t i, int32_t channels, co
     }
   }
   return true;
+}
+
+tm_status tm_conv_window_args(tm_kernel_context *ctx, tm_value *const *args, size_t i, tm_window *win) {
+  TM_ARG_CHECK(ctx, tm_pair_arg(args, i, false, 1, INT16_MAX, &win->stride_h, &win->stride_w), i);
+  TM_ARG_CHECK(ctx, tm_pair_arg(args, i + 1, false, 0, INT16_MAX, &win->pad_h, &win->pad_w), i + 1);
+  TM_ARG_CHECK(ctx, tm_pair_arg(args, i + 2, false, 1, INT16_MAX, &win->dil_h, &win->dil_w), i + 2);
+  return TM_OK;
+}
+
+tm_status tm_pool_window_args(tm_kernel_context *ctx, tm_value *const *args, size_t i, int32_t *kh, int32_t *kw,
+                              tm_window *win) {
+  TM_ARG_CHECK(ctx, tm_pair_arg(args, i, true, 1, INT16_MAX, kh, kw), i);
+  TM_ARG_CHECK(ctx, tm_pair_arg(args, i + 1, true, 1, INT16_MAX, &win->stride_h, &win->stride_w), i + 1);
+  TM_ARG_CHECK(ctx, tm_pair_arg(args, i + 2, true, 0, INT16_MAX, &win->pad_h, &win->pad_w) &&
+                        win->pad_h <= *kh / 2 && win->pad_w <= *kw / 2,
+               i + 2);
+  return TM_OK;
+}
+
+bool tm_bias_arg(tm_value *const *args, size_t i, int32_t channels, const int32_t **bias) {
+  *bias = NULL;
+  if (tm_is_none(args, i)) {
+    return true;
+  }
+  const tm_tensor *b = tm_tensor_arg(args, i, TM_INT, 1, TM_MAX_DIMS);
+  if (b == NULL || b->numel != (uint32_t)channels) {
+    return false;
+  }
+  *bias = (const int32_t *)b->data;
+  return true;
+}
+
+tm_status tm_conv_quant_args(tm_kernel_context *ctx, tm_value *const *args, size_t i, int32_t channels,
+                             tm_conv_quant *q) {
+  TM_ARG_CHECK(ctx, tm_int_arg(args, i, -INT8_MAX, -INT8_MIN, &q->input_offset), i);
+  TM_ARG_CHECK(ctx, tm_int_arg(args, i + 1, INT8_MIN, INT8_MAX, &q->output_offset), i + 1);
+  TM_ARG_CHECK(ctx, tm_per_channel_mults(args, i + 2, channels, &q->mults), i + 2);
+  TM_ARG_CHECK(ctx, tm_per_channel_shifts(args, i + 3, channels, &q->shifts), i + 3);
+  TM_ARG_CHECK(ctx, tm_int_arg(args, i + 4, INT8_MIN, INT8_MAX, &q->act_min), i + 4);
+  TM_ARG_CHECK(ctx, tm_int_arg(args, i + 5, q->act_min, INT8_MAX, &q->act_max), i + 5);
+  return TM_OK;
+}
+
+int32_t tm_conv_out_size(int32_t size, int32_t kernel, int32_t stride, int32_t pad, int32_t dilation) {
+  const int64_t span = (int64_t)size + 2 * (int64_t)pad - (int64_t)dilation * (kernel - 1) - 1;
+  return span < 0 ? 0 : (int32_t)(span / stride + 1);
 }
 
 bool tm_scratch_arg(tm_value *const *args, size_t i, size_t needed) {

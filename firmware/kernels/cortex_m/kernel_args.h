@@ -63,6 +63,17 @@ void tm_physical_sizes(const tm_tensor *t, int32_t phys[TM_MAX_DIMS]);
  * Writes N,H,W,C to dims. */
 bool tm_activation_dims(const tm_tensor *t, bool nhwc_sizes, int32_t dims[4]);
 
+/* Argument i as such a 4-D int8 NHWC activation (dims as above), or NULL. */
+tm_tensor *tm_activation_arg(tm_value *const *args, size_t i, bool nhwc_sizes, int32_t dims[4]);
+
+/* Output dims N, OH, OW, C of a convolution or pooling equal n, oh, ow, c, with oh, ow > 0. */
+bool tm_window_out_dims(const int32_t dims[4], int32_t n, int32_t oh, int32_t ow, int32_t c);
+
+/* zero_point, quant_min, quant_max at arguments i, i+1, i+2, in the range of
+ * `dtype` (TM_CHAR or TM_SHORT) with quant_min <= quant_max. */
+tm_status tm_qparams_args(tm_kernel_context *ctx, tm_value *const *args, size_t i, int32_t dtype, int32_t *zp,
+                          int32_t *qmin, int32_t *qmax);
+
 
 /*
  * Shape rule of quantized_add / quantized_mul: equal sizes with the same
@@ -81,6 +92,12 @@ typedef enum { TM_BINARY_OK = 0, TM_BINARY_BAD_SELF = 1, TM_BINARY_BAD_OTHER = 2
 tm_binary_status tm_binary_broadcast(const tm_tensor *a, const tm_tensor *b, const tm_tensor *out,
                                      tm_binary_shape *shape);
 
+/* The int8 out tensor (argument i_out) of a binary op whose operands are the
+ * already checked tensors at i_self and i_other, with their broadcast shape;
+ * on failure names the operand at fault. */
+tm_status tm_binary_out_arg(tm_kernel_context *ctx, tm_value *const *args, size_t i_self, size_t i_other,
+                            size_t i_out, tm_tensor **out, tm_binary_shape *shape);
+
 
 /* Spatial geometry of a convolution or pooling window (h, w pairs). */
 typedef struct {
@@ -95,6 +112,33 @@ bool tm_pair_arg(tm_value *const *args, size_t i, bool allow_single, int64_t lo,
 /* Per-channel requantization tensors: int32, numel == channels, shifts in [-31, 31]. */
 bool tm_per_channel_mults(tm_value *const *args, size_t i, int32_t channels, const int32_t **data);
 bool tm_per_channel_shifts(tm_value *const *args, size_t i, int32_t channels, const int32_t **data);
+
+/* stride, padding, dilation of a convolution: pairs at arguments i, i+1, i+2. */
+tm_status tm_conv_window_args(tm_kernel_context *ctx, tm_value *const *args, size_t i, tm_window *win);
+
+/* kernel_size, stride, padding of a pooling: pairs (or single values) at
+ * arguments i, i+1, i+2, padding at most half the kernel. */
+tm_status tm_pool_window_args(tm_kernel_context *ctx, tm_value *const *args, size_t i, int32_t *kh, int32_t *kw,
+                              tm_window *win);
+
+/* Per-output-channel requantization of a convolution. */
+typedef struct {
+  const int32_t *bias; /* NULL when the bias is None */
+  const int32_t *mults;
+  const int32_t *shifts;
+  int32_t input_offset, output_offset, act_min, act_max;
+} tm_conv_quant;
+
+/* Optional int32 bias of `channels` items at argument i (None gives NULL). */
+bool tm_bias_arg(tm_value *const *args, size_t i, int32_t channels, const int32_t **bias);
+
+/* input_offset, output_offset, multipliers, shifts, activation_min,
+ * activation_max at arguments i .. i+5 (bias is read by tm_bias_arg). */
+tm_status tm_conv_quant_args(tm_kernel_context *ctx, tm_value *const *args, size_t i, int32_t channels,
+                             tm_conv_quant *q);
+
+/* Output size of a convolution along one axis; 0 if empty. */
+int32_t tm_conv_out_size(int32_t size, int32_t kernel, int32_t stride, int32_t pad, int32_t dilation);
 
 /* A scratch tensor (1-D bytes) with at least `needed` bytes. */
 bool tm_scratch_arg(tm_value *const *args, size_t i, size_t needed);

@@ -67,13 +67,12 @@ static tm_status avg_pool_entry(tm_kernel_context *ctx, tm_value *const *args, s
     return st;
   }
   pool_params p;
-  const tm_tensor *in = tm_tensor_arg(args, A_INPUT, TM_CHAR, 4, 4);
-  TM_ARG_CHECK(ctx, in != NULL && tm_activation_dims(in, nhwc_sizes, p.in_dims), A_INPUT);
-  TM_ARG_CHECK(ctx, tm_pair_arg(args, A_KERNEL_SIZE, true, 1, INT16_MAX, &p.kh, &p.kw), A_KERNEL_SIZE);
-  TM_ARG_CHECK(ctx, tm_pair_arg(args, A_STRIDE, true, 1, INT16_MAX, &p.win.stride_h, &p.win.stride_w), A_STRIDE);
-  TM_ARG_CHECK(ctx, tm_pair_arg(args, A_PADDING, true, 0, INT16_MAX, &p.win.pad_h, &p.win.pad_w) &&
-                        p.win.pad_h <= p.kh / 2 && p.win.pad_w <= p.kw / 2,
-               A_PADDING);
+  const tm_tensor *in = tm_activation_arg(args, A_INPUT, nhwc_sizes, p.in_dims);
+  TM_ARG_CHECK(ctx, in != NULL, A_INPUT);
+  st = tm_pool_window_args(ctx, args, A_KERNEL_SIZE, &p.kh, &p.kw, &p.win);
+  if (st != TM_OK) {
+    return st;
+  }
   bool ceil_mode = false;
   TM_ARG_CHECK(ctx, tm_bool_arg(args, A_CEIL_MODE, &ceil_mode), A_CEIL_MODE);
   int32_t unused = 0;
@@ -81,13 +80,10 @@ static tm_status avg_pool_entry(tm_kernel_context *ctx, tm_value *const *args, s
   TM_ARG_CHECK(ctx, tm_int_arg(args, A_MULTIPLIER, INT32_MIN, INT32_MAX, &unused), A_MULTIPLIER);
   TM_ARG_CHECK(ctx, tm_int_arg(args, A_SHIFT, -31, 31, &unused), A_SHIFT);
   TM_ARG_CHECK(ctx, tm_scratch_arg(args, A_SCRATCH, tm_quantized_avg_pool2d_scratch_bytes(p.in_dims)), A_SCRATCH);
-  tm_tensor *out = tm_tensor_arg(args, A_OUT, TM_CHAR, 4, 4);
-  TM_ARG_CHECK(ctx, out != NULL && tm_activation_dims(out, nhwc_sizes, p.out_dims), A_OUT);
+  tm_tensor *out = tm_activation_arg(args, A_OUT, nhwc_sizes, p.out_dims);
   const int32_t oh = tm_pool_out_size(p.in_dims[1], p.kh, p.win.stride_h, p.win.pad_h, ceil_mode);
   const int32_t ow = tm_pool_out_size(p.in_dims[2], p.kw, p.win.stride_w, p.win.pad_w, ceil_mode);
-  TM_ARG_CHECK(ctx, oh > 0 && ow > 0 && p.out_dims[0] == p.in_dims[0] && p.out_dims[1] == oh &&
-                        p.out_dims[2] == ow && p.out_dims[3] == p.in_dims[3],
-               A_OUT);
+  TM_ARG_CHECK(ctx, out != NULL && tm_window_out_dims(p.out_dims, p.in_dims[0], oh, ow, p.in_dims[3]), A_OUT);
   p.input = (const int8_t *)in->data;
   p.out = (int8_t *)out->data;
 

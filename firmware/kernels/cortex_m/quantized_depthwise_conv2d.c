@@ -26,15 +26,12 @@ enum {
 typedef struct {
   const int8_t *input;
   const int8_t *weight;
-  const int32_t *bias;
-  const int32_t *mults;
-  const int32_t *shifts;
   int8_t *out;
   int32_t in_dims[4];  /* N, H, W, C */
   int32_t out_dims[4]; /* N, OH, OW, Cout */
   int32_t kh, kw, depth_multiplier;
   tm_window win;
-  int32_t input_offset, output_offset, act_min, act_max;
+  tm_conv_quant q;
 } dw_params;
 
 size_t tm_quantized_depthwise_conv2d_scratch_bytes(const int32_t input_nhwc[4], const int32_t weight_1hwc[4]) {
@@ -55,7 +52,7 @@ static void depthwise_scalar(const dw_params *p) {
         const int32_t iw0 = ow * p->win.stride_w - p->win.pad_w;
         for (int32_t oc = 0; oc < cout; ++oc) {
           const int32_t ic = oc / p->depth_multiplier;
-          int32_t acc = p->bias != NULL ? p->bias[oc] : 0;
+          int32_t acc = p->q.bias != NULL ? p->q.bias[oc] : 0;
           for (int32_t ky = 0; ky < p->kh; ++ky) {
             const int32_t ih = ih0 + ky * p->win.dil_h;
             if (ih < 0 || ih >= h) {
@@ -68,20 +65,15 @@ static void depthwise_scalar(const dw_params *p) {
               }
               const int32_t xv = image[((size_t)ih * (size_t)w + (size_t)iw) * (size_t)c + (size_t)ic];
               const int32_t wv = p->weight[((size_t)ky * (size_t)p->kw + (size_t)kx) * (size_t)cout + (size_t)oc];
-              acc += (xv + p->input_offset) * wv;
+              acc += (xv + p->q.input_offset) * wv;
             }
           }
-          const int64_t r = tm_requantize(acc, p->mults[oc], p->shifts[oc]) + p->output_offset;
-          *dst++ = (int8_t)tm_clamp64(r, p->act_min, p->act_max);
+          const int64_t r = tm_requantize(acc, p->q.mults[oc], p->q.shifts[oc]) + p->q.output_offset;
+          *dst++ = (int8_t)tm_clamp64(r, p->q.act_min, p->q.act_max);
         }
       }
     }
   }
-}
-
-static int32_t conv_out_size(int32_t size, int32_t k, int32_t stride, int32_t pad, int32_t dil) {
-  const int64_t span = (int64_t)size + 2 * (int64_t)pad - (int64_t)dil * (k - 1) - 1;
-  return span < 0 ? 0 : (int32_t)(span / stride + 1);
 }
 
 static tm_status depthwise_entry(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes) {
@@ -90,8 +82,8 @@ static tm_status depthwise_entry(tm_kernel_context *ctx, tm_value *const *args, 
     return st;
   }
   dw_params p;
-  const tm_tensor *in = tm_tensor_arg(args, A_INPUT, TM_CHAR, 4, 4);
-  TM_ARG_CHECK(ctx, in != NULL && tm_activation_dims(in, nhwc_sizes, p.in_dims), A_INPUT);
+  const tm_tensor *in = tm_activation_arg(args, A_INPUT, nhwc_sizes, p.in_dims);
+  TM_ARG_CHECK(ctx, in != NULL, A_INPUT);
   const tm_tensor *wt = tm_tensor_arg(args, A_WEIGHT, TM_CHAR, 4, 4);
   TM_ARG_CHECK(ctx, wt != NULL && tm_has_layout(wt, TM_LAYOUT_CONTIGUOUS) && wt->sizes[0] == 1 &&
                         wt->sizes[1] > 0 && wt->sizes[2] > 0 && wt->sizes[3] > 0,
@@ -99,35 +91,26 @@ static tm_status depthwise_entry(tm_kernel_context *ctx, tm_value *const *args, 
   const int32_t cout = wt->sizes[3];
   p.kh = wt->sizes[1];
   p.kw = wt->sizes[2];
-  p.bias = NULL;
-  if (!tm_is_none(args, A_BIAS)) {
-    const tm_tensor *b = tm_tensor_arg(args, A_BIAS, TM_INT, 1, TM_MAX_DIMS);
-    TM_ARG_CHECK(ctx, b != NULL && b->numel == (uint32_t)cout, A_BIAS);
-    p.bias = (const int32_t *)b->data;
+  TM_ARG_CHECK(ctx, tm_bias_arg(args, A_BIAS, cout, &p.q.bias), A_BIAS);
+  st = tm_conv_window_args(ctx, args, A_STRIDE, &p.win);
+  if (st != TM_OK) {
+    return st;
   }
-  TM_ARG_CHECK(ctx, tm_pair_arg(args, A_STRIDE, false, 1, INT16_MAX, &p.win.stride_h, &p.win.stride_w), A_STRIDE);
-  TM_ARG_CHECK(ctx, tm_pair_arg(args, A_PADDING, false, 0, INT16_MAX, &p.win.pad_h, &p.win.pad_w), A_PADDING);
-  TM_ARG_CHECK(ctx, tm_pair_arg(args, A_DILATION, false, 1, INT16_MAX, &p.win.dil_h, &p.win.dil_w), A_DILATION);
   TM_ARG_CHECK(ctx, tm_int_arg(args, A_DEPTH_MULTIPLIER, 1, INT16_MAX, &p.depth_multiplier) &&
                         (int64_t)p.in_dims[3] * p.depth_multiplier == cout,
                A_DEPTH_MULTIPLIER);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_INPUT_OFFSET, -INT8_MAX, -INT8_MIN, &p.input_offset), A_INPUT_OFFSET);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_OUTPUT_OFFSET, INT8_MIN, INT8_MAX, &p.output_offset), A_OUTPUT_OFFSET);
-  TM_ARG_CHECK(ctx, tm_per_channel_mults(args, A_MULTIPLIERS, cout, &p.mults), A_MULTIPLIERS);
-  TM_ARG_CHECK(ctx, tm_per_channel_shifts(args, A_SHIFTS, cout, &p.shifts), A_SHIFTS);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_ACT_MIN, INT8_MIN, INT8_MAX, &p.act_min), A_ACT_MIN);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_ACT_MAX, p.act_min, INT8_MAX, &p.act_max), A_ACT_MAX);
+  st = tm_conv_quant_args(ctx, args, A_INPUT_OFFSET, cout, &p.q);
+  if (st != TM_OK) {
+    return st;
+  }
   const int32_t weight_dims[4] = {1, p.kh, p.kw, cout};
   TM_ARG_CHECK(ctx,
                tm_scratch_arg(args, A_SCRATCH, tm_quantized_depthwise_conv2d_scratch_bytes(p.in_dims, weight_dims)),
                A_SCRATCH);
-  tm_tensor *out = tm_tensor_arg(args, A_OUT, TM_CHAR, 4, 4);
-  TM_ARG_CHECK(ctx, out != NULL && tm_activation_dims(out, nhwc_sizes, p.out_dims), A_OUT);
-  const int32_t oh = conv_out_size(p.in_dims[1], p.kh, p.win.stride_h, p.win.pad_h, p.win.dil_h);
-  const int32_t ow = conv_out_size(p.in_dims[2], p.kw, p.win.stride_w, p.win.pad_w, p.win.dil_w);
-  TM_ARG_CHECK(ctx, oh > 0 && ow > 0 && p.out_dims[0] == p.in_dims[0] && p.out_dims[1] == oh &&
-                        p.out_dims[2] == ow && p.out_dims[3] == cout,
-               A_OUT);
+  tm_tensor *out = tm_activation_arg(args, A_OUT, nhwc_sizes, p.out_dims);
+  const int32_t oh = tm_conv_out_size(p.in_dims[1], p.kh, p.win.stride_h, p.win.pad_h, p.win.dil_h);
+  const int32_t ow = tm_conv_out_size(p.in_dims[2], p.kw, p.win.stride_w, p.win.pad_w, p.win.dil_w);
+  TM_ARG_CHECK(ctx, out != NULL && tm_window_out_dims(p.out_dims, p.in_dims[0], oh, ow, cout), A_OUT);
   p.input = (const int8_t *)in->data;
   p.weight = (const int8_t *)wt->data;
   p.out = (int8_t *)out->data;

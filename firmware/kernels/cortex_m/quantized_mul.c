@@ -28,12 +28,12 @@ tm_status tm_cortex_m_quantized_mul_out(tm_kernel_context *ctx, tm_value *const 
   TM_ARG_CHECK(ctx, tm_int_arg(args, A_OUT_ZP, INT8_MIN, INT8_MAX, &out_zp), A_OUT_ZP);
   TM_ARG_CHECK(ctx, tm_int_arg(args, A_OUT_MULT, INT32_MIN, INT32_MAX, &mult), A_OUT_MULT);
   TM_ARG_CHECK(ctx, tm_int_arg(args, A_OUT_SHIFT, -31, 31, &shift), A_OUT_SHIFT);
-  tm_tensor *out = tm_tensor_arg(args, A_OUT, TM_CHAR, 0, TM_MAX_DIMS);
-  TM_ARG_CHECK(ctx, out != NULL, A_OUT);
+  tm_tensor *out = NULL;
   tm_binary_shape shape;
-  const tm_binary_status bs = tm_binary_broadcast(a, b, out, &shape);
-  TM_ARG_CHECK(ctx, bs == TM_BINARY_OK,
-               bs == TM_BINARY_BAD_SELF ? A_SELF : (bs == TM_BINARY_BAD_OTHER ? A_OTHER : A_OUT));
+  st = tm_binary_out_arg(ctx, args, A_SELF, A_OTHER, A_OUT, &out, &shape);
+  if (st != TM_OK) {
+    return st;
+  }
 
   /* An MVE path would be selected here under __ARM_FEATURE_MVE; only the scalar path exists. */
   mul_scalar((const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)out->data, &shape, a_zp, b_zp, out_zp,
