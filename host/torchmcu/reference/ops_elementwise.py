@@ -29,6 +29,21 @@ def _check_int(name: str, value: int, lo: int, hi: int) -> None:
         raise ValueError(f"{name}={value} outside [{lo}, {hi}]")
 
 
+def _check_qparams(scale: float, zero_point: int, quant_min: int, quant_max: int, dtype: np.dtype) -> None:
+    """The per-tensor quantization parameters of quantize/dequantize, in dtype's range."""
+    lo, hi = _qrange(dtype)
+    _check_int("zero_point", zero_point, lo, hi)
+    _check_int("quant_min", quant_min, lo, hi)
+    _check_int("quant_max", quant_max, quant_min, hi)
+    if not (np.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be finite and > 0, got {scale}")
+
+
+def _check_int8_zero_points(**zero_points: int) -> None:
+    for name, zp in zero_points.items():
+        _check_int(name, zp, INT8_MIN, INT8_MAX)
+
+
 def quantize_per_tensor(
     input: np.ndarray,
     scale: float,
@@ -38,12 +53,7 @@ def quantize_per_tensor(
     dtype: np.dtype,
 ) -> np.ndarray:
     """float32 -> int8/int16: clamp(round_half_even(x * float32(1/scale)) + zp, qmin, qmax)."""
-    lo, hi = _qrange(dtype)
-    _check_int("zero_point", zero_point, lo, hi)
-    _check_int("quant_min", quant_min, lo, hi)
-    _check_int("quant_max", quant_max, quant_min, hi)
-    if not (np.isfinite(scale) and scale > 0):
-        raise ValueError(f"scale must be finite and > 0, got {scale}")
+    _check_qparams(scale, zero_point, quant_min, quant_max, dtype)
     x = np.asarray(input, dtype=np.float32)
     inv = np.float32(1.0) / np.float32(scale)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -64,14 +74,10 @@ def dequantize_per_tensor(
     dtype: np.dtype,
 ) -> np.ndarray:
     """int8/int16 -> float32: float32(q - zp) * float32(scale)."""
-    lo, hi = _qrange(dtype)
+    _qrange(dtype)  # an unsupported dtype is reported before the input's dtype
     if np.asarray(input).dtype != np.dtype(dtype):
         raise ValueError(f"input dtype {np.asarray(input).dtype} differs from dtype {np.dtype(dtype)}")
-    _check_int("zero_point", zero_point, lo, hi)
-    _check_int("quant_min", quant_min, lo, hi)
-    _check_int("quant_max", quant_max, quant_min, hi)
-    if not (np.isfinite(scale) and scale > 0):
-        raise ValueError(f"scale must be finite and > 0, got {scale}")
+    _check_qparams(scale, zero_point, quant_min, quant_max, dtype)
     centered = (np.asarray(input, dtype=np.int32) - np.int32(zero_point)).astype(np.float32)
     return centered * np.float32(scale)
 
@@ -92,9 +98,8 @@ def quantized_add(
     activation_max: int,
 ) -> np.ndarray:
     """CMSIS-NN int8 add: both operands rescaled to a common 2^20-headroom scale, summed, rescaled."""
-    for name, zp in (("self_zero_point", self_zero_point), ("other_zero_point", other_zero_point),
-                     ("output_zero_point", output_zero_point)):
-        _check_int(name, zp, INT8_MIN, INT8_MAX)
+    _check_int8_zero_points(self_zero_point=self_zero_point, other_zero_point=other_zero_point,
+                            output_zero_point=output_zero_point)
     _check_activation(activation_min, activation_max)
     a = (np.asarray(self, dtype=np.int64) - self_zero_point) << ADD_INPUT_LEFT_SHIFT
     b = (np.asarray(other, dtype=np.int64) - other_zero_point) << ADD_INPUT_LEFT_SHIFT
@@ -114,9 +119,8 @@ def quantized_mul(
     output_shift: int,
 ) -> np.ndarray:
     """CMSIS-NN int8 mul: product of zero-point-centred operands, one rescale."""
-    for name, zp in (("self_zero_point", self_zero_point), ("other_zero_point", other_zero_point),
-                     ("output_zero_point", output_zero_point)):
-        _check_int(name, zp, INT8_MIN, INT8_MAX)
+    _check_int8_zero_points(self_zero_point=self_zero_point, other_zero_point=other_zero_point,
+                            output_zero_point=output_zero_point)
     prod = (np.asarray(self, dtype=np.int64) - self_zero_point) * (
         np.asarray(other, dtype=np.int64) - other_zero_point
     )

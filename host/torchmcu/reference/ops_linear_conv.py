@@ -103,6 +103,14 @@ def _conv_nhwc(
     return win.transpose(0, 1, 3, 2, 4, 5)
 
 
+def _conv_operands(input: np.ndarray, weight: np.ndarray, input_offset: int, output_offset: int,
+                   activation_min: int, activation_max: int) -> tuple[np.ndarray, np.ndarray]:
+    """Checks the scalar arguments conv and depthwise share; returns (input, int64 weight)."""
+    _check_offsets(input_offset, output_offset)
+    _check_activation(activation_min, activation_max)
+    return np.asarray(input), np.asarray(weight, dtype=np.int64)
+
+
 def _finish(acc: np.ndarray, bias, mult, shifts, output_offset, activation_min, activation_max) -> np.ndarray:
     cout = acc.shape[-1]
     if bias is not None:
@@ -135,10 +143,7 @@ def quantized_conv2d(
 ) -> np.ndarray:
     """NHWC input, OHWI weight (grouped when weight's Cin divides input's C) -> NHWC int8."""
     del scratch
-    _check_offsets(input_offset, output_offset)
-    _check_activation(activation_min, activation_max)
-    x = np.asarray(input)
-    w = np.asarray(weight, dtype=np.int64)
+    x, w = _conv_operands(input, weight, input_offset, output_offset, activation_min, activation_max)
     cout, kh, kw, cin_g = w.shape
     cin = x.shape[3]
     if cin % cin_g or cout % (cin // cin_g):
@@ -174,10 +179,7 @@ def quantized_depthwise_conv2d(
 ) -> np.ndarray:
     """NHWC input, [1, KH, KW, Cout] weight; output channel oc reads input channel oc // depth_multiplier."""
     del scratch
-    _check_offsets(input_offset, output_offset)
-    _check_activation(activation_min, activation_max)
-    x = np.asarray(input)
-    w = np.asarray(weight, dtype=np.int64)
+    x, w = _conv_operands(input, weight, input_offset, output_offset, activation_min, activation_max)
     one, kh, kw, cout = w.shape
     cin = x.shape[3]
     if one != 1 or depth_multiplier < 1 or cout != cin * depth_multiplier:
