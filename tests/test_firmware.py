@@ -230,3 +230,16 @@ def test_cli_build_and_run(exported, build_root: Path, capsys: pytest.CaptureFix
     assert f"sample 2 output 0: shape [1, 10] float32 {shown}" in capsys.readouterr().out
     assert main(["run", str(build_dir / "firmware.elf"), "--board", "corstone-320"]) == 2
     assert "FVP_Corstone_SSE-320 is not on PATH" in capsys.readouterr().err
+
+
+def test_uart_console_image(exported, build_root: Path) -> None:
+    """TORCHMCU_OUTPUT=uart: output through the CMSDK UART0 (no semihosting), status line at the end."""
+    pte, info = exported("mlp")
+    pte_path = build_root / "uart.pte"
+    pte_path.write_bytes(pte)
+    image = firmware.build(pte_path, "qemu-an547", build_root / "uart", defines={"TORCHMCU_OUTPUT": "uart"})
+    result = firmware.run(image.elf, "qemu-an547", timeout=3)  # the image sleeps after TM_EXIT
+    assert result.exit_code == 0, result.console + result.emulator_output
+    assert "TM_EXIT 0" in result.uart
+    expected = torchmcu.run_on_host(pte, firmware.default_inputs(info))[0]
+    assert _same_bits(result.outputs(info)[0], expected)

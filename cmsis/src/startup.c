@@ -51,8 +51,15 @@ __attribute__((naked, noreturn)) void Reset_Handler(void) {
       "b tm_reset_c\n");
 }
 
-__attribute__((noreturn, used, optimize("no-tree-loop-distribute-patterns", "no-tree-vectorize")))
-void tm_reset_c(void) {
+/* The copy loops go through volatile pointers (never merged into memcpy or vector code); the
+ * GCC attribute also keeps the optimiser from rewriting them, belt and braces. */
+#if defined(__clang__)
+#define TM_SCALAR_CODE
+#else
+#define TM_SCALAR_CODE __attribute__((optimize("no-tree-loop-distribute-patterns", "no-tree-vectorize")))
+#endif
+
+__attribute__((noreturn, used)) TM_SCALAR_CODE void tm_reset_c(void) {
   volatile uint32_t *src = __data_load;
   for (volatile uint32_t *dst = __data_start; dst < __data_end;) {
     *dst++ = *src++;

@@ -193,8 +193,13 @@ def run(
             console = console_file.read_text(errors="replace") if console_file.is_file() else ""
         else:  # the FVP prints semihosting and UART0 output on its stdout
             console = out.decode(errors="replace")
+    if not console.strip() and uart.strip():
+        # A UART-console image (TORCHMCU_OUTPUT=uart): it cannot end the emulator, it prints
+        # "TM_EXIT <code>" and sleeps, so the run ends by timeout and the line gives the status.
+        console = uart.replace("\r\n", "\n")
+        code = _exit_line_code(console, code)
     if kind == "fvp" and code != EXIT_TIMEOUT:
-        code = _fvp_exit_code(console, code)
+        code = _exit_line_code(console, code)
     raw, runs = parse_output(console)
     return RunResult(
         exit_code=code,
@@ -208,8 +213,9 @@ def run(
     )
 
 
-def _fvp_exit_code(stdout: str, code: int) -> int:
-    """FVPs may not forward the semihosting exit status: trust the runner's last line."""
+def _exit_line_code(stdout: str, code: int) -> int:
+    """FVPs may not forward the semihosting exit status, and UART images cannot: trust the
+    runner's last status line when there is one."""
     for line in reversed(stdout.splitlines()):
         if line.startswith("TM_END status=OK"):
             return EXIT_OK
