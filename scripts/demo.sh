@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec python -m torchmcu.examples.host_demo "$@"
+exec "${TORCHMCU_VENV:-.venv}/bin/python" -m torchmcu.examples.host_demo "$@"

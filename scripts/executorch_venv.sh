@@ -51,8 +51,8 @@ fi
 
 # ExecuTorch's Cortex-M flow (CortexMQuantizer, CortexMPassManager) imports
 # torchao and, through the Arm backend's passes, tosa_serializer (measured:
-# nothing else; ethos-u-vela is only needed for its Ethos-U flow).
-CM_REQS="torchao==0.18.0 tosa-tools==2026.8.0"
+# packaging (its TOSA spec module); ethos-u-vela is only needed for its Ethos-U flow).
+CM_REQS="torchao==0.18.0 tosa-tools==2026.8.0 packaging"
 if [ "$WITH_CORTEX_M" = 1 ] && [ "$(cat "$CM_STAMP" 2>/dev/null)" != "$CM_REQS" ]; then
   # shellcheck disable=SC2086
   "$VPY" -m pip install -q $CM_REQS >&2

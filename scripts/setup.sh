@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Installs everything torchmcu needs on a fresh Debian 12 machine (run as root):
-# the Arm cross toolchain, QEMU, clang (sanitizer builds), the Python packages,
-# and torchmcu itself in editable mode. Idempotent: quick when all is present.
+# the Arm cross toolchain, QEMU, clang (sanitizer builds), and a Python venv
+# (.venv, or $TORCHMCU_VENV) holding the pinned Python packages and torchmcu
+# itself in editable mode. Idempotent: quick when everything is present.
+# A venv per checkout keeps two clones (say, CI's and yours) from sharing one
+# editable install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
-debian_packages=(gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm clang cmake ninja-build)
+debian_packages=(gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm clang cmake ninja-build python3-venv)
 missing=()
 for pkg in "${debian_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -18,11 +21,22 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-step "Installing Python packages (torch pinned: an unpinned torch pulls a CUDA build)"
-python -m pip install -q --disable-pip-version-check \
-  torch==2.13.0 torchao==0.18.0 numpy flatbuffers pyyaml \
-  scikit-build-core pytest hypothesis tosa-tools==2026.8.0 ethos-u-vela==5.2.0
+venv="${TORCHMCU_VENV:-.venv}"
+if [ ! -x "$venv/bin/python" ]; then
+  step "Creating the Python venv $venv"
+  python3 -m venv "$venv"
+fi
+py="$venv/bin/python"
+
+stamp="$venv/.torchmcu-requirements"
+requirements="torch==2.13.0 torchao==0.18.0 numpy flatbuffers pyyaml scikit-build-core pytest hypothesis scikit-learn tosa-tools==2026.8.0 ethos-u-vela==5.2.0"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$requirements" ]; then
+  step "Installing Python packages (torch pinned: an unpinned torch pulls a CUDA build)"
+  # shellcheck disable=SC2086
+  "$py" -m pip install -q --disable-pip-version-check $requirements
+  echo "$requirements" > "$stamp"
+fi
 
 step "Building and installing torchmcu (editable)"
-bash scripts/dev_install.sh
-python -c "import torchmcu, torchmcu._native; print('torchmcu', torchmcu.__version__, 'ready')"
+PYTHON="$py" bash scripts/dev_install.sh
+"$py" -c "import torchmcu, torchmcu._native; print('torchmcu', torchmcu.__version__, 'ready in $venv')"
