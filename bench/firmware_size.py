@@ -54,7 +54,9 @@ def linked_sizes(map_file: Path) -> dict[str, int]:
 
 
 def section_sizes(elf: Path) -> dict[str, int]:
-    out = subprocess.run(["arm-none-eabi-size", "-A", str(elf)], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        ["arm-none-eabi-size", "-A", str(elf)], capture_output=True, text=True, check=True
+    )
     sizes = {}
     for line in out.stdout.splitlines():
         parts = line.split()
@@ -64,7 +66,9 @@ def section_sizes(elf: Path) -> dict[str, int]:
 
 
 def archive_text(archive: Path) -> int:
-    out = subprocess.run(["arm-none-eabi-size", "-t", str(archive)], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        ["arm-none-eabi-size", "-t", str(archive)], capture_output=True, text=True, check=True
+    )
     return int(out.stdout.strip().splitlines()[-1].split()[0])
 
 
@@ -80,7 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     from torchmcu.examples import models
 
     model, example = models.build(args.model)
-    exported = torchmcu.export(model, example, calibration=models.calibration(args.model, 8), board=args.board)
+    exported = torchmcu.export(
+        model, example, calibration=models.calibration(args.model, 8), board=args.board
+    )
     with tempfile.TemporaryDirectory() as tmp:
         pte = exported.save(tmp)
         image = firmware.build(pte, args.board, args.build_dir)
@@ -90,15 +96,22 @@ def main(argv: list[str] | None = None) -> int:
     runtime_archive = archive_text(image.build_dir / "firmware" / "runtime" / "libtm_runtime.a")
 
     print(f"{args.model} runner for {args.board} ({image.elf})")
-    print(f"  weights/program (.tm_program, not counted): {sections.get('.tm_program', 0):>8,} bytes")
+    print(
+        f"  weights/program (.tm_program, not counted): {sections.get('.tm_program', 0):>8,} bytes"
+    )
     print(f"  image without weights (code flash):        {flash:>8,} bytes")
     for name, size in sorted(linked.items(), key=lambda kv: -kv[1]):
         print(f"    {name:<38} {size:>8,}")
     print(f"  runtime core, whole archive (-Os):         {runtime_archive:>8,} bytes")
-    print(f"  RAM: metadata {sections.get('.tm_meta', 0):,}, stack {sections.get('.stack', 0):,}, "
-          f"arena {sections.get('.tm_arena', 0):,}, .bss {sections.get('.bss', 0):,} bytes")
+    print(
+        f"  RAM: metadata {sections.get('.tm_meta', 0):,}, stack {sections.get('.stack', 0):,}, "
+        f"arena {sections.get('.tm_arena', 0):,}, .bss {sections.get('.bss', 0):,} bytes"
+    )
     ok = True
-    for name, measured in (("runtime core", linked.get("runtime core", 0)), ("image without weights", flash)):
+    for name, measured in (
+        ("runtime core", linked.get("runtime core", 0)),
+        ("image without weights", flash),
+    ):
         limit = TARGETS[name]
         verdict = "within" if measured <= limit else "OVER"
         ok &= measured <= limit

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
-
 from torchmcu.boards import BoardError, available_boards, boards_dir, get_board
 
 BOARDS = ["corstone-300", "corstone-320", "qemu-an547"]
@@ -27,13 +27,15 @@ def test_board_regions_are_consistent(name: str) -> None:
     assert board.program_bytes_max == regions[mem["program_region"]][1]
     # Regions do not overlap.
     spans = sorted(regions.values())
-    for (a0, alen), (b0, _) in zip(spans, spans[1:]):
+    for (a0, alen), (b0, _) in itertools.pairwise(spans):
         assert a0 + alen <= b0, f"{name}: regions overlap at {b0:#x}"
     # The vector table must sit where the core boots (QEMU's AN547 boots from ITCM at 0).
     assert regions[mem["code_region"]][0] == 0
     assert int(board.config["uart"]["base"], 0) == 0x49303000  # CMSDK UART0 of SSE-300/320 (NS)
     fault = int(board.config["fault_test_address"], 0)
-    assert not any(o <= fault < o + n for o, n in regions.values()), "fault address must be unmapped"
+    assert not any(o <= fault < o + n for o, n in regions.values()), (
+        "fault address must be unmapped"
+    )
 
 
 def test_cpu_flags() -> None:

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 import torchmcu
 from torchmcu import firmware, native
 from torchmcu.firmware.run import EXIT_FAULT, EXIT_OUTPUT_MISMATCH
@@ -64,7 +63,9 @@ def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
 @pytest.mark.slow
 @pytest.mark.parametrize("board", RUNNABLE_BOARDS)
 @pytest.mark.parametrize("name", MODELS)
-def test_device_outputs_bit_exact_with_host(name: str, board: str, exported, build_root: Path) -> None:
+def test_device_outputs_bit_exact_with_host(
+    name: str, board: str, exported, build_root: Path
+) -> None:
     pte, info = exported(name)
     samples = _samples(name, 2)
     outs, result = firmware.run_samples(pte, board, samples, build_root / board, timeout=120)
@@ -74,7 +75,9 @@ def test_device_outputs_bit_exact_with_host(name: str, board: str, exported, bui
         host = torchmcu.run_on_host(pte, sample)
         assert len(device) == len(host) == len(info["outputs"])
         for d, h in zip(device, host):
-            assert _same_bits(d, h), f"{name} on {board}: device output differs from the host runtime"
+            assert _same_bits(d, h), (
+                f"{name} on {board}: device output differs from the host runtime"
+            )
     # The image reserves exactly the planned arena, and the device's metadata fits the host bound.
     m = re.search(r"TM_MEMORY meta=(\d+)/(\d+) arena=(\d+)/(\d+)", result.console)
     assert m and int(m[3]) == int(m[4]) == info["arena_bytes"]
@@ -90,7 +93,9 @@ def test_default_input_matches_host_replica(exported, build_root: Path) -> None:
     x = firmware.default_inputs(info)
     # The replica's floats are k / 2^23 - 1: check the formula independently on a few values.
     assert x[0].dtype == np.float32 and np.all(x[0] >= -1) and np.all(x[0] < 1)
-    assert np.all((x[0].astype(np.float64) + 1) * 2**23 == np.round((x[0].astype(np.float64) + 1) * 2**23))
+    assert np.all(
+        (x[0].astype(np.float64) + 1) * 2**23 == np.round((x[0].astype(np.float64) + 1) * 2**23)
+    )
     assert _same_bits(result.outputs(info)[0], torchmcu.run_on_host(pte, x)[0])
 
 
@@ -104,7 +109,12 @@ def test_expected_outputs_checked_on_device(exported, build_root: Path) -> None:
     flipped.view(np.uint8).reshape(-1)[0] ^= 1  # one bit of sample 1's output
     wrong[1][0] = flipped
     blob = firmware.write_io_blob(info, samples, wrong)
-    image = firmware.build(build_root / "qemu-an547" / "program.pte", "qemu-an547", build_root / "qemu-an547", inputs=blob)
+    image = firmware.build(
+        build_root / "qemu-an547" / "program.pte",
+        "qemu-an547",
+        build_root / "qemu-an547",
+        inputs=blob,
+    )
     result = firmware.run(image.elf, "qemu-an547", timeout=60)
     assert result.exit_code == EXIT_OUTPUT_MISMATCH, result.console
     assert "TM_MISMATCH sample=1 output=0" in result.console
@@ -136,7 +146,6 @@ def _big_arena_pte() -> bytes:
     """A program whose planned arena exceeds 4 MiB: two 32-channel 256x256 int8 activations live
     at once. Lowered without the board check of torchmcu.export, which would refuse it."""
     import torch
-
     from torchmcu.lower import lower_to_program
     from torchmcu.pte.writer import serialize
     from torchmcu.quantize import quantize
@@ -153,16 +162,19 @@ def _big_arena_pte() -> bytes:
 
 def test_arena_that_does_not_fit_fails_with_sizes(build_root: Path) -> None:
     import torch
-
     from torchmcu.boards import BoardError
 
     pte = _big_arena_pte()
     arena = native.program_info(pte)["arena_bytes"]
     assert arena > 4 * 1024 * 1024
     # Export time: torchmcu.export refuses it for the board, naming both sizes.
-    model = torch.nn.Sequential(torch.nn.Conv2d(3, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(32, 32, 3, padding=1))
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(32, 32, 3, padding=1)
+    )
     x = (torch.rand(1, 3, 256, 256),)
-    with pytest.raises(BoardError, match=r"arena needs [\d,]+ bytes but qemu-an547 has 4,194,304 bytes"):
+    with pytest.raises(
+        BoardError, match=r"arena needs [\d,]+ bytes but qemu-an547 has 4,194,304 bytes"
+    ):
         torchmcu.export(model.eval(), x, calibration=[x], board="qemu-an547")
     # Build time: the firmware configure step refuses it too, with the sizes.
     path = build_root / "big.pte"
@@ -173,7 +185,9 @@ def test_arena_that_does_not_fit_fails_with_sizes(build_root: Path) -> None:
 
 
 def _readelf(*args: str) -> str:
-    return subprocess.run(["arm-none-eabi-readelf", *args], capture_output=True, text=True, check=True).stdout
+    return subprocess.run(
+        ["arm-none-eabi-readelf", *args], capture_output=True, text=True, check=True
+    ).stdout
 
 
 def test_corstone_320_links_for_cortex_m85(exported, build_root: Path) -> None:
@@ -193,7 +207,10 @@ def test_corstone_320_links_for_cortex_m85(exported, build_root: Path) -> None:
     assert "Machine:                           ARM" in header
     assert "Entry point address:" in header
     sections = {}
-    for m in re.finditer(r"\]\s+(\S+)\s+\S+\s+([0-9a-f]{8}) [0-9a-f]{6} ([0-9a-f]{6})", _readelf("-S", "-W", str(image.elf))):
+    for m in re.finditer(
+        r"\]\s+(\S+)\s+\S+\s+([0-9a-f]{8}) [0-9a-f]{6} ([0-9a-f]{6})",
+        _readelf("-S", "-W", str(image.elf)),
+    ):
         sections[m[1]] = (int(m[2], 16), int(m[3], 16))
     assert sections[".vectors"][0] == 0x0
     addr, size = sections[".tm_program"]
@@ -212,21 +229,49 @@ def test_corstone_320_links_for_cortex_m85(exported, build_root: Path) -> None:
 def test_cli_build_and_run(exported, build_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from torchmcu.cli import main
 
-    pte, info = exported("mlp")
+    pte, _info = exported("mlp")
     pte_path = build_root / "cli.pte"
     pte_path.write_bytes(pte)
     x = np.stack([s[0][0] for s in _samples("mlp", 3)])  # 3 samples of shape (64,) -> (1, 64) each
     npz = build_root / "inputs.npz"
     np.savez(npz, x=x[:, None, :])
     build_dir = build_root / "cli-build"
-    assert main(["build", str(pte_path), "--board", "corstone-300", "--build-dir", str(build_dir), "--inputs", str(npz)]) == 0
+    assert (
+        main(
+            [
+                "build",
+                str(pte_path),
+                "--board",
+                "corstone-300",
+                "--build-dir",
+                str(build_dir),
+                "--inputs",
+                str(npz),
+            ]
+        )
+        == 0
+    )
     assert "firmware.elf" in capsys.readouterr().out
     assert main(["run", str(build_dir / "firmware.elf"), "--board", "corstone-300"]) == 0
     out = capsys.readouterr().out
     assert "TM_END status=OK samples=3" in out
     host = torchmcu.run_on_host(pte, [x[2][None, :]])[0]
     shown = np.array2string(host.reshape(-1)[:16], precision=4, separator=", ")
-    assert main(["run", str(pte_path), "--board", "qemu-an547", "--build-dir", str(build_dir), "--inputs", str(npz)]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(pte_path),
+                "--board",
+                "qemu-an547",
+                "--build-dir",
+                str(build_dir),
+                "--inputs",
+                str(npz),
+            ]
+        )
+        == 0
+    )
     assert f"sample 2 output 0: shape [1, 10] float32 {shown}" in capsys.readouterr().out
     assert main(["run", str(build_dir / "firmware.elf"), "--board", "corstone-320"]) == 2
     assert "FVP_Corstone_SSE-320 is not on PATH" in capsys.readouterr().err
@@ -237,7 +282,9 @@ def test_uart_console_image(exported, build_root: Path) -> None:
     pte, info = exported("mlp")
     pte_path = build_root / "uart.pte"
     pte_path.write_bytes(pte)
-    image = firmware.build(pte_path, "qemu-an547", build_root / "uart", defines={"TORCHMCU_OUTPUT": "uart"})
+    image = firmware.build(
+        pte_path, "qemu-an547", build_root / "uart", defines={"TORCHMCU_OUTPUT": "uart"}
+    )
     result = firmware.run(image.elf, "qemu-an547", timeout=3)  # the image sleeps after TM_EXIT
     assert result.exit_code == 0, result.console + result.emulator_output
     assert "TM_EXIT 0" in result.uart

@@ -26,7 +26,12 @@ def test_digits_demo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     spec.loader.exec_module(demo)
     assert demo.main(["--images", "80", "--epochs", "12", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    acc = {k: float(v) for k, v in re.findall(r"^\s+(fp32|int8 \(host|int8 \(device).*?([\d.]+) %$", out, re.M)}
+    acc = {
+        k: float(v)
+        for k, v in re.findall(
+            r"^\s+(fp32|int8 \(host|int8 \(device).*?([\d.]+) %$", out, re.MULTILINE
+        )
+    }
     assert set(acc) == {"fp32", "int8 (host", "int8 (device"}, out
     assert acc["fp32"] > 85.0  # a trained model, not chance (10 %)
     assert acc["int8 (device"] == acc["int8 (host"]

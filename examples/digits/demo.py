@@ -17,9 +17,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch import nn
-
 import torchmcu
+from torch import nn
 from torchmcu import firmware
 
 BOARD = "corstone-300"
@@ -86,22 +85,28 @@ def main(argv: list[str] | None = None) -> int:
         fp32_logits = model(torch.from_numpy(x_test)).numpy()
     print(f"trained on {len(x_train)} images in {time.perf_counter() - t0:.1f} s")
 
-    calibration = [(torch.from_numpy(x_train[i : i + 1]),) for i in range(0, 256)]
+    calibration = [(torch.from_numpy(x_train[i : i + 1]),) for i in range(256)]
     exported = torchmcu.export(
         model, (torch.from_numpy(x_test[:1]),), calibration=calibration, board=BOARD
     )
     pte_path = exported.save(out)
-    print(f"exported {pte_path} ({len(exported.pte_bytes):,} bytes, arena {exported.report['arena_bytes']:,} bytes)")
+    print(
+        f"exported {pte_path} ({len(exported.pte_bytes):,} bytes, arena {exported.report['arena_bytes']:,} bytes)"
+    )
 
-    host_logits = np.concatenate([torchmcu.run_on_host(exported.pte_bytes, [x[None]])[0] for x in x_test])
+    host_logits = np.concatenate(
+        [torchmcu.run_on_host(exported.pte_bytes, [x[None]])[0] for x in x_test]
+    )
 
     t1 = time.perf_counter()
     samples = [[x[None]] for x in x_test]
-    device_outputs, result = firmware.run_samples(
+    device_outputs, _result = firmware.run_samples(
         pte_path, BOARD, samples, out / f"build-{BOARD}", timeout=args.timeout
     )
     device_logits = np.concatenate([o[0] for o in device_outputs])
-    print(f"built for {BOARD} and ran {len(samples)} images on QEMU (mps3-an547) in {time.perf_counter() - t1:.1f} s")
+    print(
+        f"built for {BOARD} and ran {len(samples)} images on QEMU (mps3-an547) in {time.perf_counter() - t1:.1f} s"
+    )
 
     acc = {
         "fp32 (PyTorch)": accuracy(fp32_logits, y_test),

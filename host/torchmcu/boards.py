@@ -77,7 +77,9 @@ def boards_dir() -> Path:
     for candidate in _CANDIDATE_DIRS:
         if candidate.is_dir():
             return candidate
-    raise BoardError("board descriptions not found (looked in: %s)" % ", ".join(map(str, _CANDIDATE_DIRS)))
+    raise BoardError(
+        "board descriptions not found (looked in: {})".format(", ".join(map(str, _CANDIDATE_DIRS)))
+    )
 
 
 def available_boards() -> list[str]:

@@ -3,7 +3,7 @@
     torchmcu export examples/models.py:ds_cnn -o out/          # quantize, lower, plan, write out/model.pte
     torchmcu run out/model.pte --host [--inputs x.npz]        # run on the host build of the runtime
     torchmcu build out/model.pte --board corstone-300         # runner firmware: ELF, .bin, .hex
-    torchmcu run out/model.pte --board qemu-an547             # build it and run it on QEMU (or an FVP)
+    torchmcu run out/model.pte --board qemu-an547             # build, run on QEMU (or an FVP)
     torchmcu info out/model.pte                               # operators, values, memory plan
 """
 
@@ -127,7 +127,8 @@ def _firmware_samples(info: dict, inputs: str | None) -> list[list[np.ndarray]] 
         return None
     samples = _load_npz_samples(inputs)
     return [
-        [np.asarray(x).astype(meta["dtype"]) for x, meta in zip(sample, info["inputs"])] for sample in samples
+        [np.asarray(x).astype(meta["dtype"]) for x, meta in zip(sample, info["inputs"])]
+        for sample in samples
     ]
 
 
@@ -152,7 +153,7 @@ def _run_on_board(args: argparse.Namespace) -> int:
     target = Path(args.pte)
     if target.suffix == ".elf":
         if args.inputs:
-            raise CliError("--inputs needs a .pte (the inputs are embedded when the firmware is built)")
+            raise CliError("--inputs needs a .pte (inputs are embedded when the firmware is built)")
         elf, info = target, None
     else:
         data = target.read_bytes()
@@ -174,7 +175,8 @@ def _run_on_board(args: argparse.Namespace) -> int:
                 flat = out.reshape(-1)
                 shown = np.array2string(flat[:16], precision=4, separator=", ")
                 more = " ..." if flat.size > 16 else ""
-                print(f"sample {sample} output {i}: shape {list(out.shape)} {out.dtype} {shown}{more}")
+                shape = list(out.shape)
+                print(f"sample {sample} output {i}: shape {shape} {out.dtype} {shown}{more}")
     if not result.ok:
         print(f"torchmcu run: firmware exit {result.exit_code}: {result.message}", file=sys.stderr)
         return result.exit_code if result.exit_code > 0 else 124
@@ -216,9 +218,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", action="store_true", help="run on the host build of the runtime")
     p.add_argument("--board", default="qemu-an547", help="board to build for and emulate")
     p.add_argument("--build-dir", help="CMake build directory (default: build/fw-BOARD)")
-    p.add_argument("--emulator", choices=("qemu", "fvp"), help="default: QEMU when it models the board")
+    p.add_argument("--emulator", choices=("qemu", "fvp"), help="default: QEMU if it can")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds (default: 120)")
-    p.add_argument("--inputs", help=".npz of inputs (--host: the first sample; board: every sample)")
+    p.add_argument("--inputs", help=".npz of inputs (--host: first sample; board: all samples)")
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("info", help="describe a .pte")

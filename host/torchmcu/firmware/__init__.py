@@ -59,7 +59,9 @@ def run_samples(
         pte_path = Path(pte)
         data = pte_path.read_bytes()
     info = native.program_info(data)
-    arrays = [[np.asarray(x.detach().numpy() if hasattr(x, "detach") else x) for x in s] for s in samples]
+    arrays = [
+        [np.asarray(x.detach().numpy() if hasattr(x, "detach") else x) for x in s] for s in samples
+    ]
     blob = write_io_blob(info, arrays, expected)
     image = build(pte_path, board, out, inputs=blob)
     result = run(image.elf, board, timeout).check()

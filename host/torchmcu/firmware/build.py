@@ -37,7 +37,9 @@ def source_dir() -> Path:
     """The repository root (CMakeLists.txt, CMakePresets.json, boards/, firmware/)."""
     root = Path(__file__).resolve().parents[3]
     if not (root / "CMakePresets.json").is_file():
-        raise FirmwareBuildError(f"firmware sources not found at {root} (a source checkout is needed)")
+        raise FirmwareBuildError(
+            f"firmware sources not found at {root} (a source checkout is needed)"
+        )
     return root
 
 
@@ -48,10 +50,17 @@ def _tail(text: str, lines: int = 40) -> str:
 def _run(cmd: Sequence[str], cwd: Path, what: str) -> str:
     try:
         proc = subprocess.run(
-            list(cmd), cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False
+            list(cmd),
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            check=False,
         )
     except FileNotFoundError as e:
-        raise FirmwareBuildError(f"{what}: {e.filename} not found (install cmake and ninja)") from None
+        raise FirmwareBuildError(
+            f"{what}: {e.filename} not found (install cmake and ninja)"
+        ) from None
     if proc.returncode != 0:
         raise FirmwareBuildError(f"{what} failed:\n{_tail(proc.stdout + proc.stderr)}")
     return proc.stdout

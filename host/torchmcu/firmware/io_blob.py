@@ -26,9 +26,7 @@ def tensor_bytes(x: Any, meta: dict[str, Any]) -> bytes:
     arr = np.asarray(x)
     dtype = np.dtype(meta["dtype"])
     if arr.dtype != dtype or tuple(arr.shape) != tuple(meta["sizes"]):
-        raise ValueError(
-            f"expected {dtype}{list(meta['sizes'])}, got {arr.dtype}{list(arr.shape)}"
-        )
+        raise ValueError(f"expected {dtype}{list(meta['sizes'])}, got {arr.dtype}{list(arr.shape)}")
     order = tuple(meta["dim_order"])
     physical = arr.transpose(order) if arr.ndim else arr
     return np.ascontiguousarray(physical).tobytes()
@@ -53,15 +51,26 @@ def write_io_blob(
     if expected is not None and len(expected) != len(samples):
         raise ValueError(f"{len(expected)} expected-output sets for {len(samples)} samples")
     n_in, n_out = len(info["inputs"]), len(info["outputs"])
-    parts = [MAGIC, struct.pack("<IIII", VERSION, len(samples), n_in, n_out if expected else 0), b"\0" * 12]
+    parts = [
+        MAGIC,
+        struct.pack("<IIII", VERSION, len(samples), n_in, n_out if expected else 0),
+        b"\0" * 12,
+    ]
     for s, sample in enumerate(samples):
         if len(sample) != n_in:
             raise ValueError(f"sample {s}: {len(sample)} inputs given, the method takes {n_in}")
-        records = [(x, m, f"sample {s} input {i}") for i, (x, m) in enumerate(zip(sample, info["inputs"]))]
+        records = [
+            (x, m, f"sample {s} input {i}") for i, (x, m) in enumerate(zip(sample, info["inputs"]))
+        ]
         if expected is not None:
             if len(expected[s]) != n_out:
-                raise ValueError(f"sample {s}: {len(expected[s])} expected outputs, the method has {n_out}")
-            records += [(y, m, f"sample {s} output {i}") for i, (y, m) in enumerate(zip(expected[s], info["outputs"]))]
+                raise ValueError(
+                    f"sample {s}: {len(expected[s])} expected outputs, the method has {n_out}"
+                )
+            records += [
+                (y, m, f"sample {s} output {i}")
+                for i, (y, m) in enumerate(zip(expected[s], info["outputs"]))
+            ]
         for x, meta, where in records:
             try:
                 data = tensor_bytes(x, meta)
@@ -84,7 +93,9 @@ def default_inputs(info: dict[str, Any]) -> list[np.ndarray]:
             seq[i] = state
         dtype = np.dtype(meta["dtype"])
         if dtype == np.float32:
-            values = ((seq >> 8).astype(np.int64) - 0x800000).astype(np.float32) / np.float32(8388608.0)
+            values = ((seq >> 8).astype(np.int64) - 0x800000).astype(np.float32) / np.float32(
+                8388608.0
+            )
         elif dtype in (np.dtype(np.int8), np.dtype(np.uint8)):
             values = (seq >> 24).astype(np.uint8).view(dtype)
         elif dtype == np.dtype(np.bool_):

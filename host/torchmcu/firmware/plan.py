@@ -51,7 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         plan = device_plan(Path(args.pte).read_bytes())
         if args.board:
-            get_board(args.board).check_fits(arena_bytes=plan.arena_bytes, program_bytes=plan.program_bytes)
+            get_board(args.board).check_fits(
+                arena_bytes=plan.arena_bytes, program_bytes=plan.program_bytes
+            )
     except (OSError, BoardError, RuntimeError, ValueError) as e:
         print(f"{args.pte}: {e}", file=sys.stderr)
         return 1

@@ -70,7 +70,9 @@ class RunResult:
         result = []
         for index, meta in enumerate(info["outputs"]):
             if index not in got:
-                raise FirmwareRunError(f"the firmware printed no output {index} for sample {sample}")
+                raise FirmwareRunError(
+                    f"the firmware printed no output {index} for sample {sample}"
+                )
             result.append(from_tensor_bytes(got[index][1], meta))
         return result
 
@@ -93,7 +95,9 @@ def exit_message(code: int, timeout: float | None = None) -> str:
         return f"timed out after {timeout} s (the firmware hung or the model is too slow for the timeout)"
     if code in EXIT_MESSAGES:
         return EXIT_MESSAGES[code]
-    return f"unexpected exit status {code} (the emulator itself failed, or an unknown firmware error)"
+    return (
+        f"unexpected exit status {code} (the emulator itself failed, or an unknown firmware error)"
+    )
 
 
 def parse_output(text: str) -> tuple[dict[int, dict[int, tuple[int, bytes]]], list[dict[str, int]]]:
@@ -147,13 +151,17 @@ def emulator_for(board: str, *, uses_npu: bool = False, prefer: str | None = Non
         if fvp is None:
             raise FirmwareRunError(f"{board} has no FVP configured")
         reason = "the program uses the NPU, which QEMU does not model; " if uses_npu else ""
-        qemu_note = "" if run.get("qemu") else f" ({board} cannot run on QEMU: it has no model of its CPU)"
+        qemu_note = (
+            "" if run.get("qemu") else f" ({board} cannot run on QEMU: it has no model of its CPU)"
+        )
         raise FirmwareRunError(
             f"cannot run on {board}: {reason}the Arm FVP {fvp['binary']} is not on PATH{qemu_note}. "
             "Install the Corstone FVP from Arm (developer.arm.com, Arm Ecosystem FVPs) and add it to PATH."
         )
     if not qemu_ok:
-        raise FirmwareRunError(f"cannot run on {board}: qemu-system-arm is not on PATH (scripts/setup.sh)")
+        raise FirmwareRunError(
+            f"cannot run on {board}: qemu-system-arm is not on PATH (scripts/setup.sh)"
+        )
     return "qemu"
 
 
