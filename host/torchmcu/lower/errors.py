@@ -11,7 +11,7 @@ _LIBRARY_MARKERS = ("/torch/", "/torchao/", "<eval_with_key>", "/site-packages/"
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n?(.*)')
 
 
-class LoweringError(Exception):
+class LoweringError(ValueError):
     """The quantized graph cannot be lowered to the cortex_m kernels."""
 
 
