@@ -1,0 +1,7 @@
+"""`python -m torchmcu ...` is the `torchmcu` command."""
+
+import sys
+
+from torchmcu.cli import main
+
+sys.exit(main())
