@@ -5,6 +5,10 @@
 #include "kernel_args.h"
 #include "requantize.h"
 
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2)
+#include "mve_float.h"
+#endif
+
 enum { A_INPUT, A_SCALE, A_ZERO_POINT, A_QMIN, A_QMAX, A_DTYPE, A_OUT, N_SCHEMA };
 
 /* round(v) to nearest, ties to even; |v| <= 2^24 so float holds every step exactly. */
@@ -43,6 +47,16 @@ tm_status tm_cortex_m_quantize_per_tensor_out(tm_kernel_context *ctx, tm_value *
 
   const float inv = 1.0f / (float)scale;
   const float *src = (const float *)in->data;
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2)
+  if (tm_mve_float_safe_factor(inv)) {
+    if (dtype == TM_CHAR) {
+      tm_mve_quantize_s8(src, (int8_t *)out->data, in->numel, inv, zp, qmin, qmax);
+    } else {
+      tm_mve_quantize_s16(src, (int16_t *)out->data, in->numel, inv, zp, qmin, qmax);
+    }
+    return TM_OK;
+  }
+#endif
   const float limit = 16777216.0f; /* 2^24: beyond it every value saturates anyway */
   for (uint32_t i = 0; i < in->numel; ++i) {
     float v = src[i] * inv;
