@@ -20,13 +20,24 @@
  * same int8 as the reference. Callers that keep the int32 (quantized_add's intermediate
  * sums) cannot reach it: their multipliers are > INT32_MIN.
  *
- * Only compiled for MVE targets (`__ARM_FEATURE_MVE`); the scalar kernels never include
- * anything from here.
+ * Safe to include on every target: everything below is compiled only for MVE targets.
+ * TM_KERNELS_USE_MVE is the switch the kernels test (1: Helium paths); defining
+ * TM_KERNELS_SCALAR_ONLY (e.g. -DTM_KERNELS_SCALAR_ONLY in CMAKE_C_FLAGS) builds an MVE
+ * target with the scalar paths, for comparisons.
  */
 #ifndef TORCHMCU_KERNELS_MVE_REQUANTIZE_H
 #define TORCHMCU_KERNELS_MVE_REQUANTIZE_H
 
-#if defined(__ARM_FEATURE_MVE)
+#if defined(__ARM_FEATURE_MVE) && !defined(TM_KERNELS_SCALAR_ONLY)
+#define TM_KERNELS_USE_MVE 1
+#else
+#define TM_KERNELS_USE_MVE 0
+#endif
+
+/* For scalar functions that MVE builds keep only as a fallback (or not at all). */
+#define TM_MAYBE_UNUSED __attribute__((unused))
+
+#if TM_KERNELS_USE_MVE
 
 #include <arm_mve.h>
 #include <stdint.h>
@@ -103,6 +114,6 @@ static inline int32x4_t tm_mve_requantize_out(int32x4_t acc, tm_mve_requant r, i
   return vminq_s32(q, vdupq_n_s32(act_max));
 }
 
-#endif /* __ARM_FEATURE_MVE */
+#endif /* TM_KERNELS_USE_MVE */
 
 #endif /* TORCHMCU_KERNELS_MVE_REQUANTIZE_H */

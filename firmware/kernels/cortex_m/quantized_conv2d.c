@@ -2,6 +2,8 @@
  * NHWC activations, OHWI weights (docs/operators.md). */
 #include "cortex_m_kernels.h"
 #include "kernel_args.h"
+#include "mve_gemm.h"
+#include "mve_requantize.h"
 #include "requantize.h"
 
 enum {
@@ -33,13 +35,26 @@ typedef struct {
   tm_conv_quant q;
 } conv_params;
 
+/* Columns (output pixels) the Helium path computes at once. */
+#define CONV_COLS 4
+
+static size_t round_up(size_t v, size_t a) { return (v + a - 1u) / a * a; }
+
+/*
+ * What the Helium path uses (the same figure on every build, because the exporter plans
+ * it for the target): 16 bytes of alignment slack, the per-channel constant term
+ * bias + input_offset * sum(weights) as int32, and CONV_COLS im2col columns of
+ * KH*KW*Cin_g bytes, each rounded to 16. The scalar path needs none and any scratch is
+ * accepted; with less than this the Helium build runs the scalar path.
+ */
 size_t tm_quantized_conv2d_scratch_bytes(const int32_t input_nhwc[4], const int32_t weight_ohwi[4]) {
   (void)input_nhwc;
-  (void)weight_ohwi;
-  return 0;
+  const size_t cout = (size_t)weight_ohwi[0];
+  const size_t k = (size_t)weight_ohwi[1] * (size_t)weight_ohwi[2] * (size_t)weight_ohwi[3];
+  return 16u + 4u * round_up(cout, 4u) + CONV_COLS * round_up(k, 16u);
 }
 
-static void conv_scalar(const conv_params *p) {
+TM_MAYBE_UNUSED static void conv_scalar(const conv_params *p) {
   const int32_t h = p->in_dims[1], w = p->in_dims[2], c = p->in_dims[3];
   const int32_t oh_n = p->out_dims[1], ow_n = p->out_dims[2], cout = p->out_dims[3];
   const int32_t cout_g = cout / p->groups;
@@ -79,6 +94,132 @@ static void conv_scalar(const conv_params *p) {
   }
 }
 
+#if TM_KERNELS_USE_MVE
+/* Output pixel position while walking the output in memory order. */
+typedef struct {
+  int32_t n, oh, ow;
+} pixel_pos;
+
+static void pixel_next(pixel_pos *px, const conv_params *p) {
+  if (++px->ow == p->out_dims[2]) {
+    px->ow = 0;
+    if (++px->oh == p->out_dims[1]) {
+      px->oh = 0;
+      ++px->n;
+    }
+  }
+}
+
+/* Input byte of tap (0, 0) of pixel px, channel 0 (may lie outside the image when padded). */
+static const int8_t *pixel_origin(const conv_params *p, const pixel_pos *px) {
+  const int32_t ih = px->oh * p->win.stride_h - p->win.pad_h;
+  const int32_t iw = px->ow * p->win.stride_w - p->win.pad_w;
+  const intptr_t at = (((intptr_t)px->n * p->in_dims[1] + ih) * p->in_dims[2] + iw) * p->in_dims[3];
+  return p->input + at;
+}
+
+/*
+ * The im2col column of pixel px for channel group g: KH*KW*Cin_g bytes in weight order
+ * (OHWI). Taps outside the image hold the input zero point (-input_offset, an int8 by
+ * the contract), so with input_offset * sum(weights) added back they contribute 0,
+ * exactly as padding does in the reference.
+ */
+static void im2col(const conv_params *p, const pixel_pos *px, int32_t g, int8_t *dst) {
+  const int32_t h = p->in_dims[1], w = p->in_dims[2], c = p->in_dims[3];
+  const int32_t ih0 = px->oh * p->win.stride_h - p->win.pad_h;
+  const int32_t iw0 = px->ow * p->win.stride_w - p->win.pad_w;
+  const int8_t pad = (int8_t)(-p->q.input_offset);
+  const int32_t row_bytes = p->kw * p->cin_g;
+  const int8_t *image = p->input + (size_t)px->n * (size_t)h * (size_t)w * (size_t)c + (size_t)g * (size_t)p->cin_g;
+  /* Whole rows are contiguous in the input when the taps of a row are adjacent pixels
+   * inside the image and the group spans all channels. */
+  const bool row_contiguous = p->win.dil_w == 1 && p->cin_g == c && iw0 >= 0 && iw0 + p->kw <= w;
+  for (int32_t ky = 0; ky < p->kh; ++ky) {
+    const int32_t ih = ih0 + ky * p->win.dil_h;
+    if (ih < 0 || ih >= h) {
+      dst = tm_mve_fill_s8(dst, pad, row_bytes);
+      continue;
+    }
+    const int8_t *row = image + (size_t)ih * (size_t)w * (size_t)c;
+    if (row_contiguous) {
+      dst = tm_mve_copy_s8(dst, row + (size_t)iw0 * (size_t)c, row_bytes);
+      continue;
+    }
+    for (int32_t kx = 0; kx < p->kw; ++kx) {
+      const int32_t iw = iw0 + kx * p->win.dil_w;
+      dst = (iw < 0 || iw >= w) ? tm_mve_fill_s8(dst, pad, p->cin_g)
+                                : tm_mve_copy_s8(dst, row + (size_t)iw * (size_t)c, p->cin_g);
+    }
+  }
+}
+
+/*
+ * Helium path: CONV_COLS output pixels at a time. Their input columns are either read in
+ * place (1x1 kernels without padding: a pixel's channels are contiguous in NHWC) or
+ * gathered into scratch (im2col); then every output channel takes four dot products
+ * that share its weight row (tm_mve_dot4_s8), and the four results, one per pixel, are
+ * requantized together and stored with one scatter (they are Cout bytes apart).
+ * acc = x.w + (bias + input_offset * sum(w)), the second term precomputed per channel.
+ */
+static void conv_mve(const conv_params *p, uint8_t *scratch) {
+  const int32_t cout = p->out_dims[3];
+  const int32_t cout_g = cout / p->groups;
+  const int32_t k = p->kh * p->kw * p->cin_g;
+  const size_t k_pad = round_up((size_t)k, 16u);
+  int32_t *kbias = (int32_t *)(void *)scratch;
+  int8_t *cols = (int8_t *)(scratch + 4u * round_up((size_t)cout, 4u));
+  for (int32_t oc = 0; oc < cout; ++oc) {
+    const uint32_t wsum = (uint32_t)tm_mve_sum_s8(p->weight + (size_t)oc * (size_t)k, k);
+    const uint32_t bias = p->q.bias != NULL ? (uint32_t)p->q.bias[oc] : 0u;
+    kbias[oc] = (int32_t)(bias + (uint32_t)p->q.input_offset * wsum);
+  }
+  const bool in_place = p->kh == 1 && p->kw == 1 && p->win.pad_h == 0 && p->win.pad_w == 0;
+  const uint32x4_t offsets = vmulq_n_u32(vidupq_n_u32(0u, 1), (uint32_t)cout);
+  const int32x4_t act_min = vdupq_n_s32(p->q.act_min), act_max = vdupq_n_s32(p->q.act_max);
+  const int32_t total = p->in_dims[0] * p->out_dims[1] * p->out_dims[2];
+  pixel_pos px = {0, 0, 0};
+  for (int32_t p0 = 0; p0 < total; p0 += CONV_COLS) {
+    const int32_t count = total - p0 < CONV_COLS ? total - p0 : CONV_COLS;
+    pixel_pos pos[CONV_COLS];
+    for (int32_t j = 0; j < CONV_COLS; ++j) {
+      /* Lanes past the last pixel repeat it; they are not stored. */
+      pos[j] = px;
+      if (j + 1 < count) {
+        pixel_next(&px, p);
+      }
+    }
+    pixel_next(&px, p);
+    int8_t *dst = p->out + (size_t)p0 * (size_t)cout;
+    for (int32_t g = 0; g < p->groups; ++g) {
+      const int8_t *col[CONV_COLS];
+      for (int32_t j = 0; j < CONV_COLS; ++j) {
+        if (in_place) {
+          col[j] = pixel_origin(p, &pos[j]) + (size_t)g * (size_t)p->cin_g;
+        } else {
+          int8_t *c = cols + (size_t)j * k_pad;
+          if (j < count) {
+            im2col(p, &pos[j], g, c);
+          }
+          col[j] = j < count ? c : col[j - 1];
+        }
+      }
+      for (int32_t oc = g * cout_g; oc < (g + 1) * cout_g; ++oc) {
+        const int8_t *wrow = p->weight + (size_t)oc * (size_t)k;
+        const int32x4_t acc = vaddq_n_s32(tm_mve_dot4_s8(wrow, col[0], col[1], col[2], col[3], k), kbias[oc]);
+        const int32_t shift = p->q.shifts[oc];
+        int32x4_t q = tm_mve_requantize_n(acc, p->q.mults[oc], shift > 0 ? shift : 0, shift < 0 ? shift : 0);
+        q = vminq_s32(vmaxq_s32(vqaddq_n_s32(q, p->q.output_offset), act_min), act_max);
+        if (count == CONV_COLS) {
+          vstrbq_scatter_offset_s32(dst + oc, offsets, q);
+        } else {
+          vstrbq_scatter_offset_p_s32(dst + oc, offsets, q, vctp32q((uint32_t)count));
+        }
+      }
+    }
+  }
+}
+#endif
+
 static tm_status conv_entry(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes) {
   tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
   if (st != TM_OK) {
@@ -106,8 +247,10 @@ static tm_status conv_entry(tm_kernel_context *ctx, tm_value *const *args, size_
     return st;
   }
   const int32_t weight_dims[4] = {cout, p.kh, p.kw, p.cin_g};
-  TM_ARG_CHECK(ctx, tm_scratch_arg(args, A_SCRATCH, tm_quantized_conv2d_scratch_bytes(p.in_dims, weight_dims)),
-               A_SCRATCH);
+  /* Any scratch is accepted (the scalar path needs none); the Helium path wants
+   * tm_quantized_conv2d_scratch_bytes and otherwise falls back to the scalar path. */
+  TM_ARG_CHECK(ctx, tm_scratch_arg(args, A_SCRATCH, 0), A_SCRATCH);
+  const tm_tensor *scratch = args[A_SCRATCH]->u.tensor;
   tm_tensor *out = tm_activation_arg(args, A_OUT, nhwc_sizes, p.out_dims);
   const int32_t oh = tm_conv_out_size(p.in_dims[1], p.kh, p.win.stride_h, p.win.pad_h, p.win.dil_h);
   const int32_t ow = tm_conv_out_size(p.in_dims[2], p.kw, p.win.stride_w, p.win.pad_w, p.win.dil_w);
@@ -116,7 +259,19 @@ static tm_status conv_entry(tm_kernel_context *ctx, tm_value *const *args, size_
   p.weight = (const int8_t *)wt->data;
   p.out = (int8_t *)out->data;
 
-  /* An MVE path would be selected here under __ARM_FEATURE_MVE; only the scalar path exists. */
+#if TM_KERNELS_USE_MVE
+  /* Scratch is a byte tensor: align its start for the int32 table. */
+  const size_t need = tm_quantized_conv2d_scratch_bytes(p.in_dims, weight_dims);
+  uint8_t *base = (uint8_t *)scratch->data;
+  const size_t skip = (16u - ((uintptr_t)base & 15u)) & 15u;
+  if (scratch->nbytes >= need) { /* need includes 16 bytes of slack for `skip` */
+    conv_mve(&p, base + skip);
+    return TM_OK;
+  }
+#else
+  (void)scratch;
+  (void)weight_dims;
+#endif
   conv_scalar(&p);
   return TM_OK;
 }

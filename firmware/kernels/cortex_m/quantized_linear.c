@@ -3,6 +3,9 @@
 #include "kernel_args.h"
 #include "requantize.h"
 
+#include "mve_gemm.h"
+#include "mve_requantize.h"
+
 enum {
   A_INPUT,
   A_WEIGHTS,
@@ -32,7 +35,7 @@ typedef struct {
   int8_t *out;
 } linear_params;
 
-static void linear_scalar(const linear_params *p) {
+TM_MAYBE_UNUSED static void linear_scalar(const linear_params *p) {
   for (int32_t r = 0; r < p->rows; ++r) {
     const int8_t *x = p->input + (size_t)r * (size_t)p->k;
     int32_t x_sum = 0;
@@ -61,6 +64,71 @@ static void linear_scalar(const linear_params *p) {
     }
   }
 }
+
+#if TM_KERNELS_USE_MVE
+/*
+ * Helium path: four output channels at a time, each input row loaded once per 16 bytes
+ * for the four weight rows (tm_mve_dot4_s8). The offsets are folded out of the dot product:
+ *   sum (x + a)(w + b) = x.w + b*sum(x) + a*sum(w) + k*a*b
+ * so the inner loop multiplies raw int8. With kernel_sum the last two terms and the bias
+ * come precomputed (kernel_sum[o]); without it the weight sums of the four rows are
+ * computed once per block, for all rows. Arithmetic wraps modulo 2^32 exactly like the
+ * scalar int32 accumulators.
+ */
+static void linear_mve(const linear_params *p) {
+  const int32_t k = p->k;
+  const uint32_t const_term = (uint32_t)k * (uint32_t)p->input_offset * (uint32_t)p->filter_offset;
+  const int32x4_t zero = vdupq_n_s32(0);
+  for (int32_t o = 0; o < p->n; o += 4) {
+    const int32_t left = p->n - o;
+    const bool tail = left < 4;
+    const mve_pred16_t pred = vctp32q((uint32_t)(tail ? left : 4));
+    /* Rows past the end (tail block) repeat the last row; their lanes are never stored. */
+    const int8_t *w[4];
+    for (int32_t j = 0; j < 4; ++j) {
+      w[j] = p->weights + (size_t)(o + (j < left ? j : left - 1)) * (size_t)k;
+    }
+    int32x4_t base;
+    if (p->kernel_sum != NULL) {
+      base = tail ? vldrwq_z_s32(p->kernel_sum + o, pred) : vldrwq_s32(p->kernel_sum + o);
+    } else {
+      base = p->bias == NULL ? zero : (tail ? vldrwq_z_s32(p->bias + o, pred) : vldrwq_s32(p->bias + o));
+      if (p->input_offset != 0) {
+        const int32x4_t wsum = tm_mve_lanes(tm_mve_sum_s8(w[0], k), tm_mve_sum_s8(w[1], k),
+                                            tm_mve_sum_s8(w[2], k), tm_mve_sum_s8(w[3], k));
+        base = vmlaq_n_s32(base, wsum, p->input_offset);
+      }
+      base = vaddq_n_s32(base, (int32_t)const_term);
+    }
+    tm_mve_requant rq;
+    if (p->per_channel) {
+      int32_t m[4], s[4];
+      for (int32_t j = 0; j < 4; ++j) {
+        const int32_t c = o + (j < left ? j : left - 1);
+        m[j] = (int32_t)p->mults[c];
+        s[j] = (int32_t)p->shifts[c];
+      }
+      rq = tm_mve_requant_load(m, s);
+    } else {
+      rq = tm_mve_requant_dup((int32_t)p->mults[0], (int32_t)p->shifts[0]);
+    }
+    for (int32_t r = 0; r < p->rows; ++r) {
+      const int8_t *x = p->input + (size_t)r * (size_t)k;
+      int32x4_t acc = vaddq_s32(tm_mve_dot4_s8(x, w[0], w[1], w[2], w[3], k), base);
+      if (p->filter_offset != 0) {
+        acc = vaddq_n_s32(acc, (int32_t)((uint32_t)p->filter_offset * (uint32_t)tm_mve_sum_s8(x, k)));
+      }
+      const int32x4_t q = tm_mve_requantize_out(acc, rq, p->output_offset, p->act_min, p->act_max);
+      int8_t *dst = p->out + (size_t)r * (size_t)p->n + (size_t)o;
+      if (tail) {
+        vstrbq_p_s32(dst, q, pred);
+      } else {
+        vstrbq_s32(dst, q);
+      }
+    }
+  }
+}
+#endif
 
 static bool valid_shifts(const int64_t *items, uint32_t len) {
   for (uint32_t i = 0; i < len; ++i) {
@@ -131,7 +199,10 @@ tm_status tm_cortex_m_quantized_linear_out(tm_kernel_context *ctx, tm_value *con
   p.weights = (const int8_t *)w->data;
   p.out = (int8_t *)out->data;
 
-  /* An MVE path would be selected here under __ARM_FEATURE_MVE; only the scalar path exists. */
+#if TM_KERNELS_USE_MVE
+  linear_mve(&p);
+#else
   linear_scalar(&p);
+#endif
   return TM_OK;
 }

@@ -1,17 +1,27 @@
 """Scratch bytes each kernel needs: what the memory planner reserves for `scratch` arguments.
 
 Mirrors the tm_<op>_scratch_bytes functions beside the C kernels. The scalar
-kernels need none; a future MVE path that needs scratch changes both places.
+kernels need none and accept any scratch; the Helium (MVE) paths want these sizes
+and fall back to the scalar path with less, so the planner reserves them for every
+target (one .pte runs on host and device).
 """
 
 from __future__ import annotations
+
+CONV_MVE_COLUMNS = 4  # output pixels the MVE conv computes at once (quantized_conv2d.c)
+
+
+def _round_up(value: int, step: int) -> int:
+    return -(-value // step) * step
 
 
 def quantized_conv2d_scratch_bytes(
     input_nhwc: tuple[int, int, int, int], weight_ohwi: tuple[int, int, int, int]
 ) -> int:
-    del input_nhwc, weight_ohwi
-    return 0
+    """16 bytes alignment slack, int32 per-channel constants, CONV_MVE_COLUMNS im2col columns."""
+    del input_nhwc
+    cout, kh, kw, cin_g = weight_ohwi
+    return 16 + 4 * _round_up(cout, 4) + CONV_MVE_COLUMNS * _round_up(kh * kw * cin_g, 16)
 
 
 def quantized_depthwise_conv2d_scratch_bytes(

@@ -1,0 +1,358 @@
+"""Helium (MVE) paths of quantized_linear, quantized_conv2d and quantized_depthwise_conv2d,
+bit-exact on QEMU (Cortex-M55 with MVE) against the numpy reference.
+
+One Program holds every case as its own KernelCall (own input, constants, scratch and output),
+so the session builds one firmware image and runs QEMU once. The expected outputs come from
+the reference interpreter (torchmcu.reference) running the same Program; the host runtime's
+scalar kernels are checked on the same Program too, so a disagreement names the side at fault.
+
+Shapes cover: reduction lengths with every tail 0-15 (1x1 channel counts 1..33, linear K 1..40),
+channel counts 1, 3, 7, 17, 24, 27, pixel counts with every remainder mod 4, padding, strides
+1-3, dilation, groups, depth multipliers, batch 2, per-channel and per-tensor requantization,
+kernel_sum / bias / no bias for linear, and operands at odd arena offsets.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+from torchmcu import firmware, native
+from torchmcu.pte import program as pm
+from torchmcu.pte.writer import serialize
+from torchmcu.reference import interpreter, quantize_multiplier
+from torchmcu.reference.scratch import SCRATCH_BYTES
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None,
+    reason="needs arm-none-eabi-gcc and qemu-system-arm (scripts/setup.sh installs them)",
+)
+
+BOARD = "qemu-an547"
+NHWC_LEGACY = [0, 2, 3, 1]
+
+
+@dataclass
+class Case:
+    name: str
+    op: str  # cortex_m::<op>, overload out
+    x: np.ndarray  # NHWC for convs, [..., K] for linear
+    args: dict  # everything else, by schema name
+
+
+class ProgramBuilder:
+    """One method, one KernelCall per case; every tensor gets its own arena span."""
+
+    def __init__(self) -> None:
+        self.values: list = []
+        self.constants: list[bytes] = [b""]
+        self.instructions: list[pm.KernelCall] = []
+        self.operators: list[pm.Operator] = []
+        self.inputs: list[int] = []
+        self.outputs: list[int] = []
+        self.arena = 0
+
+    def _add(self, v) -> int:
+        self.values.append(v)
+        return len(self.values) - 1
+
+    def planned(self, st: pm.ScalarType, sizes, dim_order, nbytes: int, misalign: int = 0) -> int:
+        offset = -(-self.arena // 16) * 16 + misalign
+        self.arena = offset + nbytes
+        return self._add(pm.Tensor(st, list(sizes), list(dim_order), allocation=pm.Allocation(1, offset)))
+
+    def const(self, arr: np.ndarray, st: pm.ScalarType) -> int:
+        self.constants.append(np.ascontiguousarray(arr).tobytes())
+        dims = list(range(arr.ndim))
+        return self._add(pm.Tensor(st, list(arr.shape), dims, data_buffer_idx=len(self.constants) - 1))
+
+    def int(self, v: int) -> int:
+        return self._add(pm.Int(int(v)))
+
+    def int_list(self, items) -> int:
+        return self._add(pm.IntList([self.int(v) for v in items]))
+
+    def none(self) -> int:
+        return self._add(pm.Null())
+
+    def call(self, op: str, args: list[int]) -> None:
+        names = [o.name for o in self.operators]
+        if op not in names:
+            self.operators.append(pm.Operator(op, "out"))
+            names.append(op)
+        self.instructions.append(pm.KernelCall(names.index(op), args))
+
+    def program(self) -> pm.Program:
+        plan = pm.ExecutionPlan(
+            name="forward",
+            values=self.values,
+            inputs=self.inputs,
+            outputs=self.outputs,
+            chains=[pm.Chain(inputs=self.inputs, outputs=self.outputs, instructions=self.instructions)],
+            operators=self.operators,
+            non_const_buffer_sizes=[0, -(-self.arena // 16) * 16],
+        )
+        return pm.Program(execution_plan=[plan], constants=self.constants)
+
+
+def _i8(rng: np.random.Generator, shape) -> np.ndarray:
+    return rng.integers(-128, 128, size=shape, dtype=np.int8)
+
+
+def _requant(rng: np.random.Generator, channels: int, k: int, per_channel: bool):
+    """Multipliers/shifts that map a typical accumulator (~ sqrt(k) * 128 * 74) onto int8,
+    spread by up to 4x per channel; now and then an extreme shift."""
+    base = 40.0 / (np.sqrt(max(k, 1)) * 128 * 74)
+    scales = base * np.exp2(rng.uniform(-1, 1, size=channels)) if per_channel else np.full(channels, base)
+    pairs = [quantize_multiplier(float(s)) for s in scales]
+    if per_channel and channels > 2:
+        pairs[1] = (rng.integers(1 << 30, 1 << 31), int(rng.integers(1, 8)))  # left shift, saturating
+        pairs[2] = (rng.integers(1 << 30, 1 << 31), -31)
+    m = np.array([p[0] for p in pairs], dtype=np.int32)
+    s = np.array([p[1] for p in pairs], dtype=np.int32)
+    return m, s
+
+
+def _act(rng: np.random.Generator) -> tuple[int, int]:
+    if rng.random() < 0.6:
+        return -128, 127
+    lo = int(rng.integers(-128, 0))
+    return lo, int(rng.integers(lo, 128))
+
+
+def conv_case(rng, name, n, h, w, cin, cout, kh, kw, stride=(1, 1), pad=(0, 0), dil=(1, 1), groups=1,
+              per_channel=True, bias=True, nhwc=False) -> Case:
+    x = _i8(rng, (n, h, w, cin))
+    wt = _i8(rng, (cout, kh, kw, cin // groups))
+    m, s = _requant(rng, cout, kh * kw * cin // groups, per_channel)
+    lo, hi = _act(rng)
+    args = dict(
+        weight=wt, bias=rng.integers(-5000, 5000, size=cout, dtype=np.int32) if bias else None,
+        stride=list(stride), padding=list(pad), dilation=list(dil),
+        input_offset=int(rng.integers(-127, 129)), output_offset=int(rng.integers(-128, 128)),
+        multipliers=m, shifts=s, act_min=lo, act_max=hi, nhwc=nhwc,
+    )  # fmt: skip
+    return Case(name, "cortex_m::quantized_conv2d" + ("_nhwc" if nhwc else ""), x, args)
+
+
+def dw_case(rng, name, n, h, w, c, kh, kw, stride=(1, 1), pad=(0, 0), dil=(1, 1), dm=1, per_channel=True,
+            bias=True, nhwc=False) -> Case:
+    h = max(h, dil[0] * (kh - 1) + 1 - 2 * pad[0])  # at least one output row and column
+    w = max(w, dil[1] * (kw - 1) + 1 - 2 * pad[1])
+    x = _i8(rng, (n, h, w, c))
+    cout = c * dm
+    wt = _i8(rng, (1, kh, kw, cout))
+    m, s = _requant(rng, cout, kh * kw, per_channel)
+    lo, hi = _act(rng)
+    args = dict(
+        weight=wt, bias=rng.integers(-5000, 5000, size=cout, dtype=np.int32) if bias else None,
+        stride=list(stride), padding=list(pad), dilation=list(dil), depth_multiplier=dm,
+        input_offset=int(rng.integers(-127, 129)), output_offset=int(rng.integers(-128, 128)),
+        multipliers=m, shifts=s, act_min=lo, act_max=hi, nhwc=nhwc,
+    )  # fmt: skip
+    return Case(name, "cortex_m::quantized_depthwise_conv2d" + ("_nhwc" if nhwc else ""), x, args)
+
+
+def linear_case(rng, name, rows, k, n, form="bias", per_channel=False, filter_offset=0) -> Case:
+    x = _i8(rng, (rows, k))
+    wt = _i8(rng, (n, k))
+    m, s = _requant(rng, n, k, per_channel)
+    input_offset = int(rng.integers(-127, 129))
+    bias = rng.integers(-5000, 5000, size=n, dtype=np.int32)
+    kernel_sum = None
+    if form == "kernel_sum":
+        w64 = wt.astype(np.int64) + filter_offset
+        kernel_sum = (input_offset * w64.sum(axis=1) + bias).astype(np.int32).reshape(1, n)
+    lo, hi = _act(rng)
+    args = dict(
+        weights=wt, bias=bias if form == "bias" else None, kernel_sum=kernel_sum,
+        input_offset=input_offset, filter_offset=filter_offset, output_offset=int(rng.integers(-128, 128)),
+        multipliers=m if per_channel else m[:1], shifts=s if per_channel else s[:1], act_max=hi, act_min=lo,
+    )  # fmt: skip
+    return Case(name, "cortex_m::quantized_linear", x, args)
+
+
+def ties_case() -> Case:
+    """Multiplier 2^30 (0.5) and right shifts 1..16 over 256 consecutive accumulators per
+    channel, positive and negative: every rounding tie of both rounding steps occurs."""
+    x = np.arange(-128, 128, dtype=np.int8).reshape(256, 1)
+    n = 16
+    shifts = -np.arange(1, n + 1, dtype=np.int32)
+    bias = [(o % 4 - 2) * 37 << (o + 1) for o in range(n)]
+    args = dict(
+        weights=np.ones((n, 1), np.int8), bias=np.array(bias, np.int32), kernel_sum=None,
+        input_offset=3, filter_offset=0, output_offset=0,
+        multipliers=np.full(n, 1 << 30, np.int32), shifts=shifts, act_max=127, act_min=-128,
+    )  # fmt: skip
+    return Case("linear_requantize_ties", "cortex_m::quantized_linear", x, args)
+
+
+def all_cases() -> list[Case]:
+    rng = np.random.default_rng(20240611)
+    cases: list[Case] = []
+    # Linear: every K tail 0-15, output counts around the 4-channel blocks, rows 1 and 3.
+    for k in range(1, 41):
+        n = [1, 2, 3, 4, 5, 7, 12, 17][k % 8]
+        form = ["bias", "kernel_sum", "none"][k % 3]
+        cases.append(linear_case(rng, f"linear_k{k}_n{n}_{form}", 1 + 2 * (k % 2), k, n, form, per_channel=k % 4 < 2,
+                                 filter_offset=0 if k % 5 else int(rng.integers(-127, 129))))  # fmt: skip
+    cases.append(ties_case())
+    cases.append(linear_case(rng, "linear_fc_small", 1, 64, 12, "kernel_sum"))
+    cases.append(linear_case(rng, "linear_640x128", 1, 640, 128, "kernel_sum", per_channel=True))
+    cases.append(linear_case(rng, "linear_rows_4d", 5, 33, 24, "bias", per_channel=True))
+    # 1x1 (in-place columns): every Cin tail, pixel counts with every remainder mod 4, strides.
+    for cin in range(1, 34):
+        cout = [1, 3, 7, 17, 24, 27][cin % 6]
+        h, w = [(1, 1), (2, 3), (3, 3), (5, 5), (2, 4), (3, 5), (1, 7)][cin % 7]
+        stride = (1 + cin % 3, 1 + (cin // 3) % 3) if cin % 4 == 0 else (1, 1)
+        cases.append(conv_case(rng, f"conv1x1_cin{cin}_cout{cout}_{h}x{w}_s{stride[0]}{stride[1]}", 1, h, w, cin, cout,
+                               1, 1, stride=stride, per_channel=cin % 5 != 0, nhwc=cin % 6 == 0))  # fmt: skip
+    cases.append(conv_case(rng, "conv1x1_dscnn_like", 1, 5, 5, 64, 64, 1, 1))
+    cases.append(conv_case(rng, "conv1x1_pad1", 2, 3, 4, 7, 5, 1, 1, pad=(1, 1)))
+    cases.append(conv_case(rng, "conv1x1_groups4", 1, 3, 5, 24, 8, 1, 1, groups=4))
+    # General kxk (im2col): padding, strides 1-3, dilation, groups, batch 2, odd kernels.
+    kxk = [
+        (1, 8, 8, 16, 16, 3, 3, (1, 1), (1, 1), (1, 1), 1),
+        (1, 9, 9, 16, 32, 3, 3, (2, 2), (1, 1), (1, 1), 1),
+        (1, 10, 7, 3, 7, 3, 3, (3, 3), (1, 1), (1, 1), 1),
+        (2, 6, 6, 7, 17, 3, 3, (1, 2), (1, 0), (1, 1), 1),
+        (1, 9, 9, 5, 6, 3, 3, (1, 1), (2, 2), (2, 2), 1),
+        (1, 7, 8, 17, 3, 2, 3, (1, 1), (0, 1), (1, 2), 1),
+        (1, 6, 6, 24, 12, 3, 3, (1, 1), (1, 1), (1, 1), 3),
+        (1, 5, 5, 27, 24, 5, 5, (2, 1), (2, 2), (1, 1), 1),
+        (1, 4, 4, 1, 1, 3, 3, (1, 1), (1, 1), (1, 1), 1),
+        (1, 6, 5, 4, 9, 4, 2, (1, 1), (0, 0), (1, 1), 1),
+        (1, 3, 3, 8, 5, 3, 3, (1, 1), (2, 2), (1, 1), 1),  # windows hanging over both sides
+    ]
+    for i, (n, h, w, cin, cout, kh, kw, s, p, d, g) in enumerate(kxk):
+        cases.append(conv_case(rng, f"conv{kh}x{kw}_{n}x{h}x{w}x{cin}_to{cout}_s{s[0]}{s[1]}_p{p[0]}{p[1]}"
+                               f"_d{d[0]}{d[1]}_g{g}", n, h, w, cin, cout, kh, kw, s, p, d, g,
+                               per_channel=i % 3 != 1, bias=i % 4 != 2, nhwc=i % 5 == 4))  # fmt: skip
+    # First layers: few input channels, tall kernels, stride 2.
+    cases.append(conv_case(rng, "conv_first_cin1_10x4_s2", 1, 49, 10, 1, 64, 10, 4, (2, 2), (4, 1)))
+    cases.append(conv_case(rng, "conv_first_cin3_3x3_s2", 1, 15, 15, 3, 8, 3, 3, (2, 2), (1, 1)))
+    cases.append(conv_case(rng, "conv_first_cin3_5x5_s1", 2, 7, 6, 3, 5, 5, 5, (1, 1), (2, 2)))
+    # Depthwise: every channel tail 1..33, kernels, strides 1-3, padding, dilation, depth multipliers.
+    for c in range(1, 34):
+        kh, kw = [(3, 3), (3, 3), (5, 5), (2, 3), (1, 1), (3, 1)][c % 6]
+        h, w = [(5, 5), (4, 6), (7, 3), (3, 4), (6, 6)][c % 5]
+        stride = (1 + c % 3, 1 + (c // 2) % 3)
+        pad = (min(c % 3, kh // 2 + 1), min((c // 3) % 3, kw // 2 + 1))
+        dil = (1 + (c % 7 == 3), 1 + (c % 5 == 2))
+        cases.append(dw_case(rng, f"dw{kh}x{kw}_c{c}_{h}x{w}_s{stride[0]}{stride[1]}_p{pad[0]}{pad[1]}_d{dil[0]}{dil[1]}",
+                             1 + (c % 8 == 0), h, w, c, kh, kw, stride, pad, dil, per_channel=c % 4 != 1,
+                             bias=c % 6 != 5, nhwc=c % 5 == 0))  # fmt: skip
+    cases.append(dw_case(rng, "dw3x3_dscnn_like", 1, 6, 5, 64, 3, 3, pad=(1, 1)))
+    cases.append(dw_case(rng, "dw3x3_c24_s2", 1, 9, 9, 24, 3, 3, (2, 2), (1, 1)))
+    cases.append(dw_case(rng, "dw3x3_dm2_c3", 1, 5, 5, 3, 3, 3, pad=(1, 1), dm=2))
+    cases.append(dw_case(rng, "dw3x3_dm3_c7", 1, 4, 5, 7, 3, 3, (2, 1), (1, 1), dm=3))
+    return cases
+
+
+def _build_program(cases: list[Case]) -> tuple[pm.Program, list[np.ndarray]]:
+    """The Program of all cases and its inputs (logical arrays, in method input order)."""
+    b = ProgramBuilder()
+    inputs = []
+    for i, case in enumerate(cases):
+        a = case.args
+        misalign = i % 4  # int8 tensors at every offset mod 4: MVE byte loads need no alignment
+        if case.op == "cortex_m::quantized_linear":
+            rows, k = case.x.shape
+            n = a["weights"].shape[0]
+            xi = b.planned(pm.ScalarType.CHAR, [rows, k], [0, 1], rows * k, misalign)
+            out = b.planned(pm.ScalarType.CHAR, [rows, n], [0, 1], rows * n, (i + 1) % 4)
+            args = [
+                xi, b.const(a["weights"], pm.ScalarType.CHAR),
+                b.none() if a["bias"] is None else b.const(a["bias"], pm.ScalarType.INT),
+                b.none() if a["kernel_sum"] is None else b.const(a["kernel_sum"], pm.ScalarType.INT),
+                b.int(a["input_offset"]), b.int(a["filter_offset"]), b.int(a["output_offset"]),
+                b.int_list(a["multipliers"]), b.int_list(a["shifts"]), b.int(a["act_max"]), b.int(a["act_min"]),
+                out, out,
+            ]  # fmt: skip
+            inputs.append(case.x)
+        else:
+            n, h, w, c = case.x.shape
+            wt = a["weight"]
+            depthwise = "depthwise" in case.op
+            cout = wt.shape[3] if depthwise else wt.shape[0]
+            kh, kw = wt.shape[1], wt.shape[2]
+            oh = (h + 2 * a["padding"][0] - a["dilation"][0] * (kh - 1) - 1) // a["stride"][0] + 1
+            ow = (w + 2 * a["padding"][1] - a["dilation"][1] * (kw - 1) - 1) // a["stride"][1] + 1
+            nhwc = a["nhwc"]
+            in_sizes, out_sizes = ([n, h, w, c], [n, oh, ow, cout]) if nhwc else ([n, c, h, w], [n, cout, oh, ow])
+            order = [0, 1, 2, 3] if nhwc else NHWC_LEGACY
+            xi = b.planned(pm.ScalarType.CHAR, in_sizes, order, n * h * w * c, misalign)
+            out = b.planned(pm.ScalarType.CHAR, out_sizes, order, n * oh * ow * cout, (i + 2) % 4)
+            op_key = case.op.removesuffix("_nhwc")
+            nscratch = SCRATCH_BYTES[op_key]((n, h, w, c), tuple(wt.shape))
+            scratch = b.planned(pm.ScalarType.BYTE, [nscratch], [0], nscratch, (i + 3) % 4)
+            args = [
+                xi, b.const(wt, pm.ScalarType.CHAR),
+                b.none() if a["bias"] is None else b.const(a["bias"], pm.ScalarType.INT),
+                b.int_list(a["stride"]), b.int_list(a["padding"]), b.int_list(a["dilation"]),
+            ]  # fmt: skip
+            if depthwise:
+                args.append(b.int(a["depth_multiplier"]))
+            args += [
+                b.int(a["input_offset"]), b.int(a["output_offset"]),
+                b.const(a["multipliers"], pm.ScalarType.INT), b.const(a["shifts"], pm.ScalarType.INT),
+                b.int(a["act_min"]), b.int(a["act_max"]), scratch, out, out,
+            ]  # fmt: skip
+            inputs.append(case.x if nhwc else case.x.transpose(0, 3, 1, 2))
+        b.inputs.append(xi)
+        b.outputs.append(out)
+        b.call(case.op, args)
+    return b.program(), inputs
+
+
+CASES = all_cases()
+
+
+@pytest.fixture(scope="session")
+def mve_run(tmp_path_factory: pytest.TempPathFactory):
+    """Reference, host-runtime and QEMU outputs of every case (one image, one emulator run)."""
+    program, inputs = _build_program(CASES)
+    expected = interpreter.run_program(program, inputs)
+    pte = serialize(program)
+    host = native.run_program(pte, inputs)
+    build_dir = tmp_path_factory.mktemp("fw-mve-conv")
+    device, result = firmware.run_samples(pte, BOARD, [inputs], build_dir, timeout=120)
+    return expected, host, device[0], result
+
+
+@pytest.mark.parametrize("index", range(len(CASES)), ids=[c.name for c in CASES])
+def test_mve_bit_exact(mve_run, index: int) -> None:
+    expected, host, device, _ = mve_run
+    want = expected[index]
+    assert host[index].tobytes() == want.tobytes(), "host (scalar) kernel differs from the reference"
+    got = device[index]
+    if got.tobytes() != want.tobytes():
+        diff = np.argwhere(got != want)
+        first = tuple(int(v) for v in diff[0])
+        pytest.fail(f"{CASES[index].name}: {len(diff)} of {want.size} outputs differ on QEMU; first at "
+                    f"{first}: got {got[first]}, want {want[first]}")
+
+
+def test_cases_exercise_the_outputs(mve_run) -> None:
+    """The requantization scales leave the outputs spread (not all clamped), so the
+    comparisons above can fail."""
+    expected = mve_run[0]
+    spread = [len(np.unique(e)) for e in expected if e.size >= 64]
+    assert spread and np.median(spread) > 20
+
+
+def test_image_is_an_mve_build(mve_run) -> None:
+    """The image under test holds the Helium kernels (not a scalar-only build)."""
+    result = mve_run[3]
+    elf = Path(result.command[result.command.index("-kernel") + 1])
+    objdump = shutil.which("arm-none-eabi-objdump")
+    if objdump is None:
+        pytest.skip("arm-none-eabi-objdump not found")
+    import subprocess
+
+    text = subprocess.run([objdump, "-d", "-m", "armv8.1-m.main", str(elf)], capture_output=True, text=True,
+                          check=True).stdout  # fmt: skip
+    assert "vmlava.s8" in text and "vqrdmulh.s32" in text
