@@ -4,6 +4,10 @@
 #include "kernel_args.h"
 #include "requantize.h"
 
+#if defined(__ARM_FEATURE_MVE)
+#include <arm_mve.h>
+#endif
+
 enum {
   A_INPUT,
   A_KERNEL_SIZE,
@@ -30,6 +34,159 @@ typedef struct {
   int32_t kh, kw;
   tm_window win;
 } pool_params;
+
+#if defined(__ARM_FEATURE_MVE)
+/*
+ * Helium path (NHWC, vectorised over channels). The window sums are exact integers;
+ * the rounded division by the tap count d uses a multiply-high by a precomputed
+ * reciprocal, exact for every sum the window can produce:
+ *   n = |S| + d/2,  q = floor(n * M / 2^(B + j)),  out = S < 0 ? -q : q
+ * with j = floor(log2(d - 1)) and M = ceil(2^(B+j) / d) < 2^B. For d <= 256 the sums
+ * fit int16 and B = 16 (checked exhaustively: all n <= 128 d + d/2, all d in 2..256);
+ * larger windows sum in int32 with B = 32 (exact while n * d <= 2^(32+j), i.e. for
+ * d < 2^24; beyond that the scalar loop runs). d == 1 copies the input.
+ */
+#define AVG_MVE_MAX_COUNT (1 << 23)
+
+typedef struct {
+  int32_t count, half, right_neg; /* right_neg = -j */
+  uint32_t mult;
+} avg_divisor;
+
+static void avg_divisor_set(avg_divisor *dv, int32_t count) {
+  int32_t j = 0;
+  while (((uint32_t)(count - 1) >> (j + 1)) != 0) {
+    ++j;
+  }
+  const uint32_t bits = count <= 256 ? 16u : 32u;
+  const uint64_t num = (uint64_t)1 << (bits + (uint32_t)j);
+  dv->count = count;
+  dv->half = count / 2;
+  dv->right_neg = -j;
+  dv->mult = (uint32_t)((num + (uint64_t)count - 1u) / (uint64_t)count);
+}
+
+/* 8 int16 window sums -> 8 averages, stored as int8 (truncating store of |avg| <= 128). */
+static inline __attribute__((always_inline)) void avg_store16(int8_t *dst, int16x8_t sum, const avg_divisor *dv,
+                                                              bool masked, mve_pred16_t pred) {
+  int16x8_t avg = sum;
+  if (dv->count > 1) {
+    uint16x8_t n = vaddq_n_u16(vreinterpretq_u16_s16(vabsq_s16(sum)), (uint16_t)dv->half);
+    n = vshlq_r_u16(vmulhq_u16(n, vdupq_n_u16((uint16_t)dv->mult)), dv->right_neg);
+    const int16x8_t q = vreinterpretq_s16_u16(n);
+    avg = vpselq_s16(vnegq_s16(q), q, vcmpltq_n_s16(sum, 0));
+  }
+  if (masked) {
+    vstrbq_p_s16(dst, avg, pred);
+  } else {
+    vstrbq_s16(dst, avg);
+  }
+}
+
+static inline __attribute__((always_inline)) void avg_store32(int8_t *dst, int32x4_t sum, const avg_divisor *dv,
+                                                              bool masked, mve_pred16_t pred) {
+  uint32x4_t n = vaddq_n_u32(vreinterpretq_u32_s32(vabsq_s32(sum)), (uint32_t)dv->half);
+  n = vshlq_r_u32(vmulhq_u32(n, vdupq_n_u32(dv->mult)), dv->right_neg);
+  const int32x4_t q = vreinterpretq_s32_u32(n);
+  const int32x4_t avg = vpselq_s32(vnegq_s32(q), q, vcmpltq_n_s32(sum, 0));
+  if (masked) {
+    vstrbq_p_s32(dst, avg, pred);
+  } else {
+    vstrbq_s32(dst, avg);
+  }
+}
+
+typedef struct {
+  int32_t ys, ye, xs, xe;
+} avg_window;
+
+static inline __attribute__((always_inline)) int16x8_t window_sum16(const int8_t *image, const pool_params *p,
+                                                                    const avg_window *win, int32_t ch, bool masked,
+                                                                    mve_pred16_t pred) {
+  const int32_t w = p->in_dims[2], c = p->in_dims[3];
+  int16x8_t sum = vdupq_n_s16(0);
+  for (int32_t y = win->ys; y < win->ye; ++y) {
+    const int8_t *src = image + ((size_t)y * (size_t)w + (size_t)win->xs) * (size_t)c + (size_t)ch;
+    for (int32_t x = win->xs; x < win->xe; ++x) {
+      sum = vaddq_s16(sum, masked ? vldrbq_z_s16(src, pred) : vldrbq_s16(src));
+      src += c;
+    }
+  }
+  return sum;
+}
+
+static inline __attribute__((always_inline)) int32x4_t window_sum32(const int8_t *image, const pool_params *p,
+                                                                    const avg_window *win, int32_t ch, bool masked,
+                                                                    mve_pred16_t pred) {
+  const int32_t w = p->in_dims[2], c = p->in_dims[3];
+  int32x4_t sum = vdupq_n_s32(0);
+  for (int32_t y = win->ys; y < win->ye; ++y) {
+    const int8_t *src = image + ((size_t)y * (size_t)w + (size_t)win->xs) * (size_t)c + (size_t)ch;
+    for (int32_t x = win->xs; x < win->xe; ++x) {
+      sum = vaddq_s32(sum, masked ? vldrbq_z_s32(src, pred) : vldrbq_s32(src));
+      src += c;
+    }
+  }
+  return sum;
+}
+
+/* One output pixel: 8 (int16 sums) or 4 (int32 sums) channels per step, one predicated
+ * channel tail. */
+static void avg_pixel(const int8_t *image, int8_t *dst, const pool_params *p, const avg_window *win,
+                      const avg_divisor *dv) {
+  const int32_t c = p->in_dims[3];
+  if (dv->count <= 256) {
+    const int32_t full = c - c % 8;
+    for (int32_t ch = 0; ch < full; ch += 8) {
+      avg_store16(dst + ch, window_sum16(image, p, win, ch, false, 0), dv, false, 0);
+    }
+    if (full < c) {
+      const mve_pred16_t tail = vctp16q((uint32_t)(c - full));
+      avg_store16(dst + full, window_sum16(image, p, win, full, true, tail), dv, true, tail);
+    }
+  } else {
+    const int32_t full = c - c % 4;
+    for (int32_t ch = 0; ch < full; ch += 4) {
+      avg_store32(dst + ch, window_sum32(image, p, win, ch, false, 0), dv, false, 0);
+    }
+    if (full < c) {
+      const mve_pred16_t tail = vctp32q((uint32_t)(c - full));
+      avg_store32(dst + full, window_sum32(image, p, win, full, true, tail), dv, true, tail);
+    }
+  }
+}
+
+/* False (nothing written) when a window is too large for the exact reciprocal. */
+static bool avg_pool_mve(const pool_params *p) {
+  if ((int64_t)p->kh * p->kw > AVG_MVE_MAX_COUNT) {
+    return false;
+  }
+  const int32_t h = p->in_dims[1], w = p->in_dims[2], c = p->in_dims[3];
+  avg_divisor dv = {0, 0, 0, 0};
+  int8_t *dst = p->out;
+  for (int32_t n = 0; n < p->in_dims[0]; ++n) {
+    const int8_t *image = p->input + (size_t)n * (size_t)h * (size_t)w * (size_t)c;
+    for (int32_t oh = 0; oh < p->out_dims[1]; ++oh) {
+      const int32_t y0 = oh * p->win.stride_h - p->win.pad_h;
+      avg_window win;
+      win.ys = y0 < 0 ? 0 : y0;
+      win.ye = y0 + p->kh > h ? h : y0 + p->kh;
+      for (int32_t ow = 0; ow < p->out_dims[2]; ++ow) {
+        const int32_t x0 = ow * p->win.stride_w - p->win.pad_w;
+        win.xs = x0 < 0 ? 0 : x0;
+        win.xe = x0 + p->kw > w ? w : x0 + p->kw;
+        const int32_t count = (win.ye - win.ys) * (win.xe - win.xs);
+        if (count != dv.count) { /* border windows change it; interior ones reuse it */
+          avg_divisor_set(&dv, count);
+        }
+        avg_pixel(image, dst, p, &win, &dv);
+        dst += c;
+      }
+    }
+  }
+  return true;
+}
+#endif
 
 static void avg_pool_scalar(const pool_params *p) {
   const int32_t h = p->in_dims[1], w = p->in_dims[2], c = p->in_dims[3];
@@ -87,7 +244,11 @@ static tm_status avg_pool_entry(tm_kernel_context *ctx, tm_value *const *args, s
   p.input = (const int8_t *)in->data;
   p.out = (int8_t *)out->data;
 
-  /* An MVE path would be selected here under __ARM_FEATURE_MVE; only the scalar path exists. */
+#if defined(__ARM_FEATURE_MVE)
+  if (avg_pool_mve(&p)) {
+    return TM_OK;
+  }
+#endif
   avg_pool_scalar(&p);
   return TM_OK;
 }
