@@ -2,6 +2,8 @@
  * NHWC activations, [1, KH, KW, Cout] weights (docs/operators.md). */
 #include "cortex_m_kernels.h"
 #include "kernel_args.h"
+#include "mve_gemm.h"
+#include "mve_requantize.h"
 #include "requantize.h"
 
 enum {
@@ -40,7 +42,7 @@ size_t tm_quantized_depthwise_conv2d_scratch_bytes(const int32_t input_nhwc[4], 
   return 0;
 }
 
-static void depthwise_scalar(const dw_params *p) {
+TM_MAYBE_UNUSED static void depthwise_scalar(const dw_params *p) {
   const int32_t h = p->in_dims[1], w = p->in_dims[2], c = p->in_dims[3];
   const int32_t cout = p->out_dims[3];
   int8_t *dst = p->out;
@@ -75,6 +77,107 @@ static void depthwise_scalar(const dw_params *p) {
     }
   }
 }
+
+#if TM_KERNELS_USE_MVE
+/* Channels of one Helium block: four int32x4 accumulators. */
+#define DW_BLOCK 16
+
+/* Taps [lo, hi) of one axis whose input index origin + t * dilation lies in [0, size). */
+static void dw_tap_range(int32_t origin, int32_t dilation, int32_t taps, int32_t size, int32_t *lo, int32_t *hi) {
+  int32_t a = 0, b = taps;
+  while (a < b && origin + a * dilation < 0) {
+    ++a;
+  }
+  while (b > a && origin + (b - 1) * dilation >= size) {
+    --b;
+  }
+  *lo = a;
+  *hi = b;
+}
+
+/*
+ * DW_BLOCK channels c0.. of one output pixel: for each in-bounds tap, 4 + 4 widening
+ * byte loads (input, weight) and four multiplies-and-adds of (x + input_offset) * w,
+ * then per-lane requantization and four 4-byte stores. `tail` (a compile-time constant
+ * at each call) predicates everything to the `left` channels that remain.
+ */
+TM_MVE_INLINE void dw_block(const dw_params *p, const int8_t *image, int32_t c0, int32_t ih0, int32_t iw0,
+                            const int32_t range[4], int8_t *dst, int32_t left, bool tail) {
+  const int32_t w = p->in_dims[2], c = p->in_dims[3];
+  const int32_t off = p->q.input_offset;
+  mve_pred16_t pr[4];
+  int32x4_t acc[4];
+  for (int32_t j = 0; j < 4; ++j) {
+    const int32_t lanes = left - 4 * j;
+    pr[j] = vctp32q((uint32_t)(lanes < 0 ? 0 : (lanes > 4 ? 4 : lanes)));
+    const int32_t *bias = p->q.bias + c0 + 4 * j;
+    acc[j] = p->q.bias == NULL ? vdupq_n_s32(0) : (tail ? vldrwq_z_s32(bias, pr[j]) : vldrwq_s32(bias));
+  }
+  /* Written out per accumulator: a loop over them keeps them in memory at -O2. */
+  int32x4_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+  for (int32_t ky = range[0]; ky < range[1]; ++ky) {
+    const int8_t *xrow = image + (size_t)(ih0 + ky * p->win.dil_h) * (size_t)w * (size_t)c + (size_t)c0;
+    const int8_t *wrow = p->weight + (size_t)ky * (size_t)p->kw * (size_t)c + (size_t)c0;
+    for (int32_t kx = range[2]; kx < range[3]; ++kx) {
+      const int8_t *xp = xrow + (ptrdiff_t)(iw0 + kx * p->win.dil_w) * c;
+      const int8_t *wp = wrow + (size_t)kx * (size_t)c;
+#define DW_MAC(a, j)                                                                            \
+  do {                                                                                          \
+    const int32x4_t x = tail ? vldrbq_z_s32(xp + 4 * (j), pr[j]) : vldrbq_s32(xp + 4 * (j));    \
+    const int32x4_t wv = tail ? vldrbq_z_s32(wp + 4 * (j), pr[j]) : vldrbq_s32(wp + 4 * (j));   \
+    (a) = vaddq_s32((a), vmulq_s32(vaddq_n_s32(x, off), wv));                                   \
+  } while (0)
+      DW_MAC(a0, 0);
+      DW_MAC(a1, 1);
+      DW_MAC(a2, 2);
+      DW_MAC(a3, 3);
+#undef DW_MAC
+    }
+  }
+  acc[0] = a0;
+  acc[1] = a1;
+  acc[2] = a2;
+  acc[3] = a3;
+  for (int32_t j = 0; j < 4; ++j) {
+    const int32_t *m = p->q.mults + c0 + 4 * j, *s = p->q.shifts + c0 + 4 * j;
+    const tm_mve_requant rq = tail ? tm_mve_requant_load_p(m, s, pr[j]) : tm_mve_requant_load(m, s);
+    const int32x4_t q = tm_mve_requantize_out(acc[j], rq, p->q.output_offset, p->q.act_min, p->q.act_max);
+    if (tail) {
+      vstrbq_p_s32(dst + 4 * j, q, pr[j]);
+    } else {
+      vstrbq_s32(dst + 4 * j, q);
+    }
+  }
+}
+
+/* Helium path for depth_multiplier 1: channels are contiguous in input, weight and output,
+ * so DW_BLOCK of them run side by side in vector lanes; one predicated block per pixel
+ * takes the channels left over. */
+static void depthwise_mve(const dw_params *p) {
+  const int32_t h = p->in_dims[1], w = p->in_dims[2], c = p->in_dims[3];
+  const int32_t full = c - c % DW_BLOCK;
+  int8_t *dst = p->out;
+  for (int32_t n = 0; n < p->in_dims[0]; ++n) {
+    const int8_t *image = p->input + (size_t)n * (size_t)h * (size_t)w * (size_t)c;
+    for (int32_t oh = 0; oh < p->out_dims[1]; ++oh) {
+      const int32_t ih0 = oh * p->win.stride_h - p->win.pad_h;
+      int32_t range[4];
+      dw_tap_range(ih0, p->win.dil_h, p->kh, h, &range[0], &range[1]);
+      for (int32_t ow = 0; ow < p->out_dims[2]; ++ow) {
+        const int32_t iw0 = ow * p->win.stride_w - p->win.pad_w;
+        dw_tap_range(iw0, p->win.dil_w, p->kw, w, &range[2], &range[3]);
+        for (int32_t c0 = 0; c0 < full; c0 += DW_BLOCK) {
+          dw_block(p, image, c0, ih0, iw0, range, dst + c0, DW_BLOCK, false);
+        }
+        if (full < c) {
+          dw_block(p, image, full, ih0, iw0, range, dst + full, c - full, true);
+        }
+        dst += c;
+      }
+    }
+  }
+}
+#endif
 
 static tm_status depthwise_entry(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes) {
   tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
@@ -115,7 +218,12 @@ static tm_status depthwise_entry(tm_kernel_context *ctx, tm_value *const *args, 
   p.weight = (const int8_t *)wt->data;
   p.out = (int8_t *)out->data;
 
-  /* An MVE path would be selected here under __ARM_FEATURE_MVE; only the scalar path exists. */
+#if TM_KERNELS_USE_MVE
+  if (p.depth_multiplier == 1) {
+    depthwise_mve(&p);
+    return TM_OK;
+  }
+#endif
   depthwise_scalar(&p);
   return TM_OK;
 }
