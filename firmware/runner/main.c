@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "bench_markers.h"
 #include "exit_codes.h"
 #include "io_blob.h"
 #include "tm_cmsis/platform.h"
@@ -253,7 +254,9 @@ int main(void) {
     }
     uint32_t cycles, instructions;
     tm_counters_start();
+    tm_bench_begin(); /* one inference between the markers (tools/qemu_icount) */
     st = tm_method_execute(&method);
+    tm_bench_end();
     tm_counters_read(&cycles, &instructions);
     if (st != TM_OK) {
       return fail(TM_EXIT_KERNEL_ERROR, "kernel", st, &method.diag);

@@ -1,0 +1,210 @@
+"""Exact executed-instruction counts of a firmware image on QEMU, with our TCG plugin.
+
+QEMU has no timing model, so instructions are the figure we can measure deterministically.
+The plugin (tools/qemu_icount/icount.c) counts every executed guest instruction and, per
+region, the instructions between two marker functions (by default the runner's
+tm_bench_begin/tm_bench_end around one inference), once per occurrence:
+
+    counts = count_instructions("build/qemu-an547/firmware.elf", "qemu-an547")
+    counts["regions"]["inference"]  # [instructions of run 0, run 1, ...]
+    counts["total"]                 # the whole run, reset to exit
+
+A region counts from the first instruction of its begin marker up to, not including, the
+first instruction of its end marker: with the runner's empty markers that is the inference
+plus four instructions (the begin marker's return, the call setup and the call of the end
+marker).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TypedDict
+
+from torchmcu.boards import get_board
+from torchmcu.firmware.run import EXIT_TIMEOUT, emulator_for, exit_message, qemu_command
+
+PLUGIN_SOURCES = ("icount.c", "plugin_api.h")
+DEFAULT_REGIONS: dict[str, tuple[str, str]] = {"inference": ("tm_bench_begin", "tm_bench_end")}
+_LINE = re.compile(r"^icount (region|error|summary|total) (.*)$")
+
+
+class IcountError(RuntimeError):
+    """The plugin could not be built, a marker is missing, or the counted run failed."""
+
+
+class Counts(TypedDict):
+    total: int  # instructions executed from reset to exit
+    regions: dict[str, list[int]]  # region name -> instructions per occurrence, in order
+    exit_code: int
+    console: str  # the firmware's semihosting output
+    command: list[str]
+
+
+def _repo_root() -> Path:
+    return Path(__file__).resolve().parents[3]
+
+
+def plugin_source_dir() -> Path:
+    return _repo_root() / "tools" / "qemu_icount"
+
+
+def plugin_path(build_dir: str | os.PathLike[str] | None = None) -> Path:
+    """The plugin .so, compiled with the host gcc on first use and cached under build/.
+
+    The file name carries a hash of the sources, so an edited plugin is rebuilt and
+    concurrent test processes never see a half-written library.
+    """
+    src = plugin_source_dir()
+    missing = [n for n in PLUGIN_SOURCES if not (src / n).is_file()]
+    if missing:
+        raise IcountError(f"plugin sources missing in {src}: {', '.join(missing)}")
+    digest = hashlib.sha256(b"".join((src / n).read_bytes() for n in PLUGIN_SOURCES)).hexdigest()
+    out_dir = Path(build_dir) if build_dir is not None else _repo_root() / "build" / "qemu_icount"
+    lib = out_dir / f"libicount-{digest[:12]}.so"
+    if lib.is_file():
+        return lib
+    cc = os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        raise IcountError("no host C compiler (gcc) on PATH to build the QEMU plugin")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".libicount-", suffix=".so", dir=out_dir)
+    os.close(fd)
+    cmd = [
+        cc, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
+        "-fvisibility=hidden", "-o", tmp, str(src / "icount.c"),
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        os.unlink(tmp)
+        raise IcountError(f"building the QEMU plugin failed:\n{proc.stdout}{proc.stderr}")
+    os.replace(tmp, lib)
+    return lib
+
+
+def symbol_addresses(elf: str | os.PathLike[str]) -> dict[str, int]:
+    """Function and object symbols of an ELF (arm-none-eabi-nm), Thumb bit included."""
+    nm = shutil.which("arm-none-eabi-nm")
+    if nm is None:
+        raise IcountError("arm-none-eabi-nm is not on PATH (scripts/setup.sh installs it)")
+    proc = subprocess.run([nm, str(elf)], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise IcountError(f"arm-none-eabi-nm {elf} failed: {proc.stderr.strip()}")
+    symbols: dict[str, int] = {}
+    for line in proc.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] in "TtWw":
+            symbols.setdefault(parts[2], int(parts[0], 16))
+    return symbols
+
+
+def region_args(
+    elf: str | os.PathLike[str], regions: Mapping[str, tuple[str | int, str | int]]
+) -> list[str]:
+    """Plugin arguments `region=NAME:BEGIN:END`, markers given by symbol name or address."""
+    symbols: dict[str, int] | None = None
+    args = []
+    for name, markers in regions.items():
+        if not re.fullmatch(r"[A-Za-z0-9_.\-]{1,47}", name):
+            raise IcountError(f"region name {name!r}: use 1-47 letters, digits, '_', '.', '-'")
+        addresses = []
+        for marker in markers:
+            if isinstance(marker, int):
+                addresses.append(marker)
+                continue
+            if symbols is None:
+                symbols = symbol_addresses(elf)
+            if marker not in symbols:
+                raise IcountError(
+                    f"region {name}: marker function {marker!r} is not a symbol of {elf} "
+                    "(a firmware built before the markers existed? rebuild it)"
+                )
+            addresses.append(symbols[marker])
+        begin, end = addresses
+        args.append(f"region={name}:{begin & ~1:#x}:{end & ~1:#x}")
+    return args
+
+
+def parse_log(text: str, names: list[str]) -> tuple[int, dict[str, list[int]]]:
+    """The plugin's log lines -> (total, counts per region); plugin-reported problems raise."""
+    total: int | None = None
+    counts: dict[str, list[int]] = {n: [] for n in names}
+    summaries: dict[str, int] = {}
+    errors = []
+    for line in text.splitlines():
+        m = _LINE.match(line.strip())
+        if not m:
+            continue
+        kind, rest = m.groups()
+        fields = rest.split()
+        if kind == "total":
+            total = int(fields[0])
+        elif kind == "region":
+            name, occurrence, value = fields[0], int(fields[1]), int(fields[2])
+            if occurrence != len(counts[name]):
+                raise IcountError(f"region {name}: occurrence {occurrence} out of order")
+            counts[name].append(value)
+        elif kind == "summary":
+            summaries[fields[0]] = int(fields[1].split("=")[1])
+        else:
+            errors.append(rest)
+    if errors:
+        raise IcountError("unbalanced markers: " + "; ".join(errors))
+    if total is None:
+        raise IcountError("the plugin printed no total (QEMU did not exit normally?)")
+    for name in names:
+        if summaries.get(name) != len(counts[name]):
+            raise IcountError(f"region {name}: summary and region lines disagree")
+    return total, counts
+
+
+def count_instructions(
+    elf: str | os.PathLike[str],
+    board: str,
+    regions: Mapping[str, tuple[str | int, str | int]] | None = None,
+    *,
+    timeout: float = 120.0,
+    check: bool = True,
+) -> Counts:
+    """Run `elf` on QEMU for `board` with the counting plugin; return the counts.
+
+    regions: name -> (begin marker, end marker), each a symbol name or an address;
+    default: the runner's inference markers. check: raise IcountError unless the firmware
+    exited with 0 (counts of a failed run are rarely meaningful).
+    """
+    elf_path = Path(elf).resolve()
+    if not elf_path.is_file():
+        raise IcountError(f"{elf_path} does not exist")
+    regions = dict(DEFAULT_REGIONS if regions is None else regions)
+    if emulator_for(board, prefer="qemu") != "qemu":
+        raise IcountError(f"{board} does not run on QEMU")
+    machine = get_board(board).config["run"]["qemu"]["machine"]
+    plugin = ",".join([str(plugin_path()), *region_args(elf_path, regions)])
+    with tempfile.TemporaryDirectory(prefix="torchmcu-icount-") as tmp:
+        console_file, log_file = Path(tmp) / "console.txt", Path(tmp) / "icount.log"
+        cmd = qemu_command(elf_path, machine, console_file, Path(tmp) / "uart0.txt")
+        cmd += ["-plugin", plugin, "-d", "plugin", "-D", str(log_file)]
+        try:
+            proc = subprocess.run(
+                cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False
+            )
+            code = proc.returncode
+            emulator_output = (proc.stdout + proc.stderr).decode(errors="replace")
+        except subprocess.TimeoutExpired:
+            code, emulator_output = EXIT_TIMEOUT, ""
+        console = console_file.read_text(errors="replace") if console_file.is_file() else ""
+        log = log_file.read_text(errors="replace") if log_file.is_file() else ""
+    if check and code != 0:
+        detail = "\n".join(console.strip().splitlines()[-10:] + [emulator_output.strip()])
+        raise IcountError(f"firmware exit {code}: {exit_message(code, timeout)}\n{detail}".strip())
+    try:
+        total, counts = parse_log(log, list(regions))
+    except IcountError as e:
+        raise IcountError(f"{e}\n{emulator_output.strip()}".strip()) from None
+    return Counts(total=total, regions=counts, exit_code=code, console=console, command=cmd)
