@@ -4,9 +4,7 @@
 #include "cortex_m_kernels.h"
 #include "kernel_args.h"
 
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2)
 #include "mve_float.h"
-#endif
 
 enum { A_INPUT, A_SCALE, A_ZERO_POINT, A_QMIN, A_QMAX, A_DTYPE, A_OUT, N_SCHEMA };
 
@@ -31,7 +29,7 @@ tm_status tm_cortex_m_dequantize_per_tensor_out(tm_kernel_context *ctx, tm_value
 
   const float s = (float)scale;
   float *dst = (float *)out->data;
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2)
+#if TM_MVE_FLOAT
   if (tm_mve_float_safe_factor(s)) {
     if (dtype == TM_CHAR) {
       tm_mve_dequantize_s8((const int8_t *)in->data, dst, in->numel, s, zp);

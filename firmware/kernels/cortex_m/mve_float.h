@@ -30,7 +30,16 @@
 #ifndef TORCHMCU_KERNELS_MVE_FLOAT_H
 #define TORCHMCU_KERNELS_MVE_FLOAT_H
 
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2)
+#include "mve_requantize.h" /* TM_KERNELS_USE_MVE */
+
+/* Float MVE (MVE-F, __ARM_FEATURE_MVE bit 1) is needed as well as the integer part. */
+#if TM_KERNELS_USE_MVE && (__ARM_FEATURE_MVE & 2)
+#define TM_MVE_FLOAT 1
+#else
+#define TM_MVE_FLOAT 0
+#endif
+
+#if TM_MVE_FLOAT
 
 #include <arm_mve.h>
 #include <stdbool.h>
@@ -158,6 +167,6 @@ static inline void tm_mve_dequantize_s16(const int16_t *src, float *dst, uint32_
   }
 }
 
-#endif /* __ARM_FEATURE_MVE & 2 */
+#endif /* TM_MVE_FLOAT */
 
 #endif /* TORCHMCU_KERNELS_MVE_FLOAT_H */

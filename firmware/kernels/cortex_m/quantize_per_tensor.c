@@ -5,9 +5,7 @@
 #include "kernel_args.h"
 #include "requantize.h"
 
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2)
 #include "mve_float.h"
-#endif
 
 enum { A_INPUT, A_SCALE, A_ZERO_POINT, A_QMIN, A_QMAX, A_DTYPE, A_OUT, N_SCHEMA };
 
@@ -47,7 +45,7 @@ tm_status tm_cortex_m_quantize_per_tensor_out(tm_kernel_context *ctx, tm_value *
 
   const float inv = 1.0f / (float)scale;
   const float *src = (const float *)in->data;
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2)
+#if TM_MVE_FLOAT
   if (tm_mve_float_safe_factor(inv)) {
     if (dtype == TM_CHAR) {
       tm_mve_quantize_s8(src, (int8_t *)out->data, in->numel, inv, zp, qmin, qmax);

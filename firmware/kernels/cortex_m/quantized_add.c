@@ -2,6 +2,7 @@
 #include "cortex_m_kernels.h"
 #include "kernel_args.h"
 #include "requantize.h"
+#include "mve_requantize.h"
 
 enum {
   A_SELF,
@@ -27,7 +28,73 @@ typedef struct {
   int32_t a_zp, a_mult, a_shift, b_zp, b_mult, b_shift, out_zp, out_mult, out_shift, act_min, act_max;
 } add_params;
 
-static void add_scalar(const int8_t *a, const int8_t *b, int8_t *out, const tm_binary_shape *shape,
+#if TM_KERNELS_USE_MVE
+/*
+ * Helium path: four int32 lanes per step, 16 elements per main-loop iteration, one
+ * predicated tail. Each operand: widen (VLDRB.S32), subtract its zero point, then
+ * requantize with the 2^20 headroom folded into the left shift (saturate(x * 2^(20+ls))
+ * equals saturate(saturate(x * 2^20) * 2^ls) since |x| * 2^20 < 2^31); the sum adds with
+ * saturation (the reference saturates it before the output requantization).
+ * A multiplier of INT32_MIN (never produced by quantize_multiplier) is left to the scalar
+ * loop: VQRDMULH would saturate where the reference does not, and the int32 sum keeps it.
+ */
+typedef struct {
+  int32_t a_left, a_right, b_left, b_right, out_left, out_right;
+} add_shifts;
+
+static inline __attribute__((always_inline)) int32x4_t add4(int32x4_t a, int32x4_t b, const add_params *p,
+                                                            const add_shifts *s) {
+  a = tm_mve_requantize_n(vsubq_n_s32(a, p->a_zp), p->a_mult, s->a_left, s->a_right);
+  b = tm_mve_requantize_n(vsubq_n_s32(b, p->b_zp), p->b_mult, s->b_left, s->b_right);
+  int32x4_t r = tm_mve_requantize_n(vqaddq_s32(a, b), p->out_mult, s->out_left, s->out_right);
+  r = vqaddq_n_s32(r, p->out_zp);
+  return vminq_s32(vmaxq_s32(r, vdupq_n_s32(p->act_min)), vdupq_n_s32(p->act_max));
+}
+
+/* out[i] = add(a[i], b[i]) for i < n. */
+static void add_row_mve(const int8_t *a, const int8_t *b, int8_t *out, uint32_t n, const add_params *p,
+                        const add_shifts *s) {
+  for (uint32_t blocks = n / 16u; blocks > 0; --blocks) {
+    vstrbq_s32(out, add4(vldrbq_s32(a), vldrbq_s32(b), p, s));
+    vstrbq_s32(out + 4, add4(vldrbq_s32(a + 4), vldrbq_s32(b + 4), p, s));
+    vstrbq_s32(out + 8, add4(vldrbq_s32(a + 8), vldrbq_s32(b + 8), p, s));
+    vstrbq_s32(out + 12, add4(vldrbq_s32(a + 12), vldrbq_s32(b + 12), p, s));
+    a += 16;
+    b += 16;
+    out += 16;
+  }
+  for (int32_t left = (int32_t)(n % 16u); left > 0; left -= 4) {
+    const mve_pred16_t pred = vctp32q((uint32_t)left);
+    vstrbq_p_s32(out, add4(vldrbq_z_s32(a, pred), vldrbq_z_s32(b, pred), p, s), pred);
+    a += 4;
+    b += 4;
+    out += 4;
+  }
+}
+
+/* Elementwise, or row by row when one operand is per channel (its period); false when
+ * the scalar loop must run. */
+static bool add_mve(const int8_t *a, const int8_t *b, int8_t *out, const tm_binary_shape *shape,
+                    const add_params *p) {
+  if (p->a_mult == INT32_MIN || p->b_mult == INT32_MIN) {
+    return false;
+  }
+  add_shifts s;
+  s.a_left = ADD_INPUT_LEFT_SHIFT + (p->a_shift > 0 ? p->a_shift : 0);
+  s.a_right = p->a_shift < 0 ? p->a_shift : 0;
+  s.b_left = ADD_INPUT_LEFT_SHIFT + (p->b_shift > 0 ? p->b_shift : 0);
+  s.b_right = p->b_shift < 0 ? p->b_shift : 0;
+  s.out_left = p->out_shift > 0 ? p->out_shift : 0;
+  s.out_right = p->out_shift < 0 ? p->out_shift : 0;
+  const uint32_t row = shape->a_period < shape->b_period ? shape->a_period : shape->b_period;
+  for (uint32_t i = 0; i < shape->numel; i += row) {
+    add_row_mve(a + i % shape->a_period, b + i % shape->b_period, out + i, row, p, &s);
+  }
+  return true;
+}
+#endif
+
+TM_MAYBE_UNUSED static void add_scalar(const int8_t *a, const int8_t *b, int8_t *out, const tm_binary_shape *shape,
                        const add_params *p) {
   for (uint32_t i = 0; i < shape->numel; ++i) {
     const int64_t av = ((int64_t)a[i % shape->a_period] - p->a_zp) * ((int64_t)1 << ADD_INPUT_LEFT_SHIFT);
@@ -66,7 +133,11 @@ tm_status tm_cortex_m_quantized_add_out(tm_kernel_context *ctx, tm_value *const 
     return st;
   }
 
-  /* An MVE path would be selected here under __ARM_FEATURE_MVE; only the scalar path exists. */
+#if TM_KERNELS_USE_MVE
+  if (add_mve((const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)out->data, &shape, &p)) {
+    return TM_OK;
+  }
+#endif
   add_scalar((const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)out->data, &shape, &p);
   return TM_OK;
 }

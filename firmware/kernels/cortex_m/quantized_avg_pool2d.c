@@ -4,9 +4,7 @@
 #include "kernel_args.h"
 #include "requantize.h"
 
-#if defined(__ARM_FEATURE_MVE)
-#include <arm_mve.h>
-#endif
+#include "mve_requantize.h" /* TM_KERNELS_USE_MVE */
 
 enum {
   A_INPUT,
@@ -35,7 +33,7 @@ typedef struct {
   tm_window win;
 } pool_params;
 
-#if defined(__ARM_FEATURE_MVE)
+#if TM_KERNELS_USE_MVE
 /*
  * Helium path (NHWC, vectorised over channels). The window sums are exact integers;
  * the rounded division by the tap count d uses a multiply-high by a precomputed
@@ -244,7 +242,7 @@ static tm_status avg_pool_entry(tm_kernel_context *ctx, tm_value *const *args, s
   p.input = (const int8_t *)in->data;
   p.out = (int8_t *)out->data;
 
-#if defined(__ARM_FEATURE_MVE)
+#if TM_KERNELS_USE_MVE
   if (avg_pool_mve(&p)) {
     return TM_OK;
   }

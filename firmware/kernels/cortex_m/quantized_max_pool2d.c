@@ -4,9 +4,7 @@
 #include "kernel_args.h"
 #include "requantize.h"
 
-#if defined(__ARM_FEATURE_MVE)
-#include <arm_mve.h>
-#endif
+#include "mve_requantize.h" /* TM_KERNELS_USE_MVE */
 
 enum {
   A_INPUT,
@@ -31,7 +29,7 @@ typedef struct {
   tm_window win;
 } pool_params;
 
-#if !defined(__ARM_FEATURE_MVE)
+#if !TM_KERNELS_USE_MVE
 static void max_pool_scalar(const pool_params *p) {
   const int32_t h = p->in_dims[1], w = p->in_dims[2], c = p->in_dims[3];
   int8_t *dst = p->out;
@@ -61,7 +59,7 @@ static void max_pool_scalar(const pool_params *p) {
 }
 #endif
 
-#if defined(__ARM_FEATURE_MVE)
+#if TM_KERNELS_USE_MVE
 /* Max of one window over 16 channels from ch; `masked` (a constant at each call) loads
  * only the lanes pred enables, for the channel tail. */
 static inline __attribute__((always_inline)) int8x16_t window_max(const int8_t *image, const pool_params *p,
@@ -139,7 +137,7 @@ static tm_status max_pool_entry(tm_kernel_context *ctx, tm_value *const *args, s
   p.input = (const int8_t *)in->data;
   p.out = (int8_t *)out->data;
 
-#if defined(__ARM_FEATURE_MVE)
+#if TM_KERNELS_USE_MVE
   max_pool_mve(&p);
 #else
   max_pool_scalar(&p);
