@@ -129,12 +129,12 @@ def conv_case(rng, name, n, h, w, cin, cout, kh, kw, stride=(1, 1), pad=(0, 0), 
     wt = _i8(rng, (cout, kh, kw, cin // groups))
     m, s = _requant(rng, cout, kh * kw * cin // groups, per_channel)
     lo, hi = _act(rng)
-    args = dict(
-        weight=wt, bias=rng.integers(-5000, 5000, size=cout, dtype=np.int32) if bias else None,
-        stride=list(stride), padding=list(pad), dilation=list(dil),
-        input_offset=int(rng.integers(-127, 129)), output_offset=int(rng.integers(-128, 128)),
-        multipliers=m, shifts=s, act_min=lo, act_max=hi, nhwc=nhwc,
-    )  # fmt: skip
+    args = {
+        "weight": wt, "bias": rng.integers(-5000, 5000, size=cout, dtype=np.int32) if bias else None,
+        "stride": list(stride), "padding": list(pad), "dilation": list(dil),
+        "input_offset": int(rng.integers(-127, 129)), "output_offset": int(rng.integers(-128, 128)),
+        "multipliers": m, "shifts": s, "act_min": lo, "act_max": hi, "nhwc": nhwc,
+    }  # fmt: skip
     return Case(name, "cortex_m::quantized_conv2d" + ("_nhwc" if nhwc else ""), x, args)
 
 
@@ -147,12 +147,12 @@ def dw_case(rng, name, n, h, w, c, kh, kw, stride=(1, 1), pad=(0, 0), dil=(1, 1)
     wt = _i8(rng, (1, kh, kw, cout))
     m, s = _requant(rng, cout, kh * kw, per_channel)
     lo, hi = _act(rng)
-    args = dict(
-        weight=wt, bias=rng.integers(-5000, 5000, size=cout, dtype=np.int32) if bias else None,
-        stride=list(stride), padding=list(pad), dilation=list(dil), depth_multiplier=dm,
-        input_offset=int(rng.integers(-127, 129)), output_offset=int(rng.integers(-128, 128)),
-        multipliers=m, shifts=s, act_min=lo, act_max=hi, nhwc=nhwc,
-    )  # fmt: skip
+    args = {
+        "weight": wt, "bias": rng.integers(-5000, 5000, size=cout, dtype=np.int32) if bias else None,
+        "stride": list(stride), "padding": list(pad), "dilation": list(dil), "depth_multiplier": dm,
+        "input_offset": int(rng.integers(-127, 129)), "output_offset": int(rng.integers(-128, 128)),
+        "multipliers": m, "shifts": s, "act_min": lo, "act_max": hi, "nhwc": nhwc,
+    }  # fmt: skip
     return Case(name, "cortex_m::quantized_depthwise_conv2d" + ("_nhwc" if nhwc else ""), x, args)
 
 
@@ -167,11 +167,11 @@ def linear_case(rng, name, rows, k, n, form="bias", per_channel=False, filter_of
         w64 = wt.astype(np.int64) + filter_offset
         kernel_sum = (input_offset * w64.sum(axis=1) + bias).astype(np.int32).reshape(1, n)
     lo, hi = _act(rng)
-    args = dict(
-        weights=wt, bias=bias if form == "bias" else None, kernel_sum=kernel_sum,
-        input_offset=input_offset, filter_offset=filter_offset, output_offset=int(rng.integers(-128, 128)),
-        multipliers=m if per_channel else m[:1], shifts=s if per_channel else s[:1], act_max=hi, act_min=lo,
-    )  # fmt: skip
+    args = {
+        "weights": wt, "bias": bias if form == "bias" else None, "kernel_sum": kernel_sum,
+        "input_offset": input_offset, "filter_offset": filter_offset, "output_offset": int(rng.integers(-128, 128)),
+        "multipliers": m if per_channel else m[:1], "shifts": s if per_channel else s[:1], "act_max": hi, "act_min": lo,
+    }  # fmt: skip
     return Case(name, "cortex_m::quantized_linear", x, args)
 
 
@@ -182,11 +182,11 @@ def ties_case() -> Case:
     n = 16
     shifts = -np.arange(1, n + 1, dtype=np.int32)
     bias = [(o % 4 - 2) * 37 << (o + 1) for o in range(n)]
-    args = dict(
-        weights=np.ones((n, 1), np.int8), bias=np.array(bias, np.int32), kernel_sum=None,
-        input_offset=3, filter_offset=0, output_offset=0,
-        multipliers=np.full(n, 1 << 30, np.int32), shifts=shifts, act_max=127, act_min=-128,
-    )  # fmt: skip
+    args = {
+        "weights": np.ones((n, 1), np.int8), "bias": np.array(bias, np.int32), "kernel_sum": None,
+        "input_offset": 3, "filter_offset": 0, "output_offset": 0,
+        "multipliers": np.full(n, 1 << 30, np.int32), "shifts": shifts, "act_max": 127, "act_min": -128,
+    }  # fmt: skip
     return Case("linear_requantize_ties", "cortex_m::quantized_linear", x, args)
 
 

@@ -1,0 +1,142 @@
+"""Executed instructions of the conv / depthwise / linear kernels on QEMU (Cortex-M55), scalar
+vs Helium (MVE), against the CMSIS-NN figures of issue 4.
+
+    python bench/kernels_mve.py [--shapes conv1x1_dscnn fc_ae ...] [--build-dir build/bench-kernels-mve]
+                                [--json out.json]
+
+Each shape is a one-operator Program (random int8 data, per-channel requantization) embedded in
+the runner and run once on QEMU mps3-an547 with the counting plugin (tools/qemu_icount), twice:
+in an image built with the Helium paths and in one built with -DTM_KERNELS_SCALAR_ONLY. The count
+runs from the kernel's entry to the runner's end-of-inference marker (the kernel plus the
+runtime's return path, a few instructions). Every run's output is checked bit for bit against
+the reference interpreter before its figure is printed. MACs are computed from the shapes.
+
+conv_first_dscnn: the issue's TF-SAME padding is top 4 / bottom 5; our conv takes symmetric
+padding, so the row uses 5 / 5 (same output 25x5, same MACs; one more padded row is read).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "host"))
+sys.path.insert(0, str(ROOT / "tests"))  # the one-op Program builder of the MVE kernel tests
+
+BOARD = "qemu-an547"
+ENTRY = {
+    "cortex_m::quantized_conv2d": "tm_cortex_m_quantized_conv2d_out",
+    "cortex_m::quantized_depthwise_conv2d": "tm_cortex_m_quantized_depthwise_conv2d_out",
+    "cortex_m::quantized_linear": "tm_cortex_m_quantized_linear_out",
+}
+
+# name -> (builder args, CMSIS-NN instructions from issue 4)
+SHAPES: dict[str, tuple[tuple, int]] = {
+    "conv3x3_rn8": (("conv", 1, 32, 32, 16, 16, 3, 3, (1, 1), (1, 1)), 914_862),
+    "conv3x3_s2": (("conv", 1, 32, 32, 16, 32, 3, 3, (2, 2), (1, 1)), 387_867),
+    "conv1x1_dscnn": (("conv", 1, 25, 5, 64, 64, 1, 1, (1, 1), (0, 0)), 202_883),
+    "conv1x1_mbv1": (("conv", 1, 12, 12, 64, 128, 1, 1, (1, 1), (0, 0)), 462_483),
+    "conv_first_dscnn": (("conv", 1, 49, 10, 1, 64, 10, 4, (2, 2), (5, 1)), 289_049),
+    "dwconv3x3_dscnn": (("dw", 1, 25, 5, 64, 3, 3, (1, 1), (1, 1)), 166_882),
+    "dwconv3x3_mbv1": (("dw", 1, 48, 48, 16, 3, 3, (1, 1), (1, 1)), 1_150_669),
+    "dwconv3x3_s2": (("dw", 1, 48, 48, 32, 3, 3, (2, 2), (1, 1)), 447_037),
+    "fc_ae": (("fc", 1, 640, 128), 40_166),
+    "fc_small": (("fc", 1, 64, 12), 676),
+}
+
+
+@dataclass
+class Row:
+    shape: str
+    macs: int
+    scalar: int
+    mve: int
+    cmsis_nn: int
+
+    @property
+    def ratio(self) -> float:
+        return self.mve / self.cmsis_nn
+
+
+def make_case(name: str, spec: tuple):
+    import test_kernels_mve_conv as t
+
+    rng = np.random.default_rng(1234)
+    kind, *a = spec
+    if kind == "conv":
+        n, h, w, cin, cout, kh, kw, stride, pad = a
+        case = t.conv_case(rng, name, n, h, w, cin, cout, kh, kw, stride, pad)
+        oh = (h + 2 * pad[0] - kh) // stride[0] + 1
+        ow = (w + 2 * pad[1] - kw) // stride[1] + 1
+        macs = n * oh * ow * cout * kh * kw * cin
+    elif kind == "dw":
+        n, h, w, c, kh, kw, stride, pad = a
+        case = t.dw_case(rng, name, n, h, w, c, kh, kw, stride, pad)
+        oh = (h + 2 * pad[0] - kh) // stride[0] + 1
+        ow = (w + 2 * pad[1] - kw) // stride[1] + 1
+        macs = n * oh * ow * c * kh * kw
+    else:
+        rows, k, nout = a
+        case = t.linear_case(rng, name, rows, k, nout, "kernel_sum", per_channel=True)
+        macs = rows * k * nout
+    case.args["act_min"], case.args["act_max"] = -128, 127
+    return case, macs
+
+
+def measure(case, build_dir: Path, scalar_only: bool) -> int:
+    import test_kernels_mve_conv as t
+    from torchmcu import firmware, native
+    from torchmcu.firmware.icount import count_instructions
+    from torchmcu.firmware.io_blob import from_tensor_bytes
+    from torchmcu.firmware.run import parse_output
+    from torchmcu.pte.writer import serialize
+    from torchmcu.reference import interpreter
+
+    program, inputs = t._build_program([case])
+    pte = serialize(program)
+    info = native.program_info(pte)
+    expected = interpreter.run_program(program, inputs)
+    out = build_dir / ("scalar" if scalar_only else "mve")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "program.pte").write_bytes(pte)
+    defines = {"CMAKE_C_FLAGS": "-DTM_KERNELS_SCALAR_ONLY" if scalar_only else ""}
+    image = firmware.build(out / "program.pte", BOARD, out, firmware.write_io_blob(info, [inputs]),
+                           defines=defines)  # fmt: skip
+    counts = count_instructions(image.elf, BOARD, {"kernel": (ENTRY[case.op], "tm_bench_end")}, timeout=300)
+    raw, _ = parse_output(counts["console"])
+    got = from_tensor_bytes(raw[0][0][1], info["outputs"][0])
+    if got.tobytes() != expected[0].tobytes():
+        raise SystemExit(f"{case.name} ({'scalar' if scalar_only else 'mve'}): output differs from the reference")
+    return counts["regions"]["kernel"][0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shapes", nargs="*", default=list(SHAPES))
+    parser.add_argument("--build-dir", default=str(ROOT / "build" / "bench-kernels-mve"))
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    rows = []
+    header = f"{'shape':18} {'MACs':>10} {'scalar':>11} {'/MAC':>6} {'MVE':>10} {'/MAC':>6} {'CMSIS-NN':>10} {'ratio':>6}"
+    print(header)
+    for name in args.shapes:
+        spec, cmsis = SHAPES[name]
+        case, macs = make_case(name, spec)
+        scalar = measure(case, Path(args.build_dir), True)
+        mve = measure(case, Path(args.build_dir), False)
+        row = Row(name, macs, scalar, mve, cmsis)
+        rows.append(row)
+        print(f"{name:18} {macs:>10,} {scalar:>11,} {scalar / macs:>6.2f} {mve:>10,} {mve / macs:>6.2f} "
+              f"{cmsis:>10,} {row.ratio:>5.2f}x", flush=True)  # fmt: skip
+    if args.json:
+        Path(args.json).write_text(json.dumps([asdict(r) | {"ratio": r.ratio} for r in rows], indent=2))
+
+
+if __name__ == "__main__":
+    main()
