@@ -129,21 +129,30 @@ static inline void tm_mve_quantize_s16(const float *src, int16_t *dst, uint32_t 
 }
 
 /* Dequantize: four elements per step, widened by the load; 16 per iteration. */
-TM_MVE_INLINE float32x4_t tm_mve_dequantize4(int32x4_t q, float scale, int32_t zp) {
-  return vmulq_n_f32(vcvtq_f32_s32(vsubq_n_s32(q, zp)), scale);
+TM_MVE_INLINE float32x4_t tm_mve_dequantize4(int32x4_t q, float32x4_t scale, int32x4_t zp) {
+  return vmulq_f32(vcvtq_f32_s32(vsubq_s32(q, zp)), scale);
 }
 
-static inline void tm_mve_dequantize_s8(const int8_t *src, float *dst, uint32_t n, float scale, int32_t zp) {
-  const uint32_t blocks = n / 16u;
-  for (uint32_t i = 0; i < blocks; ++i) {
-    vst1q_f32(dst, tm_mve_dequantize4(vldrbq_s32(src), scale, zp));
-    vst1q_f32(dst + 4, tm_mve_dequantize4(vldrbq_s32(src + 4), scale, zp));
-    vst1q_f32(dst + 8, tm_mve_dequantize4(vldrbq_s32(src + 8), scale, zp));
-    vst1q_f32(dst + 12, tm_mve_dequantize4(vldrbq_s32(src + 12), scale, zp));
-    src += 16;
-    dst += 16;
+/* Out of line: inlined into the kernel entry, GCC 12 reloads the scalar operands from
+ * the FPU bank on every step. */
+static __attribute__((noinline, unused)) void tm_mve_dequantize_s8(const int8_t *src, float *dst, uint32_t n,
+                                                                  float scale_f, int32_t zp_i) {
+  const float32x4_t scale = vdupq_n_f32(scale_f);
+  const int32x4_t zp = vdupq_n_s32(zp_i);
+  /* Eight elements per step: one widening load to int16, the zero point off in int16,
+   * then even lanes (VMOVLB) and odd lanes (VMOVLT) to int32; VST2 interleaves them
+   * back into element order. */
+  const int16x8_t zp16 = vdupq_n_s16((int16_t)zp_i);
+  for (uint32_t blocks = n / 8u; blocks > 0; --blocks) {
+    const int16x8_t q = vsubq_s16(vldrbq_s16(src), zp16);
+    float32x4x2_t f;
+    f.val[0] = vmulq_f32(vcvtq_f32_s32(vmovlbq_s16(q)), scale);
+    f.val[1] = vmulq_f32(vcvtq_f32_s32(vmovltq_s16(q)), scale);
+    vst2q_f32(dst, f);
+    src += 8;
+    dst += 8;
   }
-  for (int32_t left = (int32_t)(n % 16u); left > 0; left -= 4) {
+  for (int32_t left = (int32_t)(n % 8u); left > 0; left -= 4) {
     const mve_pred16_t p = vctp32q((uint32_t)left);
     vstrwq_p_f32(dst, tm_mve_dequantize4(vldrbq_z_s32(src, p), scale, zp), p);
     src += 4;
@@ -151,7 +160,10 @@ static inline void tm_mve_dequantize_s8(const int8_t *src, float *dst, uint32_t 
   }
 }
 
-static inline void tm_mve_dequantize_s16(const int16_t *src, float *dst, uint32_t n, float scale, int32_t zp) {
+static __attribute__((noinline, unused)) void tm_mve_dequantize_s16(const int16_t *src, float *dst, uint32_t n,
+                                                           float scale_f, int32_t zp_i) {
+  const float32x4_t scale = vdupq_n_f32(scale_f);
+  const int32x4_t zp = vdupq_n_s32(zp_i);
   const uint32_t blocks = n / 8u;
   for (uint32_t i = 0; i < blocks; ++i) {
     vst1q_f32(dst, tm_mve_dequantize4(vldrhq_s32(src), scale, zp));
