@@ -52,12 +52,14 @@ def export(
     board: str = "corstone-300",
     per_channel: bool = True,
     int8_io: bool = False,
+    observer: str = "minmax",
 ) -> ExportedModel:
     """Quantize `model` to int8 with PT2E, lower it to Cortex-M kernels and plan its memory.
 
     calibration: samples shaped like example_inputs (a list of tuples or any iterable of tuples);
     an empty calibration set is an error. int8_io: program inputs and outputs stay int8 instead of
-    being quantized/dequantized inside the program.
+    being quantized/dequantized inside the program. observer: how activation ranges are
+    calibrated, "minmax" (default) or "histogram" (what ExecuTorch's Cortex-M quantizer uses).
     """
     from torchmcu.lower import lower_to_program
     from torchmcu.pte.writer import serialize
@@ -65,7 +67,9 @@ def export(
 
     target = get_board(board)
     started = time.perf_counter()
-    quantized = quantize(model, example_inputs, calibration, per_channel=per_channel)
+    quantized = quantize(
+        model, example_inputs, calibration, per_channel=per_channel, observer=observer
+    )
     calibrated = time.perf_counter()
     program, lowering_report = lower_to_program(quantized, example_inputs, int8_io=int8_io)
     pte = serialize(program)

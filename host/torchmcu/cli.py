@@ -86,6 +86,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
         board=args.board,
         per_channel=not args.per_tensor,
         int8_io=args.int8_io,
+        observer=args.observer,
     )
     path = exported.save(args.output, name=args.name)
     r = exported.report
@@ -204,6 +205,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--calibration", help=".npz of calibration inputs (leading axis = samples)")
     p.add_argument("--per-tensor", action="store_true", help="per-tensor conv weights")
     p.add_argument("--int8-io", action="store_true", help="int8 program inputs/outputs")
+    p.add_argument(
+        "--observer", choices=("minmax", "histogram"), default="minmax",
+        help="activation range calibration (histogram: as ExecuTorch's Cortex-M quantizer)",
+    )
     p.set_defaults(func=_cmd_export)
 
     p = sub.add_parser("build", help="build the runner firmware for a board with a .pte embedded")
