@@ -190,6 +190,33 @@ static tm_status check_call(tm_method *m, const tm_instruction *ins) {
   return TM_OK;
 }
 
+#if defined(TORCHMCU_PROFILE)
+/*
+ * Per-kernel profiling hook, compiled in only with TORCHMCU_PROFILE (CMake option of the same
+ * name): the executor calls tm_profile_instruction(pc) as each kernel instruction starts
+ * (before its argument checks) and once more, with pc == the method's instruction count,
+ * after the last instruction. On QEMU the
+ * instruction-count plugin ticks on this function's address (torchmcu.firmware.icount.
+ * profile_instructions), so each kernel call, with its share of the executor loop, is one
+ * occurrence. The definition is weak so a runner can provide a strong one that reads a cycle
+ * counter instead (PMU/DWT on an FVP or hardware); it must stay a real, separate call.
+ */
+void tm_profile_instruction(uint32_t instruction);
+
+#if defined(__GNUC__) && !defined(__clang__)
+#define TM_PROFILE_HOOK __attribute__((weak, noinline, noipa, used))
+#else
+#define TM_PROFILE_HOOK __attribute__((weak, noinline, used))
+#endif
+
+TM_PROFILE_HOOK void tm_profile_instruction(uint32_t instruction) {
+  __asm__ volatile("" : : "r"(instruction) : "memory");
+}
+#define TM_PROFILE_MARK(pc) tm_profile_instruction(pc)
+#else
+#define TM_PROFILE_MARK(pc) ((void)0)
+#endif
+
 tm_status tm_method_execute(tm_method *method) {
   if (method == NULL || !method->ready) {
     return TM_ERR_INVALID_STATE;
@@ -202,6 +229,7 @@ tm_status tm_method_execute(tm_method *method) {
     d->instruction = (int32_t)pc;
     switch (ins->kind) {
       case TM_INSTR_KERNEL: {
+        TM_PROFILE_MARK(pc); /* this call's count runs to the next mark: checks, kernel, frees */
         if ((st = check_call(method, ins)) != TM_OK) {
           name_operator(method, ins->a);
           return st;
@@ -226,6 +254,7 @@ tm_status tm_method_execute(tm_method *method) {
         return fail(method, TM_ERR_UNSUPPORTED, "instruction kind not supported by this runtime", ins->pos);
     }
   }
+  TM_PROFILE_MARK(pc);
   d->instruction = TM_DIAG_NONE;
   return TM_OK;
 }

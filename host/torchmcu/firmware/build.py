@@ -73,12 +73,15 @@ def build(
     inputs: str | os.PathLike[str] | bytes | None = None,
     *,
     defines: dict[str, Any] | None = None,
+    profile: bool = False,
 ) -> FirmwareImage:
     """Configure (preset `board`) and build the runner with `pte` embedded.
 
     inputs: an inputs blob (torchmcu.firmware.io_blob.write_io_blob bytes, or a path to one);
     None runs the runner's deterministic default input. defines: extra CMake cache entries
-    (e.g. {"TORCHMCU_RUNNER_FAULT_TEST": "ON"}).
+    (e.g. {"TORCHMCU_RUNNER_FAULT_TEST": "ON"}). profile: compile the executor's per-kernel
+    hook in (TORCHMCU_PROFILE; counted by torchmcu.firmware.icount.profile_instructions).
+    Always set explicitly, so a reused build directory never keeps a previous choice.
     """
     get_board(board)  # a clear error for an unknown board before CMake runs
     if shutil.which("arm-none-eabi-gcc") is None:
@@ -102,6 +105,7 @@ def build(
         "TORCHMCU_INPUTS": inputs_path,
         "Python3_EXECUTABLE": sys.executable,
         "TORCHMCU_RUNNER_FAULT_TEST": "OFF",
+        "TORCHMCU_PROFILE": "ON" if profile else "OFF",
     }
     cache.update({k: str(v) for k, v in (defines or {}).items()})
     _run(

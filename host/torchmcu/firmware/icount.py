@@ -208,3 +208,103 @@ def count_instructions(
     except IcountError as e:
         raise IcountError(f"{e}\n{emulator_output.strip()}".strip()) from None
     return Counts(total=total, regions=counts, exit_code=code, console=console, command=cmd)
+
+
+# --- per-kernel profile (firmware built with profile=True) -----------------------------------
+
+PROFILE_MARKER = "tm_profile_instruction"
+
+
+class KernelCount(TypedDict):
+    instruction: int  # index of the kernel call in the method's instruction list
+    op: str  # operator name and overload, e.g. "cortex_m::quantized_conv2d.out"
+    instructions: int  # from this call's mark to the next: checks, the kernel, following frees
+
+
+class Profile(TypedDict):
+    kernels: list[list[KernelCount]]  # per inference, one entry per kernel call, in order
+    inference: list[int]  # whole inference per run between the runner markers (marks included)
+    executor: list[int]  # inference - sum of its kernels: executor entry/exit + the bench markers
+    total: int
+    exit_code: int
+    console: str
+    command: list[str]
+
+
+def kernel_calls(pte: str | os.PathLike[str] | bytes, method: str | None = None) -> list[tuple[int, str]]:
+    """(instruction index, "op.overload") of every kernel call of a method, in execution order.
+
+    method None: the first execution plan (what the runner runs).
+    """
+    from torchmcu.pte import reader
+    from torchmcu.pte.program import KernelCall
+
+    program = reader.parse(pte) if isinstance(pte, bytes) else reader.load(pte)
+    plans = program.execution_plan
+    if not plans:
+        raise IcountError("the program has no execution plan")
+    plan = plans[0] if method is None else next((p for p in plans if p.name == method), None)
+    if plan is None:
+        raise IcountError(f"no method {method!r} in the program ({', '.join(p.name for p in plans)})")
+    if len(plan.chains) != 1:
+        raise IcountError(f"method {plan.name}: {len(plan.chains)} chains, the runtime runs one")
+    calls = []
+    for index, ins in enumerate(plan.chains[0].instructions):
+        if isinstance(ins, KernelCall):
+            op = plan.operators[ins.op_index]
+            calls.append((index, f"{op.name}.{op.overload}" if op.overload else op.name))
+    return calls
+
+
+def profile_instructions(
+    elf: str | os.PathLike[str],
+    board: str,
+    pte: str | os.PathLike[str] | bytes,
+    *,
+    method: str | None = None,
+    timeout: float = 120.0,
+    check: bool = True,
+) -> Profile:
+    """Instructions of each kernel call of an image built with firmware.build(..., profile=True).
+
+    The executor calls tm_profile_instruction before each kernel instruction and once after the
+    last; a tick region on it makes every kernel call one occurrence (K per inference), and the
+    tick from one inference's last mark to the next inference's first is dropped. `pte` is the
+    embedded program, read for the operator names. The marks cost a few instructions each: the
+    counts of a profiled image exceed an unprofiled image's by that overhead.
+    """
+    if PROFILE_MARKER not in symbol_addresses(elf):
+        raise IcountError(
+            f"{elf} has no {PROFILE_MARKER}: build it with firmware.build(..., profile=True) "
+            "(CMake -DTORCHMCU_PROFILE=ON)"
+        )
+    calls = kernel_calls(pte, method)
+    regions = {**DEFAULT_REGIONS, "kernel": (PROFILE_MARKER, PROFILE_MARKER)}
+    counts = count_instructions(elf, board, regions, timeout=timeout, check=check)
+    inference, ticks = counts["regions"]["inference"], counts["regions"]["kernel"]
+    runs, k = len(inference), len(calls)
+    expected = runs * k + max(runs - 1, 0)
+    if len(ticks) != expected:
+        raise IcountError(
+            f"{len(ticks)} profile ticks for {runs} inferences of {k} kernel calls (expected "
+            f"{expected}): is {elf} built with this program?"
+        )
+    kernels: list[list[KernelCount]] = []
+    for run in range(runs):
+        chunk = ticks[run * (k + 1) : run * (k + 1) + k]
+        kernels.append(
+            [
+                KernelCount(instruction=index, op=op, instructions=n)
+                for (index, op), n in zip(calls, chunk, strict=True)
+            ]
+        )
+    executor = [whole - sum(c["instructions"] for c in run) for whole, run in zip(inference, kernels)]
+    return Profile(
+        kernels=kernels,
+        inference=inference,
+        executor=executor,
+        total=counts["total"],
+        exit_code=counts["exit_code"],
+        console=counts["console"],
+        command=counts["command"],
+    )
