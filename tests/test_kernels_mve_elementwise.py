@@ -293,20 +293,37 @@ def avg_pool_cases(p: CaseProgram, rng: np.random.Generator) -> None:
         p.call(op, args, f"{h}x{w}x{c} k={ks} s={st} p={pad} ceil={ceil} nhwc={nhwc}")
 
 
+def _softmax_params(rng: np.random.Generator, k: int) -> tuple[int, int, int]:
+    """(input_multiplier, input_shift, diff_min): the exporter's form, or extremes."""
+    if k % 5 == 3:  # saturating differences, barely any live lane
+        return 2**31 - 1, 31, -int(rng.integers(0, 3))
+    if k % 5 == 4:  # scaled differences near 0: everything close to exp(0)
+        return int(rng.integers(1, 1 << 20)), 0, -(2**31)
+    if k % 7 == 6:  # any multiplier and shift, diff_min cutting inside the int8 range
+        return int(rng.integers(1, 2**31)), int(rng.integers(0, 32)), -int(rng.integers(0, 256))
+    scale = float(rng.choice([0.02, 0.1, 0.25, 1.0 / 16, 2.0]))
+    m, s = ref.quantize_multiplier(min(scale * (1 << 26), 2**31 - 1))
+    return m, s, -int(np.floor(31 * (1 << 26) / (1 << s)))
+
+
 def softmax_cases(p: CaseProgram, rng: np.random.Generator) -> None:
-    sizes = [*range(1, 20), 31, 32, 33, 64, 100, 255, 1000, 4096]
-    for k, n in enumerate(sizes):
-        scale = float(rng.choice([0.02, 0.1, 0.25, 1.0 / 16]))
-        m, s = ref.quantize_multiplier(min(scale * (1 << 26), 2**31 - 1))
-        diff_min = -int(np.floor(31 * (1 << 26) / (1 << s)))
-        rows = 1 + k % 3
+    # rows below and above the 256-element table threshold of the MVE kernel, 4096 the maximum
+    shapes = [(1 + k % 3, n) for k, n in enumerate([*range(1, 41), 63, 64, 100, 127, 255])]
+    shapes += [(1, 256), (3, 100), (1, 1000), (2, 1000), (1, 1001), (1, 4095), (2, 4096)]
+    for k, (rows, n) in enumerate(shapes):
+        m, s, diff_min = _softmax_params(rng, k)
         x = _int8(rng, (rows, n))
-        if k % 4 == 0:  # many elements near the maximum, and far below diff_min
+        if k % 4 == 0:  # many equal maxima, and values far below diff_min
             x = rng.choice(np.array([127, 126, 120, -128], np.int8), size=(rows, n))
+        elif k % 4 == 1:  # narrow range around a random level
+            level = int(rng.integers(-120, 120))
+            x = (level + rng.integers(-6, 7, (rows, n))).astype(np.int8)
+        if n in (1000, 4096) and rows == 2:  # one row all equal: sum 2^31 (4096) or 2^29
+            x[1] = np.int8(rng.integers(-128, 128))
         x_i = p.input(x, pm.ScalarType.CHAR, misalign=k % 16)
         out = p.output(pm.ScalarType.CHAR, [rows, n], misalign=(k + 3) % 16)
         args = [x_i, p.i(-1 if k % 2 else 1), p.i(0), p.i(-128), p.i(m), p.i(s), p.i(diff_min), out]
-        p.call("cortex_m::softmax", args, f"{rows}x{n} scale={scale}")
+        p.call("cortex_m::softmax", args, f"{rows}x{n} m={m} s={s} diff_min={diff_min}")
 
 
 CASE_BUILDERS = {
@@ -369,6 +386,7 @@ MVE_KERNELS = {
     "quantized_avg_pool2d": "vmulh",
     "quantized_add": "vqrdmulh",
     "quantized_mul": "vqrdmulh",
+    "softmax": "vqrdmulh",
 }
 
 

@@ -3,6 +3,7 @@
 #include "cortex_m_kernels.h"
 #include "kernel_args.h"
 #include "requantize.h"
+#include "mve_requantize.h"
 
 enum { A_INPUT, A_DIM, A_INPUT_ZP, A_OUTPUT_ZP, A_MULT, A_SHIFT, A_DIFF_MIN, A_OUT, N_SCHEMA };
 
@@ -49,7 +50,7 @@ static int64_t one_over_one_plus_x(int64_t a) {
   return sat_shl(x, 1);
 }
 
-static int count_leading_zeros32(uint32_t v) {
+TM_MAYBE_UNUSED static int count_leading_zeros32(uint32_t v) {
   int n = 0;
   for (uint32_t bit = 0x80000000u; bit != 0 && (v & bit) == 0; bit >>= 1) {
     ++n;
@@ -68,7 +69,7 @@ static int64_t scaled_exp(const softmax_params *p, int32_t diff) {
   return exp_on_negative_values(tm_srdhm(tm_sat_i32((int64_t)diff * ((int64_t)1 << p->shift)), p->mult));
 }
 
-static void softmax_scalar(const softmax_params *p) {
+TM_MAYBE_UNUSED static void softmax_scalar(const softmax_params *p) {
   for (uint32_t r = 0; r < p->rows; ++r) {
     const int8_t *x = p->input + (size_t)r * p->row_size;
     int8_t *y = p->out + (size_t)r * p->row_size;
@@ -100,6 +101,160 @@ static void softmax_scalar(const softmax_params *p) {
   }
 }
 
+#if TM_KERNELS_USE_MVE
+/*
+ * Helium path, bit-exact with the scalar code: every fixed-point step above is a VQRDMULH
+ * (the reference's rounding doubling high multiply, saturation included), the rounding
+ * divides are VRSHR/VRSHL (with the sign fix-up of mve_requantize.h where the value can
+ * be negative), the barrel stages are predicated multiplies and exp(0) a select.
+ * The differences to the row maximum are int8 differences, so exp takes at most 256
+ * values: tensors of TABLE_MIN_NUMEL elements or more get one 256-entry table per call
+ * (index max - x, gather loads); smaller ones compute exp once per element into a stack
+ * buffer. Entries / lanes below diff_min hold 0, which both sums and outputs as the
+ * reference's masked lanes (0 in the sum, -128 out).
+ */
+#define TABLE_SIZE 256
+#define TABLE_MIN_NUMEL 256 /* a table costs about as much as this many direct exps */
+
+#define EXP_BARREL_STEP(r, rem, k, factor) \
+  r = vqrdmulhq_m_n_s32(r, r, factor, vcmpltq_n_s32(vshlq_n_s32(rem, 7 - (k)), 0))
+
+/* exp_on_negative_values on four lanes of a <= 0 (Q5.26), result in Q0.31. */
+static inline __attribute__((always_inline)) int32x4_t exp4(int32x4_t a) {
+  const int32x4_t amq = vsubq_n_s32(vandq_s32(a, vdupq_n_s32((1 << 24) - 1)), 1 << 24);
+  const int32x4_t rem = vsubq_s32(amq, a); /* bits 24..30: the quarters still to apply */
+  const int32x4_t x = vaddq_n_s32(vshlq_n_s32(amq, 5), 1 << 28);
+  const int32x4_t x2 = vqrdmulhq_s32(x, x);
+  const int32x4_t x3 = vqrdmulhq_s32(x2, x);
+  const int32x4_t x4 = vqrdmulhq_s32(x2, x2);             /* >= 0: plain rounding shift */
+  int32x4_t t = vaddq_s32(vrshrq_n_s32(x4, 2), x3);
+  t = vaddq_s32(vqrdmulhq_n_s32(t, 715827883), x2);      /* 1/3 in Q0.31 */
+  t = vrshrq_n_s32(vaddq_s32(t, vshrq_n_s32(t, 31)), 1); /* half away from zero */
+  int32x4_t r = vaddq_n_s32(vqrdmulhq_n_s32(vaddq_s32(x, t), 1895147668), 1895147668);
+  EXP_BARREL_STEP(r, rem, 0, 1672461947);
+  EXP_BARREL_STEP(r, rem, 1, 1302514674);
+  EXP_BARREL_STEP(r, rem, 2, 790015084);
+  EXP_BARREL_STEP(r, rem, 3, 290630308);
+  EXP_BARREL_STEP(r, rem, 4, 39332535);
+  EXP_BARREL_STEP(r, rem, 5, 720401);
+  EXP_BARREL_STEP(r, rem, 6, 242);
+  return vpselq_s32(vdupq_n_s32(TM_I32_MAX), r, vcmpeqq_n_s32(a, 0));
+}
+
+/* exp of the scaled differences diff (<= 0); 0 where diff < diff_min or outside `live`. */
+static inline __attribute__((always_inline)) int32x4_t scaled_exp4(const softmax_params *p, int32x4_t diff,
+                                                                   mve_pred16_t live) {
+  const int32x4_t a = vqrdmulhq_n_s32(vqshlq_r_s32(diff, p->shift), p->mult);
+  live &= vcmpgeq_n_s32(diff, p->diff_min);
+  return vpselq_s32(exp4(a), vdupq_n_s32(0), live);
+}
+
+static int32_t row_max(const int8_t *x, uint32_t n) {
+  int8x16_t m = vdupq_n_s8(INT8_MIN);
+  uint32_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    m = vmaxq_s8(m, vldrbq_s8(x + i));
+  }
+  int8_t max = vmaxvq_s8(INT8_MIN, m);
+  if (i < n) {
+    const mve_pred16_t pred = vctp8q(n - i);
+    max = vmaxvq_p_s8(max, vldrbq_z_s8(x + i, pred), pred);
+  }
+  return max;
+}
+
+/* The scalar tail of a row: 1 / sum as recip and the output shift. False when the shift is
+ * 32 or more: then every output is -128 (srdhm(recip, e) < 2^31 rounds to 0). */
+static bool row_scale(uint32_t sum, int32_t *recip, int32_t *shift) {
+  const int headroom = __builtin_clz(sum); /* sum >= 2^19: the maximum's exp(0) */
+  const int64_t normalised = (int64_t)((sum << headroom) & 0xFFFFFFFFu) - ((int64_t)1 << 31);
+  *recip = (int32_t)one_over_one_plus_x(normalised);
+  *shift = ACCUM_BITS - headroom + 23;
+  return *shift < 32;
+}
+
+/* out = min(rdp2(srdhm(recip, e), shift) - 128, 127) for non-negative e. */
+static inline __attribute__((always_inline)) int32x4_t out4(int32x4_t e, int32_t recip, int32_t neg_shift) {
+  const int32x4_t v = vrshlq_n_s32(vqrdmulhq_n_s32(e, recip), neg_shift);
+  return vminq_s32(vsubq_n_s32(v, 128), vdupq_n_s32(127));
+}
+
+static void fill_min(int8_t *y, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) {
+    y[i] = INT8_MIN;
+  }
+}
+
+/* Small tensors: exp once per element into `e` (row_size <= TABLE_SIZE). */
+static void softmax_direct(const softmax_params *p) {
+  int32_t e[TABLE_SIZE];
+  const uint32_t n = p->row_size;
+  for (uint32_t r = 0; r < p->rows; ++r) {
+    const int8_t *x = p->input + (size_t)r * n;
+    int8_t *y = p->out + (size_t)r * n;
+    const int32x4_t max = vdupq_n_s32(row_max(x, n));
+    uint32_t sum = 0;
+    for (uint32_t i = 0; i < n; i += 4) {
+      const mve_pred16_t pred = vctp32q(n - i);
+      const int32x4_t v = scaled_exp4(p, vsubq_s32(vldrbq_z_s32(x + i, pred), max), pred);
+      vstrwq_s32(e + i, v);
+      sum = vaddvaq_u32(sum, vreinterpretq_u32_s32(vrshrq_n_s32(v, ACCUM_BITS)));
+    }
+    int32_t recip = 0, shift = 0;
+    if (!row_scale(sum, &recip, &shift)) {
+      fill_min(y, n);
+      continue;
+    }
+    for (uint32_t i = 0; i < n; i += 4) {
+      vstrbq_p_s32(y + i, out4(vldrwq_s32(e + i), recip, -shift), vctp32q(n - i));
+    }
+  }
+}
+
+/* Larger tensors: table[d] = exp of the difference -d for d in 0..255. */
+static void softmax_table(const softmax_params *p) {
+  int32_t table[TABLE_SIZE];
+  const int32_t first[4] = {0, -1, -2, -3};
+  int32x4_t diff = vldrwq_s32(first);
+  for (uint32_t d = 0; d < TABLE_SIZE; d += 4) {
+    vstrwq_s32(table + d, scaled_exp4(p, diff, 0xFFFF));
+    diff = vsubq_n_s32(diff, 4);
+  }
+  const uint32_t n = p->row_size;
+  for (uint32_t r = 0; r < p->rows; ++r) {
+    const int8_t *x = p->input + (size_t)r * n;
+    int8_t *y = p->out + (size_t)r * n;
+    const int32x4_t max = vdupq_n_s32(row_max(x, n));
+    uint32_t sum = 0;
+    uint32_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+      const uint32x4_t d = vreinterpretq_u32_s32(vsubq_s32(max, vldrbq_s32(x + i)));
+      const int32x4_t v = vldrwq_gather_shifted_offset_s32(table, d);
+      sum = vaddvaq_u32(sum, vreinterpretq_u32_s32(vrshrq_n_s32(v, ACCUM_BITS)));
+    }
+    const mve_pred16_t tail = vctp32q(n - i);
+    if (i < n) {
+      const uint32x4_t d = vreinterpretq_u32_s32(vsubq_s32(max, vldrbq_z_s32(x + i, tail)));
+      const int32x4_t v = vldrwq_gather_shifted_offset_z_s32(table, d, tail);
+      sum = vaddvaq_u32(sum, vreinterpretq_u32_s32(vrshrq_n_s32(v, ACCUM_BITS)));
+    }
+    int32_t recip = 0, shift = 0;
+    if (!row_scale(sum, &recip, &shift)) {
+      fill_min(y, n);
+      continue;
+    }
+    for (i = 0; i + 4 <= n; i += 4) {
+      const uint32x4_t d = vreinterpretq_u32_s32(vsubq_s32(max, vldrbq_s32(x + i)));
+      vstrbq_s32(y + i, out4(vldrwq_gather_shifted_offset_s32(table, d), recip, -shift));
+    }
+    if (i < n) {
+      const uint32x4_t d = vreinterpretq_u32_s32(vsubq_s32(max, vldrbq_z_s32(x + i, tail)));
+      vstrbq_p_s32(y + i, out4(vldrwq_gather_shifted_offset_z_s32(table, d, tail), recip, -shift), tail);
+    }
+  }
+}
+#endif
+
 tm_status tm_cortex_m_softmax_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
   tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
   if (st != TM_OK) {
@@ -125,7 +280,14 @@ tm_status tm_cortex_m_softmax_out(tm_kernel_context *ctx, tm_value *const *args,
   p.input = (const int8_t *)in->data;
   p.out = (int8_t *)out->data;
 
-  /* CMSIS-NN's MVE softmax does not build with GCC 12.2; scalar on every target for now. */
+#if TM_KERNELS_USE_MVE
+  if (in->numel >= TABLE_MIN_NUMEL) {
+    softmax_table(&p);
+  } else {
+    softmax_direct(&p);
+  }
+#else
   softmax_scalar(&p);
+#endif
   return TM_OK;
 }
