@@ -231,6 +231,12 @@ def all_cases() -> list[Case]:
         cases.append(conv_case(rng, f"conv{kh}x{kw}_{n}x{h}x{w}x{cin}_to{cout}_s{s[0]}{s[1]}_p{p[0]}{p[1]}"
                                f"_d{d[0]}{d[1]}_g{g}", n, h, w, cin, cout, kh, kw, s, p, d, g,
                                per_channel=i % 3 != 1, bias=i % 4 != 2, nhwc=i % 5 == 4))  # fmt: skip
+    # Channel pairs of the MVE conv: every Cout 1..9 (odd last channel), odd channels per group.
+    for cout in range(1, 10):
+        cases.append(conv_case(rng, f"conv3x3_pairs_cout{cout}", 1, 3, 2 + cout % 4, 5 + cout, cout, 3, 3,
+                               pad=(1, 1), per_channel=cout % 2 == 1))  # fmt: skip
+    cases.append(conv_case(rng, "conv1x1_groups3_odd", 1, 3, 3, 6, 9, 1, 1, groups=3))
+    cases.append(conv_case(rng, "conv3x3_groups2_odd", 1, 4, 5, 6, 10, 3, 3, pad=(1, 1), groups=2))
     # First layers: few input channels, tall kernels, stride 2.
     cases.append(conv_case(rng, "conv_first_cin1_10x4_s2", 1, 49, 10, 1, 64, 10, 4, (2, 2), (4, 1)))
     cases.append(conv_case(rng, "conv_first_cin3_3x3_s2", 1, 15, 15, 3, 8, 3, 3, (2, 2), (1, 1)))

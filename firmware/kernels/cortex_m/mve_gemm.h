@@ -57,6 +57,120 @@ TM_MVE_INLINE int32x4_t tm_mve_dot4_s8(const int8_t *a, const int8_t *b0, const 
   return tm_mve_lanes(s0, s1, s2, s3);
 }
 
+/*
+ * Four columns of k int8 items stored interleaved in 16-byte chunks: chunk c of column
+ * j at byte (4c + j) * 16, so one pointer walks all four (immediate offsets 0/16/32/48)
+ * and a dot loop keeps its registers for the accumulators. The last chunk of each
+ * column may hold anything past item k: the weight rows are loaded predicated there,
+ * so those bytes multiply by 0.
+ */
+
+/* Column j of an interleaved block (block + 16 j) = src[0..k); the tail chunk is
+ * written whole (zeros past k), src is read only within [0, k). */
+TM_MVE_INLINE void tm_mve_interleave_col_s8(int8_t *dst, const int8_t *src, int32_t k) {
+  for (int32_t blocks = k >> 4; blocks > 0; --blocks) {
+    vstrbq_s8(dst, vldrbq_s8(src));
+    dst += 64;
+    src += 16;
+  }
+  const uint32_t rest = (uint32_t)k & 15u;
+  if (rest != 0) {
+    vstrbq_s8(dst, vldrbq_z_s8(src, vctp8q(rest)));
+  }
+}
+
+/* Dot products of weight rows w0 and w1 with the four interleaved columns: lanes j of
+ * *d0 / *d1 are w0 . col_j / w1 . col_j. */
+TM_MVE_INLINE void tm_mve_dot4x2_il_s8(const int8_t *cols, const int8_t *w0, const int8_t *w1, int32_t k,
+                                       int32x4_t *d0, int32x4_t *d1) {
+  /* The main loop in assembly: VMLADAVA accumulates only into even registers, and
+   * GCC 12 shuffles the eight sums and spills pointers inside the loop (25 instructions
+   * instead of these 16 per 128 MACs). The sums take the eight even registers (lr
+   * among them), so the loop counts down r9 instead of using LE. */
+  register int32_t a0 __asm__("r0") = 0;
+  register int32_t a1 __asm__("r2") = 0;
+  register int32_t a2 __asm__("r4") = 0;
+  register int32_t a3 __asm__("r6") = 0;
+  register int32_t b0 __asm__("r8") = 0;
+  register int32_t b1 __asm__("r10") = 0;
+  register int32_t b2 __asm__("r12") = 0;
+  register int32_t b3 __asm__("lr") = 0;
+  register const int8_t *pc __asm__("r1") = cols;
+  register const int8_t *pw0 __asm__("r3") = w0;
+  register const int8_t *pw1 __asm__("r5") = w1;
+  register int32_t blocks __asm__("r9") = k >> 4;
+  if (blocks > 0) {
+    __asm__ volatile(
+        "1:\n"
+        "vldrb.u8 q0, [%[w0]], #16\n"
+        "vldrb.u8 q1, [%[w1]], #16\n"
+        "vldrb.u8 q2, [%[c], #16]\n"
+        "vldrb.u8 q3, [%[c]], #64\n"
+        "vmladava.s8 %[a1], q2, q0\n"
+        "vmladava.s8 %[b1], q2, q1\n"
+        "vldrb.u8 q2, [%[c], #-32]\n"
+        "vmladava.s8 %[a0], q3, q0\n"
+        "vmladava.s8 %[b0], q3, q1\n"
+        "vldrb.u8 q3, [%[c], #-16]\n"
+        "vmladava.s8 %[a2], q2, q0\n"
+        "vmladava.s8 %[b2], q2, q1\n"
+        "vmladava.s8 %[a3], q3, q0\n"
+        "vmladava.s8 %[b3], q3, q1\n"
+        "subs %[n], %[n], #1\n"
+        "bne 1b\n"
+        : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [b0] "+r"(b0), [b1] "+r"(b1),
+          [b2] "+r"(b2), [b3] "+r"(b3), [c] "+r"(pc), [w0] "+r"(pw0), [w1] "+r"(pw1), [n] "+r"(blocks)
+        :
+        : "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "cc", "memory");
+  }
+  cols = pc;
+  w0 = pw0;
+  w1 = pw1;
+  const uint32_t rest = (uint32_t)k & 15u;
+  if (rest != 0) {
+    const mve_pred16_t p = vctp8q(rest);
+    const int8x16_t x0 = vldrbq_z_s8(w0, p);
+    const int8x16_t x1 = vldrbq_z_s8(w1, p);
+    int8x16_t c = vldrbq_s8(cols);
+    a0 = vmladavaq_s8(a0, c, x0);
+    b0 = vmladavaq_s8(b0, c, x1);
+    c = vldrbq_s8(cols + 16);
+    a1 = vmladavaq_s8(a1, c, x0);
+    b1 = vmladavaq_s8(b1, c, x1);
+    c = vldrbq_s8(cols + 32);
+    a2 = vmladavaq_s8(a2, c, x0);
+    b2 = vmladavaq_s8(b2, c, x1);
+    c = vldrbq_s8(cols + 48);
+    a3 = vmladavaq_s8(a3, c, x0);
+    b3 = vmladavaq_s8(b3, c, x1);
+  }
+  *d0 = tm_mve_lanes(a0, a1, a2, a3);
+  *d1 = tm_mve_lanes(b0, b1, b2, b3);
+}
+
+/* As tm_mve_dot4x2_il_s8 for one weight row. */
+TM_MVE_INLINE int32x4_t tm_mve_dot4x1_il_s8(const int8_t *cols, const int8_t *w0, int32_t k) {
+  int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+  for (int32_t blocks = k >> 4; blocks > 0; --blocks) {
+    const int8x16_t x0 = vldrbq_s8(w0);
+    a0 = vmladavaq_s8(a0, vldrbq_s8(cols), x0);
+    a1 = vmladavaq_s8(a1, vldrbq_s8(cols + 16), x0);
+    a2 = vmladavaq_s8(a2, vldrbq_s8(cols + 32), x0);
+    a3 = vmladavaq_s8(a3, vldrbq_s8(cols + 48), x0);
+    cols += 64;
+    w0 += 16;
+  }
+  const uint32_t rest = (uint32_t)k & 15u;
+  if (rest != 0) {
+    const int8x16_t x0 = vldrbq_z_s8(w0, vctp8q(rest));
+    a0 = vmladavaq_s8(a0, vldrbq_s8(cols), x0);
+    a1 = vmladavaq_s8(a1, vldrbq_s8(cols + 16), x0);
+    a2 = vmladavaq_s8(a2, vldrbq_s8(cols + 32), x0);
+    a3 = vmladavaq_s8(a3, vldrbq_s8(cols + 48), x0);
+  }
+  return tm_mve_lanes(a0, a1, a2, a3);
+}
+
 /* Sum of k int8 items. */
 TM_MVE_INLINE int32_t tm_mve_sum_s8(const int8_t *a, int32_t k) {
   int32_t s = 0;

@@ -43,15 +43,15 @@ static size_t round_up(size_t v, size_t a) { return (v + a - 1u) / a * a; }
 /*
  * What the Helium path uses (the same figure on every build, because the exporter plans
  * it for the target): 16 bytes of alignment slack, the per-channel constant term
- * bias + input_offset * sum(weights) as int32, and CONV_COLS im2col columns of
- * KH*KW*Cin_g bytes, each rounded to 16. The scalar path needs none and any scratch is
+ * bias + input_offset * sum(weights) as int32, CONV_COLS interleaved columns and one
+ * im2col staging column of KH*KW*Cin_g bytes, each rounded to 16. The scalar path needs none and any scratch is
  * accepted; with less than this the Helium build runs the scalar path.
  */
 size_t tm_quantized_conv2d_scratch_bytes(const int32_t input_nhwc[4], const int32_t weight_ohwi[4]) {
   (void)input_nhwc;
   const size_t cout = (size_t)weight_ohwi[0];
   const size_t k = (size_t)weight_ohwi[1] * (size_t)weight_ohwi[2] * (size_t)weight_ohwi[3];
-  return 16u + 4u * round_up(cout, 4u) + CONV_COLS * round_up(k, 16u);
+  return 16u + 4u * round_up(cout, 4u) + (CONV_COLS + 1u) * round_up(k, 16u);
 }
 
 TM_MAYBE_UNUSED static void conv_scalar(const conv_params *p) {
@@ -154,12 +154,14 @@ static void im2col(const conv_params *p, const pixel_pos *px, int32_t g, int8_t 
 }
 
 /*
- * Helium path: CONV_COLS output pixels at a time. Their input columns are either read in
- * place (1x1 kernels without padding: a pixel's channels are contiguous in NHWC) or
- * gathered into scratch (im2col); then every output channel takes four dot products
- * that share its weight row (tm_mve_dot4_s8), and the four results, one per pixel, are
- * requantized together and stored with one scatter (they are Cout bytes apart).
- * acc = x.w + (bias + input_offset * sum(w)), the second term precomputed per channel.
+ * Helium path: CONV_COLS output pixels at a time. Their input columns (read in place for
+ * 1x1 kernels without padding - a pixel's channels are contiguous in NHWC - otherwise
+ * gathered by im2col into a staging column) are copied interleaved into scratch
+ * (tm_mve_interleave_col_s8); then every pair of output channels takes eight dot
+ * products (tm_mve_dot4x2_il_s8: per 16 bytes six loads feed eight multiply-accumulates),
+ * an odd last channel of a group takes four. The four results of a channel, one per
+ * pixel, are requantized together and stored with one scatter (they are Cout bytes
+ * apart). acc = x.w + (bias + input_offset * sum(w)), the second term precomputed.
  */
 static void conv_mve(const conv_params *p, uint8_t *scratch) {
   const int32_t cout = p->out_dims[3];
@@ -168,6 +170,7 @@ static void conv_mve(const conv_params *p, uint8_t *scratch) {
   const size_t k_pad = round_up((size_t)k, 16u);
   int32_t *kbias = (int32_t *)(void *)scratch;
   int8_t *cols = (int8_t *)(scratch + 4u * round_up((size_t)cout, 4u));
+  int8_t *staging = cols + CONV_COLS * k_pad;
   for (int32_t oc = 0; oc < cout; ++oc) {
     const uint32_t wsum = (uint32_t)tm_mve_sum_s8(p->weight + (size_t)oc * (size_t)k, k);
     const uint32_t bias = p->q.bias != NULL ? (uint32_t)p->q.bias[oc] : 0u;
@@ -180,6 +183,7 @@ static void conv_mve(const conv_params *p, uint8_t *scratch) {
   pixel_pos px = {0, 0, 0};
   for (int32_t p0 = 0; p0 < total; p0 += CONV_COLS) {
     const int32_t count = total - p0 < CONV_COLS ? total - p0 : CONV_COLS;
+    const mve_pred16_t store_pred = vctp32q((uint32_t)count);
     pixel_pos pos[CONV_COLS];
     for (int32_t j = 0; j < CONV_COLS; ++j) {
       /* Lanes past the last pixel repeat it; they are not stored. */
@@ -191,28 +195,34 @@ static void conv_mve(const conv_params *p, uint8_t *scratch) {
     pixel_next(&px, p);
     int8_t *dst = p->out + (size_t)p0 * (size_t)cout;
     for (int32_t g = 0; g < p->groups; ++g) {
-      const int8_t *col[CONV_COLS];
       for (int32_t j = 0; j < CONV_COLS; ++j) {
+        const int8_t *src;
         if (in_place) {
-          col[j] = pixel_origin(p, &pos[j]) + (size_t)g * (size_t)p->cin_g;
+          src = pixel_origin(p, &pos[j]) + (size_t)g * (size_t)p->cin_g;
         } else {
-          int8_t *c = cols + (size_t)j * k_pad;
-          if (j < count) {
-            im2col(p, &pos[j], g, c);
-          }
-          col[j] = j < count ? c : col[j - 1];
+          im2col(p, &pos[j], g, staging);
+          src = staging;
         }
+        tm_mve_interleave_col_s8(cols + 16 * j, src, k);
       }
-      for (int32_t oc = g * cout_g; oc < (g + 1) * cout_g; ++oc) {
-        const int8_t *wrow = p->weight + (size_t)oc * (size_t)k;
-        const int32x4_t acc = vaddq_n_s32(tm_mve_dot4_s8(wrow, col[0], col[1], col[2], col[3], k), kbias[oc]);
-        const int32_t shift = p->q.shifts[oc];
-        int32x4_t q = tm_mve_requantize_n(acc, p->q.mults[oc], shift > 0 ? shift : 0, shift < 0 ? shift : 0);
-        q = vminq_s32(vmaxq_s32(vqaddq_n_s32(q, p->q.output_offset), act_min), act_max);
-        if (count == CONV_COLS) {
-          vstrbq_scatter_offset_s32(dst + oc, offsets, q);
+      const int32_t end = (g + 1) * cout_g;
+      const int8_t *wrow = p->weight + (size_t)g * (size_t)cout_g * (size_t)k;
+      for (int32_t oc = g * cout_g; oc < end; oc += 2) {
+        int32x4_t acc[2];
+        const int32_t n = end - oc < 2 ? 1 : 2;
+        if (n == 2) {
+          tm_mve_dot4x2_il_s8(cols, wrow, wrow + k, k, &acc[0], &acc[1]);
         } else {
-          vstrbq_scatter_offset_p_s32(dst + oc, offsets, q, vctp32q((uint32_t)count));
+          acc[0] = tm_mve_dot4x1_il_s8(cols, wrow, k);
+        }
+        wrow += 2u * (size_t)k;
+        for (int32_t i = 0; i < n; ++i) {
+          const int32_t c = oc + i;
+          const int32_t shift = p->q.shifts[c];
+          int32x4_t q = tm_mve_requantize_n(vaddq_n_s32(acc[i], kbias[c]), p->q.mults[c], shift > 0 ? shift : 0,
+                                            shift < 0 ? shift : 0);
+          q = vminq_s32(vmaxq_s32(vqaddq_n_s32(q, p->q.output_offset), act_min), act_max);
+          vstrbq_scatter_offset_p_s32(dst + c, offsets, q, store_pred);
         }
       }
     }

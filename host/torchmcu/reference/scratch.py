@@ -9,6 +9,7 @@ target (one .pte runs on host and device).
 from __future__ import annotations
 
 CONV_MVE_COLUMNS = 4  # output pixels the MVE conv computes at once (quantized_conv2d.c)
+CONV_MVE_STAGING = 1  # plus one im2col staging column
 
 
 def _round_up(value: int, step: int) -> int:
@@ -18,10 +19,10 @@ def _round_up(value: int, step: int) -> int:
 def quantized_conv2d_scratch_bytes(
     input_nhwc: tuple[int, int, int, int], weight_ohwi: tuple[int, int, int, int]
 ) -> int:
-    """16 bytes alignment slack, int32 per-channel constants, CONV_MVE_COLUMNS im2col columns."""
+    """16 bytes alignment slack, int32 per-channel constants, interleaved and staging columns."""
     del input_nhwc
     cout, kh, kw, cin_g = weight_ohwi
-    return 16 + 4 * _round_up(cout, 4) + CONV_MVE_COLUMNS * _round_up(kh * kw * cin_g, 16)
+    return 16 + 4 * _round_up(cout, 4) + (CONV_MVE_COLUMNS + CONV_MVE_STAGING) * _round_up(kh * kw * cin_g, 16)
 
 
 def quantized_depthwise_conv2d_scratch_bytes(
