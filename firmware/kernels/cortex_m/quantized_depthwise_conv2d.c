@@ -1,5 +1,12 @@
 /* cortex_m::quantized_depthwise_conv2d.out and _nhwc.out - int8 depthwise convolution,
  * NHWC activations, [1, KH, KW, Cout] weights (docs/operators.md). */
+#if defined(__ARM_FEATURE_MVE) && defined(__GNUC__) && !defined(__clang__)
+/* GCC 12's pre-allocation scheduler hoists the Helium loads of the unrolled taps
+ * ahead of their uses and runs out of the eight Q registers (spills, ~2x the
+ * instructions); source order is already a good schedule. Before the includes so the
+ * intrinsics inline under the same options. */
+#pragma GCC optimize("no-schedule-insns")
+#endif
 #include "cortex_m_kernels.h"
 #include "kernel_args.h"
 #include "mve_gemm.h"
@@ -79,100 +86,360 @@ TM_MAYBE_UNUSED static void depthwise_scalar(const dw_params *p) {
 }
 
 #if TM_KERNELS_USE_MVE
-/* Channels of one Helium block: four int32x4 accumulators. */
-#define DW_BLOCK 16
-
-/* Taps [lo, hi) of one axis whose input index origin + t * dilation lies in [0, size). */
-static void dw_tap_range(int32_t origin, int32_t dilation, int32_t taps, int32_t size, int32_t *lo, int32_t *hi) {
-  int32_t a = 0, b = taps;
-  while (a < b && origin + a * dilation < 0) {
-    ++a;
-  }
-  while (b > a && origin + (b - 1) * dilation >= size) {
-    --b;
-  }
-  *lo = a;
-  *hi = b;
-}
-
 /*
- * DW_BLOCK channels c0.. of one output pixel: for each in-bounds tap, 4 + 4 widening
- * byte loads (input, weight) and four multiplies-and-adds of (x + input_offset) * w,
- * then per-lane requantization and four 4-byte stores. `tail` (a compile-time constant
- * at each call) predicates everything to the `left` channels that remain.
+ * Helium path for depth_multiplier 1. Channels are contiguous in input, weight and
+ * output, so a block of DW_BLOCK of them runs side by side in vector lanes; the blocks
+ * are the outer loop, so each block's constants are prepared once on the stack:
+ *
+ * - the input offset is folded into the bias: acc = bias + input_offset * sum(w) +
+ *   sum(x * w), so the taps are pure int8 x int8 products. A tap outside the image
+ *   reads a 16-byte row of the input zero point (-input_offset, an int8 by the argument
+ *   check), whose products cancel the folded term: (zp + input_offset) * w = 0.
+ * - each tap loads 2 x 8 channels widened to int16 and multiplies them widening into
+ *   int32 (VMULLB/VMULLT), so the four int32 accumulators hold channels
+ *   {0,2,4,6}, {1,3,5,7}, {8,..,14}, {9,..,15}; bias and requantization parameters are
+ *   stored in that order, and the narrowing VQMOVNB/VQMOVNT puts the channels back in
+ *   order.
+ * - 3x3 kernels are unrolled, with a pointer walk for pixels whose taps are all inside
+ *   the image; other kernel shapes loop over their taps.
+ * Output offset and clamp run on int16 lanes: the int8 argument ranges make the
+ * saturating int16 forms give the reference's int32 result.
  */
-TM_MVE_INLINE void dw_block(const dw_params *p, const int8_t *image, int32_t c0, int32_t ih0, int32_t iw0,
-                            const int32_t range[4], int8_t *dst, int32_t left, bool tail) {
-  const int32_t w = p->in_dims[2], c = p->in_dims[3];
-  const int32_t off = p->q.input_offset;
-  mve_pred16_t pr[4];
-  int32x4_t acc[4];
-  for (int32_t j = 0; j < 4; ++j) {
-    const int32_t lanes = left - 4 * j;
-    pr[j] = vctp32q((uint32_t)(lanes < 0 ? 0 : (lanes > 4 ? 4 : lanes)));
-    const int32_t *bias = p->q.bias + c0 + 4 * j;
-    acc[j] = p->q.bias == NULL ? vdupq_n_s32(0) : (tail ? vldrwq_z_s32(bias, pr[j]) : vldrwq_s32(bias));
+#define DW_BLOCK 16
+#define DW_MAX_TAPS 9 /* kernels up to this many taps keep int16 weights on the stack */
+
+typedef struct {
+  int32_t bias[DW_BLOCK]; /* bias + input_offset * sum(w), permuted as the accumulators */
+  int32_t mult[DW_BLOCK];
+  int32_t left[DW_BLOCK];
+  int32_t right_neg[DW_BLOCK];
+  int16_t act_min[8], act_max[8];        /* clamp bounds in all int16 lanes */
+  int16_t weight[DW_MAX_TAPS][DW_BLOCK]; /* block's weights, zero beyond the channels */
+  int8_t zero_point[DW_BLOCK];           /* the padding row */
+  int16_t output_offset;
+} __attribute__((aligned(16))) dw_block_consts;
+
+/* Lane slot of channel i (0..15) of a block in the accumulator order above. */
+static inline int32_t dw_slot(int32_t i) {
+  return (i & 8) + (i & 1) * 4 + ((i & 7) >> 1);
+}
+
+static void dw_prepare_block(const dw_params *p, int32_t c0, int32_t lanes, dw_block_consts *k) {
+  const int32_t c = p->in_dims[3], taps = p->kh * p->kw;
+  for (int32_t i = 0; i < DW_BLOCK; ++i) {
+    const int32_t s = dw_slot(i);
+    if (i >= lanes) {
+      k->bias[s] = 0;
+      k->mult[s] = 0;
+      k->left[s] = 0;
+      k->right_neg[s] = 0;
+      continue;
+    }
+    const int32_t ch = c0 + i;
+    int32_t sum = 0;
+    for (int32_t t = 0; t < taps; ++t) {
+      sum += p->weight[(size_t)t * (size_t)c + (size_t)ch];
+    }
+    /* Wraps like the accumulator itself: only the final sum modulo 2^32 matters. */
+    const uint32_t b = (uint32_t)(p->q.bias != NULL ? p->q.bias[ch] : 0);
+    k->bias[s] = (int32_t)(b + (uint32_t)p->q.input_offset * (uint32_t)sum);
+    const int32_t sh = p->q.shifts[ch];
+    k->mult[s] = p->q.mults[ch];
+    k->left[s] = sh > 0 ? sh : 0;
+    k->right_neg[s] = sh < 0 ? sh : 0;
   }
-  /* Written out per accumulator: a loop over them keeps them in memory at -O2. */
-  int32x4_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
-  for (int32_t ky = range[0]; ky < range[1]; ++ky) {
-    const int8_t *xrow = image + (size_t)(ih0 + ky * p->win.dil_h) * (size_t)w * (size_t)c + (size_t)c0;
-    const int8_t *wrow = p->weight + (size_t)ky * (size_t)p->kw * (size_t)c + (size_t)c0;
-    for (int32_t kx = range[2]; kx < range[3]; ++kx) {
-      const int8_t *xp = xrow + (ptrdiff_t)(iw0 + kx * p->win.dil_w) * c;
-      const int8_t *wp = wrow + (size_t)kx * (size_t)c;
-#define DW_MAC(a, j)                                                                            \
-  do {                                                                                          \
-    const int32x4_t x = tail ? vldrbq_z_s32(xp + 4 * (j), pr[j]) : vldrbq_s32(xp + 4 * (j));    \
-    const int32x4_t wv = tail ? vldrbq_z_s32(wp + 4 * (j), pr[j]) : vldrbq_s32(wp + 4 * (j));   \
-    (a) = vaddq_s32((a), vmulq_s32(vaddq_n_s32(x, off), wv));                                   \
-  } while (0)
-      DW_MAC(a0, 0);
-      DW_MAC(a1, 1);
-      DW_MAC(a2, 2);
-      DW_MAC(a3, 3);
-#undef DW_MAC
+  if (taps <= DW_MAX_TAPS) {
+    for (int32_t t = 0; t < taps; ++t) {
+      for (int32_t i = 0; i < DW_BLOCK; ++i) {
+        k->weight[t][i] = i < lanes ? p->weight[(size_t)t * (size_t)c + (size_t)(c0 + i)] : 0;
+      }
     }
   }
-  acc[0] = a0;
-  acc[1] = a1;
-  acc[2] = a2;
-  acc[3] = a3;
-  for (int32_t j = 0; j < 4; ++j) {
-    const int32_t *m = p->q.mults + c0 + 4 * j, *s = p->q.shifts + c0 + 4 * j;
-    const tm_mve_requant rq = tail ? tm_mve_requant_load_p(m, s, pr[j]) : tm_mve_requant_load(m, s);
-    const int32x4_t q = tm_mve_requantize_out(acc[j], rq, p->q.output_offset, p->q.act_min, p->q.act_max);
-    if (tail) {
-      vstrbq_p_s32(dst + 4 * j, q, pr[j]);
-    } else {
-      vstrbq_s32(dst + 4 * j, q);
+  for (int32_t i = 0; i < DW_BLOCK; ++i) {
+    k->zero_point[i] = (int8_t)(-p->q.input_offset);
+  }
+  for (int32_t i = 0; i < 8; ++i) {
+    k->act_min[i] = (int16_t)p->q.act_min;
+    k->act_max[i] = (int16_t)p->q.act_max;
+  }
+  k->output_offset = (int16_t)p->q.output_offset;
+}
+
+typedef struct {
+  int32x4_t a0, a1, a2, a3;
+} dw_acc;
+
+TM_MVE_INLINE dw_acc dw_acc_init(const dw_block_consts *k) {
+  dw_acc a;
+  a.a0 = vldrwq_s32(k->bias);
+  a.a1 = vldrwq_s32(k->bias + 4);
+  a.a2 = vldrwq_s32(k->bias + 8);
+  a.a3 = vldrwq_s32(k->bias + 12);
+  return a;
+}
+
+/* One tap: x the block's 16 input bytes (or the zero-point row), w its 16 int16 weights;
+ * each half is loaded where it is used, so only 4 accumulators + 3 registers are live. */
+TM_MVE_INLINE void dw_tap(dw_acc *a, const int8_t *x, const int16_t *w, bool tail, mve_pred16_t plo,
+                          mve_pred16_t phi) {
+  const int16x8_t xlo = tail ? vldrbq_z_s16(x, plo) : vldrbq_s16(x);
+  const int16x8_t wlo = vldrhq_s16(w);
+  a->a0 = vaddq_s32(a->a0, vmullbq_int_s16(xlo, wlo));
+  a->a1 = vaddq_s32(a->a1, vmulltq_int_s16(xlo, wlo));
+  const int16x8_t xhi = tail ? vldrbq_z_s16(x + 8, phi) : vldrbq_s16(x + 8);
+  const int16x8_t whi = vldrhq_s16(w + 8);
+  a->a2 = vaddq_s32(a->a2, vmullbq_int_s16(xhi, whi));
+  a->a3 = vaddq_s32(a->a3, vmulltq_int_s16(xhi, whi));
+  /* Keeps the sum a chain: GCC 12 would otherwise reassociate the nine taps' adds
+   * into a tree and spill the products. */
+  __asm__("" : "+w"(a->a0), "+w"(a->a1), "+w"(a->a2), "+w"(a->a3));
+}
+
+/* As dw_tap with the weights read from the int8 weight tensor (any kernel size). */
+TM_MVE_INLINE void dw_tap_i8(dw_acc *a, const int8_t *x, const int8_t *w, bool tail, mve_pred16_t plo,
+                             mve_pred16_t phi) {
+  const int16x8_t xlo = tail ? vldrbq_z_s16(x, plo) : vldrbq_s16(x);
+  const int16x8_t wlo = tail ? vldrbq_z_s16(w, plo) : vldrbq_s16(w);
+  a->a0 = vaddq_s32(a->a0, vmullbq_int_s16(xlo, wlo));
+  a->a1 = vaddq_s32(a->a1, vmulltq_int_s16(xlo, wlo));
+  const int16x8_t xhi = tail ? vldrbq_z_s16(x + 8, phi) : vldrbq_s16(x + 8);
+  const int16x8_t whi = tail ? vldrbq_z_s16(w + 8, phi) : vldrbq_s16(w + 8);
+  a->a2 = vaddq_s32(a->a2, vmullbq_int_s16(xhi, whi));
+  a->a3 = vaddq_s32(a->a3, vmulltq_int_s16(xhi, whi));
+  __asm__("" : "+w"(a->a0), "+w"(a->a1), "+w"(a->a2), "+w"(a->a3));
+}
+
+/* Tap t of a 3x3 kernel, with w pointing at the centre tap's weights (t = 4), so all
+ * nine are within reach of one base register's immediate offsets. */
+TM_MVE_INLINE void dw_tap_k(dw_acc *a, const int8_t *x, const int16_t *w, int32_t t, bool tail, mve_pred16_t plo,
+                            mve_pred16_t phi) {
+  const int16_t *wt = w + (t - 4) * DW_BLOCK;
+  dw_tap(a, x, wt, tail, plo, phi);
+}
+
+/* Makes a pointer opaque to the optimiser once per pixel: GCC 12 otherwise hoists
+ * every base + offset of the unrolled taps out of the loop and spills them. */
+#define DW_OPAQUE(ptr) __asm__("" : "+r"(ptr))
+
+TM_MVE_INLINE int32x4_t dw_requant4(int32x4_t acc, const dw_block_consts *k, int32_t j) {
+  tm_mve_requant r;
+  r.multiplier = vldrwq_s32(k->mult + 4 * j);
+  r.left = vldrwq_s32(k->left + 4 * j);
+  r.right_neg = vldrwq_s32(k->right_neg + 4 * j);
+  return tm_mve_requantize(acc, r);
+}
+
+/* Requantizes the block's accumulators and stores its `lanes` output bytes. */
+TM_MVE_INLINE void dw_store(const dw_block_consts *k, dw_acc a, int8_t *dst, bool tail, mve_pred16_t plo,
+                            mve_pred16_t phi) {
+  const int16x8_t lo16 = vldrhq_s16(k->act_min), hi16 = vldrhq_s16(k->act_max);
+  int16x8_t q = vqmovnbq_s32(vdupq_n_s16(0), dw_requant4(a.a0, k, 0));
+  q = vqmovntq_s32(q, dw_requant4(a.a1, k, 1));
+  q = vminq_s16(vmaxq_s16(vqaddq_n_s16(q, k->output_offset), lo16), hi16);
+  if (tail) {
+    vstrbq_p_s16(dst, q, plo);
+  } else {
+    vstrbq_s16(dst, q);
+  }
+  q = vqmovnbq_s32(vdupq_n_s16(0), dw_requant4(a.a2, k, 2));
+  q = vqmovntq_s32(q, dw_requant4(a.a3, k, 3));
+  q = vminq_s16(vmaxq_s16(vqaddq_n_s16(q, k->output_offset), lo16), hi16);
+  if (tail) {
+    vstrbq_p_s16(dst + 8, q, phi);
+  } else {
+    vstrbq_s16(dst + 8, q);
+  }
+}
+
+/* A 3x3 pixel from its nine tap pointers (row-major). */
+TM_MVE_INLINE void dw_pixel3x3(const dw_block_consts *k, const int8_t *const x[9], int8_t *dst, bool tail,
+                               mve_pred16_t plo, mve_pred16_t phi) {
+  const int16_t *w = k->weight[4];
+  dw_acc a = dw_acc_init(k);
+  for (int32_t t = 0; t < 9; ++t) {
+    dw_tap_k(&a, x[t], w, t, tail, plo, phi);
+  }
+  dw_store(k, a, dst, tail, plo, phi);
+}
+
+/* `count` pixels of a row whose taps are all inside the image: three row pointers
+ * (tap column 0) walk by `step` bytes, the taps of a row are `col` bytes apart. */
+TM_MVE_INLINE void dw_run3x3(const dw_block_consts *k, const int8_t *r0, const int8_t *r1, const int8_t *r2,
+                             ptrdiff_t col, ptrdiff_t step, int8_t *dst, ptrdiff_t dst_step, int32_t count, bool tail,
+                             mve_pred16_t plo, mve_pred16_t phi) {
+  const int16_t *w = k->weight[4];
+  for (int32_t i = 0; i < count; ++i) {
+    DW_OPAQUE(k);
+    DW_OPAQUE(w);
+    dw_acc a = dw_acc_init(k);
+    dw_tap_k(&a, r0, w, 0, tail, plo, phi);
+    dw_tap_k(&a, r0 + col, w, 1, tail, plo, phi);
+    dw_tap_k(&a, r0 + 2 * col, w, 2, tail, plo, phi);
+    dw_tap_k(&a, r1, w, 3, tail, plo, phi);
+    dw_tap_k(&a, r1 + col, w, 4, tail, plo, phi);
+    dw_tap_k(&a, r1 + 2 * col, w, 5, tail, plo, phi);
+    dw_tap_k(&a, r2, w, 6, tail, plo, phi);
+    dw_tap_k(&a, r2 + col, w, 7, tail, plo, phi);
+    dw_tap_k(&a, r2 + 2 * col, w, 8, tail, plo, phi);
+    dw_store(k, a, dst, tail, plo, phi);
+    r0 += step;
+    r1 += step;
+    r2 += step;
+    dst += dst_step;
+  }
+}
+
+__attribute__((noinline)) static void dw_pixel3x3_full(const dw_block_consts *k, const int8_t *const x[9],
+                                                       int8_t *dst) {
+  dw_pixel3x3(k, x, dst, false, 0, 0);
+}
+
+__attribute__((noinline)) static void dw_pixel3x3_tail(const dw_block_consts *k, const int8_t *const x[9],
+                                                       int8_t *dst, mve_pred16_t plo, mve_pred16_t phi) {
+  dw_pixel3x3(k, x, dst, true, plo, phi);
+}
+
+__attribute__((noinline)) static void dw_run3x3_full(const dw_block_consts *k, const int8_t *r0, const int8_t *r1,
+                                                     const int8_t *r2, ptrdiff_t col, ptrdiff_t step, int8_t *dst,
+                                                     ptrdiff_t dst_step, int32_t count) {
+  dw_run3x3(k, r0, r1, r2, col, step, dst, dst_step, count, false, 0, 0);
+}
+
+__attribute__((noinline)) static void dw_run3x3_tail(const dw_block_consts *k, const int8_t *r0, const int8_t *r1,
+                                                     const int8_t *r2, ptrdiff_t col, ptrdiff_t step, int8_t *dst,
+                                                     ptrdiff_t dst_step, int32_t count, mve_pred16_t plo,
+                                                     mve_pred16_t phi) {
+  dw_run3x3(k, r0, r1, r2, col, step, dst, dst_step, count, true, plo, phi);
+}
+
+/* All output pixels of one channel block of a 3x3 kernel. */
+TM_MVE_INLINE void dw_block3x3(const dw_params *p, const dw_block_consts *k, const int8_t *image, int8_t *out,
+                               int32_t c0, bool tail, mve_pred16_t plo, mve_pred16_t phi) {
+  const int32_t h = p->in_dims[1], w = p->in_dims[2], c = p->in_dims[3];
+  const int32_t ohs = p->out_dims[1], ows = p->out_dims[2];
+  const ptrdiff_t col = (ptrdiff_t)p->win.dil_w * c, step = (ptrdiff_t)p->win.stride_w * c;
+  /* Output columns whose three taps are all inside the row: [lo, hi). */
+  int32_t lo = 0, hi = ows;
+  while (lo < ows && lo * p->win.stride_w - p->win.pad_w < 0) {
+    ++lo;
+  }
+  while (hi > lo && (hi - 1) * p->win.stride_w - p->win.pad_w + 2 * p->win.dil_w >= w) {
+    --hi;
+  }
+  for (int32_t oh = 0; oh < ohs; ++oh) {
+    const int32_t ih0 = oh * p->win.stride_h - p->win.pad_h;
+    const int8_t *row[3];
+    bool rows_in = true;
+    for (int32_t r = 0; r < 3; ++r) {
+      const int32_t ih = ih0 + r * p->win.dil_h;
+      const bool in = ih >= 0 && ih < h;
+      row[r] = in ? image + (size_t)ih * (size_t)w * (size_t)c + (size_t)c0 : NULL;
+      rows_in = rows_in && in;
+    }
+    int8_t *dst = out + (size_t)oh * (size_t)ows * (size_t)c + (size_t)c0;
+    for (int32_t ow = 0; ow < ows; ++ow) {
+      const int32_t iw0 = ow * p->win.stride_w - p->win.pad_w;
+      if (rows_in && ow == lo && lo < hi) {
+        /* Interior run: three row pointers walk by the stride. */
+        const int8_t *r0 = row[0] + (ptrdiff_t)iw0 * c;
+        const int8_t *r1 = row[1] + (ptrdiff_t)iw0 * c;
+        const int8_t *r2 = row[2] + (ptrdiff_t)iw0 * c;
+        if (tail) {
+          dw_run3x3_tail(k, r0, r1, r2, col, step, dst + (size_t)ow * (size_t)c, c, hi - lo, plo, phi);
+        } else {
+          dw_run3x3_full(k, r0, r1, r2, col, step, dst + (size_t)ow * (size_t)c, c, hi - lo);
+        }
+        ow = hi - 1; /* the loop's increment moves on to column hi */
+        continue;
+      }
+      const int8_t *x[9];
+      for (int32_t kx = 0; kx < 3; ++kx) {
+        const int32_t iw = iw0 + kx * p->win.dil_w;
+        const bool in = iw >= 0 && iw < w;
+        for (int32_t r = 0; r < 3; ++r) {
+          x[3 * r + kx] = in && row[r] != NULL ? row[r] + (ptrdiff_t)iw * c : k->zero_point;
+        }
+      }
+      if (tail) {
+        dw_pixel3x3_tail(k, x, dst + (size_t)ow * (size_t)c, plo, phi);
+      } else {
+        dw_pixel3x3_full(k, x, dst + (size_t)ow * (size_t)c);
+      }
     }
   }
 }
 
-/* Helium path for depth_multiplier 1: channels are contiguous in input, weight and output,
- * so DW_BLOCK of them run side by side in vector lanes; one predicated block per pixel
- * takes the channels left over. */
+/* Any kernel shape: taps in a loop, weights widened from the weight tensor. */
+TM_MVE_INLINE void dw_block_general(const dw_params *p, const dw_block_consts *k, const int8_t *image, int8_t *out,
+                                    int32_t c0, bool tail, mve_pred16_t plo, mve_pred16_t phi) {
+  const int32_t h = p->in_dims[1], w = p->in_dims[2], c = p->in_dims[3];
+  const int32_t ohs = p->out_dims[1], ows = p->out_dims[2];
+  for (int32_t oh = 0; oh < ohs; ++oh) {
+    const int32_t ih0 = oh * p->win.stride_h - p->win.pad_h;
+    for (int32_t ow = 0; ow < ows; ++ow) {
+      const int32_t iw0 = ow * p->win.stride_w - p->win.pad_w;
+      dw_acc a = dw_acc_init(k);
+      const int8_t *wt = p->weight + c0;
+      for (int32_t ky = 0; ky < p->kh; ++ky) {
+        const int32_t ih = ih0 + ky * p->win.dil_h;
+        const bool row_in = ih >= 0 && ih < h;
+        for (int32_t kx = 0; kx < p->kw; ++kx, wt += c) {
+          const int32_t iw = iw0 + kx * p->win.dil_w;
+          const int8_t *x = row_in && iw >= 0 && iw < w
+                                ? image + ((size_t)ih * (size_t)w + (size_t)iw) * (size_t)c + (size_t)c0
+                                : k->zero_point;
+          dw_tap_i8(&a, x, wt, tail, plo, phi);
+        }
+      }
+      dw_store(k, a, out + ((size_t)oh * (size_t)ows + (size_t)ow) * (size_t)c + (size_t)c0, tail, plo, phi);
+    }
+  }
+}
+
+static void dw_block3x3_full(const dw_params *p, const dw_block_consts *k, const int8_t *image, int8_t *out,
+                             int32_t c0) {
+  dw_block3x3(p, k, image, out, c0, false, 0, 0);
+}
+
+static void dw_block3x3_tail(const dw_params *p, const dw_block_consts *k, const int8_t *image, int8_t *out,
+                             int32_t c0, mve_pred16_t plo, mve_pred16_t phi) {
+  dw_block3x3(p, k, image, out, c0, true, plo, phi);
+}
+
+static void dw_block_general_full(const dw_params *p, const dw_block_consts *k, const int8_t *image, int8_t *out,
+                                  int32_t c0) {
+  dw_block_general(p, k, image, out, c0, false, 0, 0);
+}
+
+static void dw_block_general_tail(const dw_params *p, const dw_block_consts *k, const int8_t *image, int8_t *out,
+                                  int32_t c0, mve_pred16_t plo, mve_pred16_t phi) {
+  dw_block_general(p, k, image, out, c0, true, plo, phi);
+}
+
 static void depthwise_mve(const dw_params *p) {
   const int32_t h = p->in_dims[1], w = p->in_dims[2], c = p->in_dims[3];
-  const int32_t full = c - c % DW_BLOCK;
-  int8_t *dst = p->out;
+  const bool k3x3 = p->kh == 3 && p->kw == 3;
+  dw_block_consts k;
   for (int32_t n = 0; n < p->in_dims[0]; ++n) {
     const int8_t *image = p->input + (size_t)n * (size_t)h * (size_t)w * (size_t)c;
-    for (int32_t oh = 0; oh < p->out_dims[1]; ++oh) {
-      const int32_t ih0 = oh * p->win.stride_h - p->win.pad_h;
-      int32_t range[4];
-      dw_tap_range(ih0, p->win.dil_h, p->kh, h, &range[0], &range[1]);
-      for (int32_t ow = 0; ow < p->out_dims[2]; ++ow) {
-        const int32_t iw0 = ow * p->win.stride_w - p->win.pad_w;
-        dw_tap_range(iw0, p->win.dil_w, p->kw, w, &range[2], &range[3]);
-        for (int32_t c0 = 0; c0 < full; c0 += DW_BLOCK) {
-          dw_block(p, image, c0, ih0, iw0, range, dst + c0, DW_BLOCK, false);
+    int8_t *out = p->out + (size_t)n * (size_t)p->out_dims[1] * (size_t)p->out_dims[2] * (size_t)c;
+    for (int32_t c0 = 0; c0 < c; c0 += DW_BLOCK) {
+      const int32_t lanes = c - c0 < DW_BLOCK ? c - c0 : DW_BLOCK;
+      dw_prepare_block(p, c0, lanes, &k);
+      if (lanes == DW_BLOCK) {
+        if (k3x3) {
+          dw_block3x3_full(p, &k, image, out, c0);
+        } else {
+          dw_block_general_full(p, &k, image, out, c0);
         }
-        if (full < c) {
-          dw_block(p, image, full, ih0, iw0, range, dst + full, c - full, true);
+      } else {
+        const mve_pred16_t plo = vctp16q((uint32_t)(lanes > 8 ? 8 : lanes));
+        const mve_pred16_t phi = vctp16q((uint32_t)(lanes > 8 ? lanes - 8 : 0));
+        if (k3x3) {
+          dw_block3x3_tail(p, &k, image, out, c0, plo, phi);
+        } else {
+          dw_block_general_tail(p, &k, image, out, c0, plo, phi);
         }
-        dst += c;
       }
     }
   }
