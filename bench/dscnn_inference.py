@@ -115,26 +115,36 @@ def measure(board: str, build_dir: Path) -> dict[str, Any]:
 
 def report(r: dict[str, Any]) -> None:
     total, ref = r["inference"], r["cmsis_nn_sum"]
-    print(f"DS-CNN + softmax, {r['board']} runner on QEMU mps3-an547, one inference (default input)")
+    print(
+        f"DS-CNN + softmax, {r['board']} runner on QEMU mps3-an547, one inference (default input)"
+    )
     print(f"whole inference (normal image):      {total:>11,} instructions")
     print(
         f"whole inference (profiled image):    {r['profiled_inference']:>11,} "
         f"(marker overhead {r['marker_overhead']:,} = {r['marks']} marks, "
         f"{r['marker_overhead'] / r['marks']:.1f} each)"
     )
-    print(f"sum of CMSIS-NN figures of its layers: {ref:>9,}  (" + " + ".join(
-        f"{n} x {row} {CMSIS_NN[row]:,}" if n > 1 else f"{row} {CMSIS_NN[row]:,}"
-        for row, n in DSCNN_LAYERS.items()
-    ) + ")")
+    print(
+        f"sum of CMSIS-NN figures of its layers: {ref:>9,}  ("
+        + " + ".join(
+            f"{n} x {row} {CMSIS_NN[row]:,}" if n > 1 else f"{row} {CMSIS_NN[row]:,}"
+            for row, n in DSCNN_LAYERS.items()
+        )
+        + ")"
+    )
     verdict = "meets" if total <= TARGET_RATIO * ref else "misses"
-    print(f"ratio: {total / ref:.3f}x  ({verdict} the {TARGET_RATIO:.2f}x target, "
-          f"{TARGET_RATIO * ref:,.0f} instructions)\n")
+    print(
+        f"ratio: {total / ref:.3f}x  ({verdict} the {TARGET_RATIO:.2f}x target, "
+        f"{TARGET_RATIO * ref:,.0f} instructions)\n"
+    )
 
     prof_total = r["profiled_inference"]
     print("per kernel call (profiled image; a call runs from its mark to the next: argument")
     print("checks, the kernel, the executor loop; shares of the profiled inference)")
-    print(f"{'#':>3} {'operator':<42} {'instructions':>12} {'share':>7} {'CMSIS-NN row':<17} "
-          f"{'CMSIS-NN':>9} {'ratio':>6}")
+    print(
+        f"{'#':>3} {'operator':<42} {'instructions':>12} {'share':>7} {'CMSIS-NN row':<17} "
+        f"{'CMSIS-NN':>9} {'ratio':>6}"
+    )
     for k in r["kernels"]:
         row = k["cmsis_row"]
         ref_n = CMSIS_NN[row] if row else None
@@ -143,8 +153,10 @@ def report(r: dict[str, Any]) -> None:
             f"{k['instructions'] / prof_total:>6.1%} {row or '(none)':<17} "
             + (f"{ref_n:>9,} {k['instructions'] / ref_n:>6.2f}" if ref_n else f"{'-':>9} {'-':>6}")
         )
-    print(f"{'':>3} {'executor entry/exit + bench markers':<42} {r['executor']:>12,} "
-          f"{r['executor'] / prof_total:>6.1%}")
+    print(
+        f"{'':>3} {'executor entry/exit + bench markers':<42} {r['executor']:>12,} "
+        f"{r['executor'] / prof_total:>6.1%}"
+    )
 
     by_op: dict[str, list[int]] = {}
     for k in r["kernels"]:
@@ -154,8 +166,10 @@ def report(r: dict[str, Any]) -> None:
         print(f"    {op:<42} {len(ns):>5} {sum(ns):>12,} {sum(ns) / prof_total:>6.1%}")
     unmatched = sorted({k["op"] for k in r["kernels"] if k["cmsis_row"] is None})
     extra = sum(k["instructions"] for k in r["kernels"] if k["cmsis_row"] is None)
-    print(f"\nno CMSIS-NN row: {', '.join(unmatched) or '(none)'} - {extra:,} instructions "
-          f"({extra / prof_total:.1%}) counted against us")
+    print(
+        f"\nno CMSIS-NN row: {', '.join(unmatched) or '(none)'} - {extra:,} instructions "
+        f"({extra / prof_total:.1%}) counted against us"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -231,7 +231,9 @@ class Profile(TypedDict):
     command: list[str]
 
 
-def kernel_calls(pte: str | os.PathLike[str] | bytes, method: str | None = None) -> list[tuple[int, str]]:
+def kernel_calls(
+    pte: str | os.PathLike[str] | bytes, method: str | None = None
+) -> list[tuple[int, str]]:
     """(instruction index, "op.overload") of every kernel call of a method, in execution order.
 
     method None: the first execution plan (what the runner runs).
@@ -245,7 +247,9 @@ def kernel_calls(pte: str | os.PathLike[str] | bytes, method: str | None = None)
         raise IcountError("the program has no execution plan")
     plan = plans[0] if method is None else next((p for p in plans if p.name == method), None)
     if plan is None:
-        raise IcountError(f"no method {method!r} in the program ({', '.join(p.name for p in plans)})")
+        raise IcountError(
+            f"no method {method!r} in the program ({', '.join(p.name for p in plans)})"
+        )
     if len(plan.chains) != 1:
         raise IcountError(f"method {plan.name}: {len(plan.chains)} chains, the runtime runs one")
     calls = []
@@ -298,7 +302,9 @@ def profile_instructions(
                 for (index, op), n in zip(calls, chunk, strict=True)
             ]
         )
-    executor = [whole - sum(c["instructions"] for c in run) for whole, run in zip(inference, kernels)]
+    executor = [
+        whole - sum(c["instructions"] for c in run) for whole, run in zip(inference, kernels)
+    ]
     return Profile(
         kernels=kernels,
         inference=inference,
