@@ -208,11 +208,53 @@ def _add_params(rng: np.random.Generator) -> list[int]:
     return [m1, sh1, m2, sh2, mo, sho]
 
 
+def _add_table_shapes():
+    """Shapes of >= 512 elements (the MVE kernel's table path): tails 0-15, both broadcasts."""
+    shapes = [([n], [0], [n], [0], [n], [0], f"flat n={n}") for n in [*range(512, 528), 1031, 4099]]
+    for c, h, w in [(3, 16, 16), (17, 8, 8), (24, 5, 5), (40, 4, 4), (1, 23, 23)]:
+        full = [1, c, h, w]
+        shapes.append((full, LEGACY, full, LEGACY, full, LEGACY, f"nhwc c={c} {h}x{w}"))
+        shapes.append((full, LEGACY, [1, c, 1, 1], LEGACY, full, LEGACY, f"other per-channel c={c} {h}x{w}"))
+        shapes.append(([1, c, 1, 1], [0, 1, 2, 3], full, LEGACY, full, LEGACY, f"self per-channel c={c} {h}x{w}"))
+    shapes.append(([2, 17, 4, 4], LEGACY, [1, 17, 1, 1], LEGACY, [2, 17, 4, 4], LEGACY, "other per-channel n=2"))
+    return shapes
+
+
+def _extreme_add_params(rng: np.random.Generator, k: int) -> list[int]:
+    """Edge requantizations that still give varied outputs: operand left shifts that saturate
+    the larger values, an output left shift, scales four decades apart, negative multipliers."""
+    if k % 7 == 0:  # INT32_MIN operand multiplier (the MVE kernel's scalar fallback)
+        return [-(2**31), int(rng.integers(-31, 1)), 1 << 30, -1, 1 << 30, -19]
+    sign = [1 if v else -1 for v in rng.integers(0, 2, 3)]
+    if k % 5 == 2:  # operands near x, output right shift 1-2: rounding ties on both signs
+        m1, m2, mo = (int(v) for v in rng.integers(1 << 30, 2**31, 3))
+        sh1, sh2, sho = -20, -20, -int(rng.integers(1, 3))
+    elif k % 3 == 0:  # operand left shifts: |x| * 2^20 * 2^sh saturates int32 for the larger |x|
+        sh1, sh2 = (int(v) for v in rng.integers(1, 3, 2))
+        m1, m2 = (int(v) for v in rng.integers(1 << 29, 2**31, 2))
+        mo, sho = int(rng.integers(1 << 30, 2**31)), -(22 + max(sh1, sh2) + int(rng.integers(0, 2)))
+    elif k % 3 == 1:  # small operands, output left shift
+        m1, m2 = (int(v) for v in rng.integers(1 << 30, 2**31, 2))
+        sh1, sh2 = -12, -int(rng.integers(10, 15))
+        sho = int(rng.integers(1, 4))
+        mo = int(rng.integers(1 << (21 - sho), 1 << (23 - sho)))
+    else:  # the exporter's form with scales up to four decades apart
+        s1, s2, so = (float(v) for v in 10.0 ** rng.uniform(-4, 0, 3))
+        twice = 2 * max(s1, s2)
+        m1, sh1 = ref.quantize_multiplier(s1 / twice)
+        m2, sh2 = ref.quantize_multiplier(s2 / twice)
+        mo, sho = ref.quantize_multiplier(min(twice / (so * (1 << 20)), 2.0**31))
+    return [sign[0] * m1, sh1, sign[1] * m2, sh2, sign[2] * mo, sho]
+
+
 def add_cases(p: CaseProgram, rng: np.random.Generator) -> None:
-    for k, (sa, oa, sb, ob, so, oo, what) in enumerate(_binary_shapes()):
-        m1, sh1, m2, sh2, mo, sho = _add_params(rng)
+    shapes = _binary_shapes()
+    table = _add_table_shapes()
+    for k, (sa, oa, sb, ob, so, oo, what) in enumerate(shapes + table + table[::3]):
+        extreme = k >= len(shapes) + len(table)
+        m1, sh1, m2, sh2, mo, sho = _extreme_add_params(rng, k) if extreme else _add_params(rng)
         zps = [int(v) for v in rng.integers(-128, 128, 3)]
-        act = (-128, 127) if k % 3 else tuple(sorted(int(v) for v in rng.integers(-128, 128, 2)))
+        act = (-128, 127) if k % 3 or extreme else tuple(sorted(int(v) for v in rng.integers(-128, 128, 2)))
         a = p.input(_int8(rng, sa), pm.ScalarType.CHAR, sa, oa, misalign=k % 3)
         b = p.input(_int8(rng, sb), pm.ScalarType.CHAR, sb, ob, misalign=(k + 1) % 5)
         out = p.output(pm.ScalarType.CHAR, so, oo, misalign=k % 4)

@@ -72,6 +72,112 @@ static void add_row_mve(const int8_t *a, const int8_t *b, int8_t *out, uint32_t 
   }
 }
 
+/*
+ * Tensors of LUT_MIN_NUMEL elements or more: each operand's requantized value depends on
+ * its int8 value only, so two 256-entry int32 tables (indexed by the byte as unsigned,
+ * built with add4's own operand steps) replace the per-element operand requantization by
+ * a gather load. 2 KB of stack (boards give the firmware >= 32 KB).
+ */
+#define LUT_SIZE 256
+#define LUT_MIN_NUMEL 512 /* the tables cost about as much as 400 elements */
+
+static void build_lut(int32_t *lut, int32_t zp, int32_t mult, int32_t left, int32_t right) {
+  const uint32_t first[4] = {0, 1, 2, 3};
+  uint32x4_t u = vldrwq_u32(first);
+  for (uint32_t i = 0; i < LUT_SIZE; i += 4) {
+    const int32x4_t v = vshrq_n_s32(vreinterpretq_s32_u32(vshlq_n_u32(u, 24)), 24); /* the int8 value */
+    vstrwq_s32(lut + i, tm_mve_requantize_n(vsubq_n_s32(v, zp), mult, left, right));
+    u = vaddq_n_u32(u, 4);
+  }
+}
+
+/* The output step of add4 with its parameters in registers (locals the stores cannot alias). */
+typedef struct {
+  int32x4_t act_min, act_max;
+  int32_t mult, left, right_n, zp;
+} add_out_regs;
+
+/* With `shl` false the output left shift is 0 (VQSHL skipped); with `shr` false the right
+ * shift is 0 (no rounding shift, no fix-up); with `shr` true it is > 0 and the fix-up is
+ * the sign alone. Callers pass constants, so each variant is its own loop. */
+static inline __attribute__((always_inline)) int32x4_t add4_lut(int32x4_t a, int32x4_t b, const add_out_regs *o,
+                                                                bool shl, bool shr) {
+  int32x4_t v = vqaddq_s32(a, b);
+  if (shl) {
+    v = vqshlq_r_s32(v, o->left);
+  }
+  v = vqrdmulhq_n_s32(v, o->mult);
+  if (shr) {
+    v = vrshlq_n_s32(vaddq_s32(v, vshrq_n_s32(v, 31)), o->right_n);
+  }
+  const int32x4_t r = vqaddq_n_s32(v, o->zp);
+  return vminq_s32(vmaxq_s32(r, o->act_min), o->act_max);
+}
+
+static inline __attribute__((always_inline)) void add_row_lut_impl(const uint8_t *ua, const uint8_t *ub, int8_t *out,
+                                                                    uint32_t n, const int32_t *lut_a,
+                                                                    const int32_t *lut_b, const add_out_regs *o,
+                                                                    bool shl, bool shr) {
+  for (uint32_t blocks = n / 16u; blocks > 0; --blocks) {
+    const int32x4_t a0 = vldrwq_gather_shifted_offset_s32(lut_a, vldrbq_u32(ua));
+    const int32x4_t b0 = vldrwq_gather_shifted_offset_s32(lut_b, vldrbq_u32(ub));
+    const int32x4_t a1 = vldrwq_gather_shifted_offset_s32(lut_a, vldrbq_u32(ua + 4));
+    const int32x4_t b1 = vldrwq_gather_shifted_offset_s32(lut_b, vldrbq_u32(ub + 4));
+    vstrbq_s32(out, add4_lut(a0, b0, o, shl, shr));
+    vstrbq_s32(out + 4, add4_lut(a1, b1, o, shl, shr));
+    const int32x4_t a2 = vldrwq_gather_shifted_offset_s32(lut_a, vldrbq_u32(ua + 8));
+    const int32x4_t b2 = vldrwq_gather_shifted_offset_s32(lut_b, vldrbq_u32(ub + 8));
+    const int32x4_t a3 = vldrwq_gather_shifted_offset_s32(lut_a, vldrbq_u32(ua + 12));
+    const int32x4_t b3 = vldrwq_gather_shifted_offset_s32(lut_b, vldrbq_u32(ub + 12));
+    vstrbq_s32(out + 8, add4_lut(a2, b2, o, shl, shr));
+    vstrbq_s32(out + 12, add4_lut(a3, b3, o, shl, shr));
+    ua += 16;
+    ub += 16;
+    out += 16;
+  }
+  for (int32_t left = (int32_t)(n % 16u); left > 0; left -= 4) {
+    const mve_pred16_t pred = vctp32q((uint32_t)left);
+    const int32x4_t a0 = vldrwq_gather_shifted_offset_z_s32(lut_a, vldrbq_z_u32(ua, pred), pred);
+    const int32x4_t b0 = vldrwq_gather_shifted_offset_z_s32(lut_b, vldrbq_z_u32(ub, pred), pred);
+    vstrbq_p_s32(out, add4_lut(a0, b0, o, shl, shr), pred);
+    ua += 4;
+    ub += 4;
+    out += 4;
+  }
+}
+
+static void add_row_lut(const int8_t *a, const int8_t *b, int8_t *out, uint32_t n, const int32_t *lut_a,
+                        const int32_t *lut_b, const add_params *p, const add_shifts *s) {
+  add_out_regs o;
+  o.act_min = vdupq_n_s32(p->act_min);
+  o.act_max = vdupq_n_s32(p->act_max);
+  o.mult = p->out_mult;
+  o.left = s->out_left;
+  o.right_n = s->out_right;
+  o.zp = p->out_zp;
+  const uint8_t *ua = (const uint8_t *)a;
+  const uint8_t *ub = (const uint8_t *)b;
+  if (o.left > 0) {
+    add_row_lut_impl(ua, ub, out, n, lut_a, lut_b, &o, true, false); /* left > 0: right == 0 */
+  } else if (o.right_n < 0) {
+    add_row_lut_impl(ua, ub, out, n, lut_a, lut_b, &o, false, true);
+  } else {
+    add_row_lut_impl(ua, ub, out, n, lut_a, lut_b, &o, false, false);
+  }
+}
+
+static void add_lut(const int8_t *a, const int8_t *b, int8_t *out, const tm_binary_shape *shape,
+                    const add_params *p, const add_shifts *s) {
+  int32_t lut_a[LUT_SIZE];
+  int32_t lut_b[LUT_SIZE];
+  build_lut(lut_a, p->a_zp, p->a_mult, s->a_left, s->a_right);
+  build_lut(lut_b, p->b_zp, p->b_mult, s->b_left, s->b_right);
+  const uint32_t row = shape->a_period < shape->b_period ? shape->a_period : shape->b_period;
+  for (uint32_t i = 0; i < shape->numel; i += row) {
+    add_row_lut(a + i % shape->a_period, b + i % shape->b_period, out + i, row, lut_a, lut_b, p, s);
+  }
+}
+
 /* Elementwise, or row by row when one operand is per channel (its period); false when
  * the scalar loop must run. */
 static bool add_mve(const int8_t *a, const int8_t *b, int8_t *out, const tm_binary_shape *shape,
@@ -86,6 +192,10 @@ static bool add_mve(const int8_t *a, const int8_t *b, int8_t *out, const tm_bina
   s.b_right = p->b_shift < 0 ? p->b_shift : 0;
   s.out_left = p->out_shift > 0 ? p->out_shift : 0;
   s.out_right = p->out_shift < 0 ? p->out_shift : 0;
+  if (shape->numel >= LUT_MIN_NUMEL) {
+    add_lut(a, b, out, shape, p, &s);
+    return true;
+  }
   const uint32_t row = shape->a_period < shape->b_period ? shape->a_period : shape->b_period;
   for (uint32_t i = 0; i < shape->numel; i += row) {
     add_row_mve(a + i % shape->a_period, b + i % shape->b_period, out + i, row, p, &s);
