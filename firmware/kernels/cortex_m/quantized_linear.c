@@ -77,72 +77,75 @@ TM_MAYBE_UNUSED static void linear_scalar(const linear_params *p) {
  */
 static void linear_mve(const linear_params *p) {
   const int32_t k = p->k;
+  const size_t row = (size_t)k;
   const uint32_t const_term = (uint32_t)k * (uint32_t)p->input_offset * (uint32_t)p->filter_offset;
-  const int32x4_t zero = vdupq_n_s32(0);
+  /* Low words of the int64 multipliers/shifts, four channels per gather (per tensor:
+   * the same item four times). */
+  const uint32x4_t param_offsets = p->per_channel ? vidupq_n_u32(0u, 8) : vdupq_n_u32(0u);
   for (int32_t o = 0; o < p->n; o += 4) {
     const int32_t left = p->n - o;
-    const bool tail = left < 4;
-    const mve_pred16_t pred = vctp32q((uint32_t)(tail ? left : 4));
+    const int32_t count = left < 4 ? left : 4;
+    const mve_pred16_t pred = vctp32q((uint32_t)count);
     /* Rows past the end (tail block) repeat the last row; their lanes are never stored. */
-    const int8_t *w[4];
-    for (int32_t j = 0; j < 4; ++j) {
-      w[j] = p->weights + (size_t)(o + (j < left ? j : left - 1)) * (size_t)k;
-    }
+    const int8_t *w0 = p->weights + (size_t)o * row;
+    const int8_t *w1 = count > 1 ? w0 + row : w0;
+    const int8_t *w2 = count > 2 ? w1 + row : w1;
+    const int8_t *w3 = count > 3 ? w2 + row : w2;
     int32x4_t base;
     if (p->kernel_sum != NULL) {
-      base = tail ? vldrwq_z_s32(p->kernel_sum + o, pred) : vldrwq_s32(p->kernel_sum + o);
+      base = vldrwq_z_s32(p->kernel_sum + o, pred);
     } else {
-      base = p->bias == NULL ? zero : (tail ? vldrwq_z_s32(p->bias + o, pred) : vldrwq_s32(p->bias + o));
+      base = p->bias == NULL ? vdupq_n_s32(0) : vldrwq_z_s32(p->bias + o, pred);
       if (p->input_offset != 0) {
-        const int32x4_t wsum = tm_mve_lanes(tm_mve_sum_s8(w[0], k), tm_mve_sum_s8(w[1], k),
-                                            tm_mve_sum_s8(w[2], k), tm_mve_sum_s8(w[3], k));
+        const int32x4_t wsum = tm_mve_lanes(tm_mve_sum_s8(w0, k), tm_mve_sum_s8(w1, k), tm_mve_sum_s8(w2, k),
+                                            tm_mve_sum_s8(w3, k));
         base = vmlaq_n_s32(base, wsum, p->input_offset);
       }
       base = vaddq_n_s32(base, (int32_t)const_term);
     }
+    const size_t first = p->per_channel ? (size_t)o : 0u;
+    const int32x4_t m = vldrwq_gather_offset_z_s32((const int32_t *)(const void *)(p->mults + first),
+                                                   param_offsets, pred);
+    const int32x4_t sh = vldrwq_gather_offset_z_s32((const int32_t *)(const void *)(p->shifts + first),
+                                                    param_offsets, pred);
     tm_mve_requant rq;
-    if (p->per_channel) {
-      int32_t m[4], s[4];
-      for (int32_t j = 0; j < 4; ++j) {
-        const int32_t c = o + (j < left ? j : left - 1);
-        m[j] = (int32_t)p->mults[c];
-        s[j] = (int32_t)p->shifts[c];
-      }
-      rq = tm_mve_requant_load(m, s);
-    } else {
-      rq = tm_mve_requant_dup((int32_t)p->mults[0], (int32_t)p->shifts[0]);
-    }
+    rq.multiplier = m;
+    rq.left = vmaxq_s32(sh, vdupq_n_s32(0));
+    rq.right_neg = vminq_s32(sh, vdupq_n_s32(0));
+    const int8_t *x = p->input;
+    int8_t *dst = p->out + o;
     for (int32_t r = 0; r < p->rows; ++r) {
-      const int8_t *x = p->input + (size_t)r * (size_t)k;
-      int32x4_t acc = vaddq_s32(tm_mve_dot4_s8(x, w[0], w[1], w[2], w[3], k), base);
+      int32x4_t acc = vaddq_s32(tm_mve_dot4_s8(x, w0, w1, w2, w3, k), base);
       if (p->filter_offset != 0) {
         acc = vaddq_n_s32(acc, (int32_t)((uint32_t)p->filter_offset * (uint32_t)tm_mve_sum_s8(x, k)));
       }
-      const int32x4_t q = tm_mve_requantize_out(acc, rq, p->output_offset, p->act_min, p->act_max);
-      int8_t *dst = p->out + (size_t)r * (size_t)p->n + (size_t)o;
-      if (tail) {
-        vstrbq_p_s32(dst, q, pred);
-      } else {
-        vstrbq_s32(dst, q);
-      }
+      vstrbq_p_s32(dst, tm_mve_requantize_out(acc, rq, p->output_offset, p->act_min, p->act_max), pred);
+      x += row;
+      dst += p->n;
     }
   }
 }
 #endif
 
-static bool valid_shifts(const int64_t *items, uint32_t len) {
+/* Multipliers fit int32 and shifts lie in [-31, 31]: one pass over both lists, 32-bit
+ * compares (an int64 fits int32 iff it equals its low word sign-extended). */
+static bool valid_requant(const int64_t *mults, const int64_t *shifts, uint32_t len) {
   for (uint32_t i = 0; i < len; ++i) {
-    if (items[i] < -31 || items[i] > 31) {
+    const int64_t m = mults[i];
+    const int64_t s = shifts[i];
+    if ((int64_t)(int32_t)m != m || (uint64_t)(s + 31) > 62u) {
       return false;
     }
   }
   return true;
 }
 
-static bool valid_mults(const int64_t *items, uint32_t len) {
-  for (uint32_t i = 0; i < len; ++i) {
-    if (items[i] < INT32_MIN || items[i] > INT32_MAX) {
-      return false;
+/* Contiguous layout, with the common case (identity dim order) decided without the
+ * general stride comparison. */
+static bool contiguous(const tm_tensor *t) {
+  for (uint8_t d = 0; d < t->dim; ++d) {
+    if (t->dim_order[d] != d) {
+      return tm_has_layout(t, TM_LAYOUT_CONTIGUOUS);
     }
   }
   return true;
@@ -155,10 +158,10 @@ tm_status tm_cortex_m_quantized_linear_out(tm_kernel_context *ctx, tm_value *con
   }
   linear_params p;
   const tm_tensor *in = tm_tensor_arg(args, A_INPUT, TM_CHAR, 1, TM_MAX_DIMS);
-  TM_ARG_CHECK(ctx, in != NULL && tm_has_layout(in, TM_LAYOUT_CONTIGUOUS) && in->sizes[in->dim - 1] > 0,
+  TM_ARG_CHECK(ctx, in != NULL && contiguous(in) && in->sizes[in->dim - 1] > 0,
                A_INPUT);
   const tm_tensor *w = tm_tensor_arg(args, A_WEIGHTS, TM_CHAR, 2, 2);
-  TM_ARG_CHECK(ctx, w != NULL && tm_has_layout(w, TM_LAYOUT_CONTIGUOUS) && w->sizes[1] == in->sizes[in->dim - 1] &&
+  TM_ARG_CHECK(ctx, w != NULL && contiguous(w) && w->sizes[1] == in->sizes[in->dim - 1] &&
                         w->sizes[0] > 0,
                A_WEIGHTS);
   p.k = w->sizes[1];
@@ -181,16 +184,21 @@ tm_status tm_cortex_m_quantized_linear_out(tm_kernel_context *ctx, tm_value *con
   TM_ARG_CHECK(ctx, tm_int_arg(args, A_OUTPUT_OFFSET, INT8_MIN, INT8_MAX, &p.output_offset), A_OUTPUT_OFFSET);
   uint32_t n_mults = 0, n_shifts = 0;
   TM_ARG_CHECK(ctx, tm_int_list_arg(args, A_MULTIPLIERS, 1, (uint32_t)p.n, &p.mults, &n_mults) &&
-                        (n_mults == 1 || n_mults == (uint32_t)p.n) && valid_mults(p.mults, n_mults),
+                        (n_mults == 1 || n_mults == (uint32_t)p.n),
                A_MULTIPLIERS);
-  TM_ARG_CHECK(ctx, tm_int_list_arg(args, A_SHIFTS, n_mults, n_mults, &p.shifts, &n_shifts) &&
-                        valid_shifts(p.shifts, n_shifts),
-               A_SHIFTS);
+  TM_ARG_CHECK(ctx, tm_int_list_arg(args, A_SHIFTS, n_mults, n_mults, &p.shifts, &n_shifts), A_SHIFTS);
+  if (!valid_requant(p.mults, p.shifts, n_mults)) {
+    /* Name the list at fault. */
+    for (uint32_t i = 0; i < n_mults; ++i) {
+      TM_ARG_CHECK(ctx, (int64_t)(int32_t)p.mults[i] == p.mults[i], A_MULTIPLIERS);
+    }
+    TM_ARG_CHECK(ctx, false, A_SHIFTS);
+  }
   p.per_channel = n_mults > 1 ? 1u : 0u;
   TM_ARG_CHECK(ctx, tm_int_arg(args, A_ACT_MIN, INT8_MIN, INT8_MAX, &p.act_min), A_ACT_MIN);
   TM_ARG_CHECK(ctx, tm_int_arg(args, A_ACT_MAX, p.act_min, INT8_MAX, &p.act_max), A_ACT_MAX);
   tm_tensor *out = tm_tensor_arg(args, A_OUT, TM_CHAR, in->dim, in->dim);
-  bool out_ok = out != NULL && tm_has_layout(out, TM_LAYOUT_CONTIGUOUS) && out->sizes[out->dim - 1] == p.n;
+  bool out_ok = out != NULL && contiguous(out) && out->sizes[out->dim - 1] == p.n;
   for (uint8_t d = 0; out_ok && d + 1 < in->dim; ++d) {
     out_ok = out->sizes[d] == in->sizes[d];
   }
