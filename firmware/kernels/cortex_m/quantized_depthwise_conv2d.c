@@ -93,75 +93,92 @@ TM_MAYBE_UNUSED static void depthwise_scalar(const dw_params *p) {
  *
  * - the input offset is folded into the bias: acc = bias + input_offset * sum(w) +
  *   sum(x * w), so the taps are pure int8 x int8 products. A tap outside the image
- *   reads a 16-byte row of the input zero point (-input_offset, an int8 by the argument
- *   check), whose products cancel the folded term: (zp + input_offset) * w = 0.
+ *   either reads a 16-byte row of the input zero point (-input_offset, an int8 by the
+ *   argument check), whose products cancel the folded term: (zp + input_offset) * w = 0,
+ *   or (3x3 kernels, a whole kernel row outside) uses a weight set with that row zeroed
+ *   and a bias without that row's folded term.
  * - each tap loads 2 x 8 channels widened to int16 and multiplies them widening into
  *   int32 (VMULLB/VMULLT), so the four int32 accumulators hold channels
  *   {0,2,4,6}, {1,3,5,7}, {8,..,14}, {9,..,15}; bias and requantization parameters are
  *   stored in that order, and the narrowing VQMOVNB/VQMOVNT puts the channels back in
  *   order.
- * - 3x3 kernels are unrolled, with a pointer walk for pixels whose taps are all inside
- *   the image; other kernel shapes loop over their taps.
+ * - 3x3 kernels are unrolled; a row of outputs is three runs (left border column,
+ *   interior, right border column) of one loop with pointers walking by the stride.
+ *   Other geometries (a border two columns wide, rows with two kernel rows outside)
+ *   take nine tap pointers per pixel; other kernel shapes loop over their taps.
  * Output offset and clamp run on int16 lanes: the int8 argument ranges make the
  * saturating int16 forms give the reference's int32 result.
  */
 #define DW_BLOCK 16
-#define DW_MAX_TAPS 9 /* kernels up to this many taps keep int16 weights on the stack */
+
+/* Weight/bias sets of a 3x3 block: all taps, kernel row 0 zeroed, kernel row 2 zeroed. */
+enum { DW_SET_ALL, DW_SET_NO_TOP, DW_SET_NO_BOTTOM, DW_SETS };
 
 typedef struct {
-  int32_t bias[DW_BLOCK]; /* bias + input_offset * sum(w), permuted as the accumulators */
-  int32_t mult[DW_BLOCK];
+  int16_t act_min[8], act_max[8]; /* clamp bounds in all int16 lanes */
+  int32_t mult[DW_BLOCK];         /* requantization, permuted as the accumulators */
   int32_t left[DW_BLOCK];
   int32_t right_neg[DW_BLOCK];
-  int16_t act_min[8], act_max[8];        /* clamp bounds in all int16 lanes */
-  int16_t weight[DW_MAX_TAPS][DW_BLOCK]; /* block's weights, zero beyond the channels */
-  int8_t zero_point[DW_BLOCK];           /* the padding row */
+  int8_t zero_point[DW_BLOCK]; /* the padding row */
   int16_t output_offset;
+  int32_t bias[DW_SETS][DW_BLOCK] __attribute__((aligned(16))); /* bias + input_offset * sum(w) */
+  int16_t weight[DW_SETS][9][DW_BLOCK];                         /* zero beyond the channels */
 } __attribute__((aligned(16))) dw_block_consts;
 
-/* Lane slot of channel i (0..15) of a block in the accumulator order above. */
-static inline int32_t dw_slot(int32_t i) {
-  return (i & 8) + (i & 1) * 4 + ((i & 7) >> 1);
-}
-
-static void dw_prepare_block(const dw_params *p, int32_t c0, int32_t lanes, dw_block_consts *k) {
-  const int32_t c = p->in_dims[3], taps = p->kh * p->kw;
-  for (int32_t i = 0; i < DW_BLOCK; ++i) {
-    const int32_t s = dw_slot(i);
-    if (i >= lanes) {
-      k->bias[s] = 0;
-      k->mult[s] = 0;
-      k->left[s] = 0;
-      k->right_neg[s] = 0;
-      continue;
-    }
-    const int32_t ch = c0 + i;
-    int32_t sum = 0;
-    for (int32_t t = 0; t < taps; ++t) {
-      sum += p->weight[(size_t)t * (size_t)c + (size_t)ch];
-    }
-    /* Wraps like the accumulator itself: only the final sum modulo 2^32 matters. */
-    const uint32_t b = (uint32_t)(p->q.bias != NULL ? p->q.bias[ch] : 0);
-    k->bias[s] = (int32_t)(b + (uint32_t)p->q.input_offset * (uint32_t)sum);
-    const int32_t sh = p->q.shifts[ch];
-    k->mult[s] = p->q.mults[ch];
-    k->left[s] = sh > 0 ? sh : 0;
-    k->right_neg[s] = sh < 0 ? sh : 0;
+/* The block's constants; weight sets only for 3x3 kernels. Lanes beyond `lanes` get
+ * zero weights, bias and multipliers. */
+static void dw_prepare_block(const dw_params *p, int32_t c0, int32_t lanes, bool k3x3, dw_block_consts *k) {
+  const int32_t c = p->in_dims[3], taps = p->kh * p->kw, off = p->q.input_offset;
+  const mve_pred16_t plo = vctp16q((uint32_t)(lanes > 8 ? 8 : lanes));
+  const mve_pred16_t phi = vctp16q((uint32_t)(lanes > 8 ? lanes - 8 : 0));
+  /* Weight sums in accumulator order: all taps, kernel row 0, kernel row 2 (3x3). */
+  int32x4_t sum[4], top[4], bottom[4];
+  for (int32_t j = 0; j < 4; ++j) {
+    sum[j] = top[j] = bottom[j] = vdupq_n_s32(0);
   }
-  if (taps <= DW_MAX_TAPS) {
-    for (int32_t t = 0; t < taps; ++t) {
-      for (int32_t i = 0; i < DW_BLOCK; ++i) {
-        k->weight[t][i] = i < lanes ? p->weight[(size_t)t * (size_t)c + (size_t)(c0 + i)] : 0;
+  for (int32_t t = 0; t < taps; ++t) {
+    const int8_t *wp = p->weight + (size_t)t * (size_t)c + (size_t)c0;
+    const int16x8_t wl = vldrbq_z_s16(wp, plo), wh = vldrbq_z_s16(wp + 8, phi);
+    const int32x4_t v[4] = {vmovlbq_s16(wl), vmovltq_s16(wl), vmovlbq_s16(wh), vmovltq_s16(wh)};
+    for (int32_t j = 0; j < 4; ++j) {
+      sum[j] = vaddq_s32(sum[j], v[j]);
+      if (k3x3 && t < 3) {
+        top[j] = vaddq_s32(top[j], v[j]);
+      } else if (k3x3 && t >= 6) {
+        bottom[j] = vaddq_s32(bottom[j], v[j]);
       }
     }
+    if (k3x3) {
+      const int16x8_t zero = vdupq_n_s16(0);
+      vstrhq_s16(k->weight[DW_SET_ALL][t], wl);
+      vstrhq_s16(k->weight[DW_SET_ALL][t] + 8, wh);
+      vstrhq_s16(k->weight[DW_SET_NO_TOP][t], t < 3 ? zero : wl);
+      vstrhq_s16(k->weight[DW_SET_NO_TOP][t] + 8, t < 3 ? zero : wh);
+      vstrhq_s16(k->weight[DW_SET_NO_BOTTOM][t], t >= 6 ? zero : wl);
+      vstrhq_s16(k->weight[DW_SET_NO_BOTTOM][t] + 8, t >= 6 ? zero : wh);
+    }
   }
-  for (int32_t i = 0; i < DW_BLOCK; ++i) {
-    k->zero_point[i] = (int8_t)(-p->q.input_offset);
+  const uint32x4_t limit = vdupq_n_u32((uint32_t)lanes);
+  for (int32_t j = 0; j < 4; ++j) {
+    /* Accumulator j holds channels base, base + 2, base + 4, base + 6. */
+    const uint32x4_t ch = vidupq_n_u32((uint32_t)((j >> 1) * 8 + (j & 1)), 2);
+    const mve_pred16_t pj = vcmphiq_u32(limit, ch);
+    int32x4_t b = p->q.bias != NULL ? vldrwq_gather_shifted_offset_z_s32(p->q.bias + c0, ch, pj) : vdupq_n_s32(0);
+    /* Wraps like the accumulator itself: only the final sum modulo 2^32 matters. */
+    b = vmlaq_n_s32(b, sum[j], off);
+    vstrwq_s32(k->bias[DW_SET_ALL] + 4 * j, b);
+    if (k3x3) {
+      vstrwq_s32(k->bias[DW_SET_NO_TOP] + 4 * j, vmlaq_n_s32(b, top[j], -off));
+      vstrwq_s32(k->bias[DW_SET_NO_BOTTOM] + 4 * j, vmlaq_n_s32(b, bottom[j], -off));
+    }
+    const int32x4_t s = vldrwq_gather_shifted_offset_z_s32(p->q.shifts + c0, ch, pj);
+    vstrwq_s32(k->mult + 4 * j, vldrwq_gather_shifted_offset_z_s32(p->q.mults + c0, ch, pj));
+    vstrwq_s32(k->left + 4 * j, vmaxq_s32(s, vdupq_n_s32(0)));
+    vstrwq_s32(k->right_neg + 4 * j, vminq_s32(s, vdupq_n_s32(0)));
   }
-  for (int32_t i = 0; i < 8; ++i) {
-    k->act_min[i] = (int16_t)p->q.act_min;
-    k->act_max[i] = (int16_t)p->q.act_max;
-  }
+  vstrbq_s8(k->zero_point, vdupq_n_s8((int8_t)(-off)));
+  vstrhq_s16(k->act_min, vdupq_n_s16((int16_t)p->q.act_min));
+  vstrhq_s16(k->act_max, vdupq_n_s16((int16_t)p->q.act_max));
   k->output_offset = (int16_t)p->q.output_offset;
 }
 
@@ -169,14 +186,18 @@ typedef struct {
   int32x4_t a0, a1, a2, a3;
 } dw_acc;
 
-TM_MVE_INLINE dw_acc dw_acc_init(const dw_block_consts *k) {
+TM_MVE_INLINE dw_acc dw_acc_init(const int32_t *bias) {
   dw_acc a;
-  a.a0 = vldrwq_s32(k->bias);
-  a.a1 = vldrwq_s32(k->bias + 4);
-  a.a2 = vldrwq_s32(k->bias + 8);
-  a.a3 = vldrwq_s32(k->bias + 12);
+  a.a0 = vldrwq_s32(bias);
+  a.a1 = vldrwq_s32(bias + 4);
+  a.a2 = vldrwq_s32(bias + 8);
+  a.a3 = vldrwq_s32(bias + 12);
   return a;
 }
+
+/* Keeps the sum a chain: GCC 12 would otherwise reassociate the taps' adds into a tree
+ * and spill the products. */
+#define DW_CHAIN(a) __asm__("" : "+w"((a)->a0), "+w"((a)->a1), "+w"((a)->a2), "+w"((a)->a3))
 
 /* One tap: x the block's 16 input bytes (or the zero-point row), w its 16 int16 weights;
  * each half is loaded where it is used, so only 4 accumulators + 3 registers are live. */
@@ -190,9 +211,7 @@ TM_MVE_INLINE void dw_tap(dw_acc *a, const int8_t *x, const int16_t *w, bool tai
   const int16x8_t whi = vldrhq_s16(w + 8);
   a->a2 = vaddq_s32(a->a2, vmullbq_int_s16(xhi, whi));
   a->a3 = vaddq_s32(a->a3, vmulltq_int_s16(xhi, whi));
-  /* Keeps the sum a chain: GCC 12 would otherwise reassociate the nine taps' adds
-   * into a tree and spill the products. */
-  __asm__("" : "+w"(a->a0), "+w"(a->a1), "+w"(a->a2), "+w"(a->a3));
+  DW_CHAIN(a);
 }
 
 /* As dw_tap with the weights read from the int8 weight tensor (any kernel size). */
@@ -206,15 +225,14 @@ TM_MVE_INLINE void dw_tap_i8(dw_acc *a, const int8_t *x, const int8_t *w, bool t
   const int16x8_t whi = tail ? vldrbq_z_s16(w + 8, phi) : vldrbq_s16(w + 8);
   a->a2 = vaddq_s32(a->a2, vmullbq_int_s16(xhi, whi));
   a->a3 = vaddq_s32(a->a3, vmulltq_int_s16(xhi, whi));
-  __asm__("" : "+w"(a->a0), "+w"(a->a1), "+w"(a->a2), "+w"(a->a3));
+  DW_CHAIN(a);
 }
 
 /* Tap t of a 3x3 kernel, with w pointing at the centre tap's weights (t = 4), so all
  * nine are within reach of one base register's immediate offsets. */
 TM_MVE_INLINE void dw_tap_k(dw_acc *a, const int8_t *x, const int16_t *w, int32_t t, bool tail, mve_pred16_t plo,
                             mve_pred16_t phi) {
-  const int16_t *wt = w + (t - 4) * DW_BLOCK;
-  dw_tap(a, x, wt, tail, plo, phi);
+  dw_tap(a, x, w + (t - 4) * DW_BLOCK, tail, plo, phi);
 }
 
 /* Makes a pointer opaque to the optimiser once per pixel: GCC 12 otherwise hoists
@@ -229,11 +247,11 @@ TM_MVE_INLINE int32x4_t dw_requant4(int32x4_t acc, const dw_block_consts *k, int
   return tm_mve_requantize(acc, r);
 }
 
-/* Requantizes the block's accumulators and stores its `lanes` output bytes. */
+/* Requantizes the block's accumulators and stores its output bytes. */
 TM_MVE_INLINE void dw_store(const dw_block_consts *k, dw_acc a, int8_t *dst, bool tail, mve_pred16_t plo,
                             mve_pred16_t phi) {
   const int16x8_t lo16 = vldrhq_s16(k->act_min), hi16 = vldrhq_s16(k->act_max);
-  int16x8_t q = vqmovnbq_s32(vdupq_n_s16(0), dw_requant4(a.a0, k, 0));
+  int16x8_t q = vqmovnbq_s32(vuninitializedq_s16(), dw_requant4(a.a0, k, 0));
   q = vqmovntq_s32(q, dw_requant4(a.a1, k, 1));
   q = vminq_s16(vmaxq_s16(vqaddq_n_s16(q, k->output_offset), lo16), hi16);
   if (tail) {
@@ -241,7 +259,7 @@ TM_MVE_INLINE void dw_store(const dw_block_consts *k, dw_acc a, int8_t *dst, boo
   } else {
     vstrbq_s16(dst, q);
   }
-  q = vqmovnbq_s32(vdupq_n_s16(0), dw_requant4(a.a2, k, 2));
+  q = vqmovnbq_s32(vuninitializedq_s16(), dw_requant4(a.a2, k, 2));
   q = vqmovntq_s32(q, dw_requant4(a.a3, k, 3));
   q = vminq_s16(vmaxq_s16(vqaddq_n_s16(q, k->output_offset), lo16), hi16);
   if (tail) {
@@ -251,42 +269,77 @@ TM_MVE_INLINE void dw_store(const dw_block_consts *k, dw_acc a, int8_t *dst, boo
   }
 }
 
-/* A 3x3 pixel from its nine tap pointers (row-major). */
+/* A 3x3 pixel from its nine tap pointers (row-major), all-taps weight set. */
 TM_MVE_INLINE void dw_pixel3x3(const dw_block_consts *k, const int8_t *const x[9], int8_t *dst, bool tail,
                                mve_pred16_t plo, mve_pred16_t phi) {
-  const int16_t *w = k->weight[4];
-  dw_acc a = dw_acc_init(k);
+  const int16_t *w = k->weight[DW_SET_ALL][4];
+  dw_acc a = dw_acc_init(k->bias[DW_SET_ALL]);
   for (int32_t t = 0; t < 9; ++t) {
     dw_tap_k(&a, x[t], w, t, tail, plo, phi);
   }
   dw_store(k, a, dst, tail, plo, phi);
 }
 
-/* `count` pixels of a row whose taps are all inside the image: three row pointers
- * (tap column 0) walk by `step` bytes, the taps of a row are `col` bytes apart. */
-TM_MVE_INLINE void dw_run3x3(const dw_block_consts *k, const int8_t *r0, const int8_t *r1, const int8_t *r2,
-                             ptrdiff_t col, ptrdiff_t step, int8_t *dst, ptrdiff_t dst_step, int32_t count, bool tail,
-                             mve_pred16_t plo, mve_pred16_t phi) {
-  const int16_t *w = k->weight[4];
+/* Column masks of a 3x3 run (bit kx: that tap column is inside the image). */
+#define DW_COLS_ALL 7u
+#define DW_COLS_NO_LEFT 6u
+#define DW_COLS_NO_RIGHT 3u
+
+/* `count` pixels of a row: three pointers at the centre tap column of the kernel's
+ * rows walk by `step` bytes, the taps of a row are `col` bytes apart. Columns not in
+ * `cmask` (a compile-time constant) read the zero-point row instead. */
+TM_MVE_INLINE void dw_run3x3(const dw_block_consts *k, const int16_t *w, const int32_t *bias, const int8_t *r0,
+                             const int8_t *r1, const int8_t *r2, ptrdiff_t col, ptrdiff_t step, int8_t *dst,
+                             ptrdiff_t dst_step, int32_t count, bool tail, mve_pred16_t plo, mve_pred16_t phi,
+                             unsigned cmask) {
   for (int32_t i = 0; i < count; ++i) {
     DW_OPAQUE(k);
     DW_OPAQUE(w);
-    dw_acc a = dw_acc_init(k);
-    dw_tap_k(&a, r0, w, 0, tail, plo, phi);
-    dw_tap_k(&a, r0 + col, w, 1, tail, plo, phi);
-    dw_tap_k(&a, r0 + 2 * col, w, 2, tail, plo, phi);
-    dw_tap_k(&a, r1, w, 3, tail, plo, phi);
-    dw_tap_k(&a, r1 + col, w, 4, tail, plo, phi);
-    dw_tap_k(&a, r1 + 2 * col, w, 5, tail, plo, phi);
-    dw_tap_k(&a, r2, w, 6, tail, plo, phi);
-    dw_tap_k(&a, r2 + col, w, 7, tail, plo, phi);
-    dw_tap_k(&a, r2 + 2 * col, w, 8, tail, plo, phi);
+    DW_OPAQUE(bias);
+    const int8_t *zp = k->zero_point;
+    dw_acc a = dw_acc_init(bias);
+    dw_tap_k(&a, cmask & 1 ? r0 - col : zp, w, 0, tail, plo, phi);
+    dw_tap_k(&a, r0, w, 1, tail, plo, phi);
+    dw_tap_k(&a, cmask & 4 ? r0 + col : zp, w, 2, tail, plo, phi);
+    dw_tap_k(&a, cmask & 1 ? r1 - col : zp, w, 3, tail, plo, phi);
+    dw_tap_k(&a, r1, w, 4, tail, plo, phi);
+    dw_tap_k(&a, cmask & 4 ? r1 + col : zp, w, 5, tail, plo, phi);
+    dw_tap_k(&a, cmask & 1 ? r2 - col : zp, w, 6, tail, plo, phi);
+    dw_tap_k(&a, r2, w, 7, tail, plo, phi);
+    dw_tap_k(&a, cmask & 4 ? r2 + col : zp, w, 8, tail, plo, phi);
     dw_store(k, a, dst, tail, plo, phi);
     r0 += step;
     r1 += step;
     r2 += step;
     dst += dst_step;
   }
+}
+
+/* Column geometry of a 3x3 block, the same for every row: output columns [0, lo) have
+ * only their left tap column outside the image, [lo, hi) none, [hi, ows) only the right
+ * one (`rows_ok` is false when the row does not split that way). */
+typedef struct {
+  int32_t lo, hi, ows;
+  ptrdiff_t first; /* byte offset in an input row of output column 0's centre tap */
+  ptrdiff_t col, step, c;
+  bool rows_ok;
+} dw_geom;
+
+/* One output row whose kernel rows all read image rows r0..r2 (a row outside the image
+ * is given as another row, with a weight set that zeroes it). */
+TM_MVE_INLINE void dw_row3x3(const dw_block_consts *k, const dw_geom *g, const int16_t *w, const int32_t *bias,
+                             const int8_t *r0, const int8_t *r1, const int8_t *r2, int8_t *dst, bool tail,
+                             mve_pred16_t plo, mve_pred16_t phi) {
+  const ptrdiff_t col = g->col, step = g->step, c = g->c;
+  ptrdiff_t at = g->first;
+  dw_run3x3(k, w, bias, r0 + at, r1 + at, r2 + at, col, step, dst, c, g->lo, tail, plo, phi, DW_COLS_NO_LEFT);
+  at += g->lo * step;
+  dst += g->lo * c;
+  dw_run3x3(k, w, bias, r0 + at, r1 + at, r2 + at, col, step, dst, c, g->hi - g->lo, tail, plo, phi, DW_COLS_ALL);
+  at += (g->hi - g->lo) * step;
+  dst += (g->hi - g->lo) * c;
+  dw_run3x3(k, w, bias, r0 + at, r1 + at, r2 + at, col, step, dst, c, g->ows - g->hi, tail, plo, phi,
+            DW_COLS_NO_RIGHT);
 }
 
 __attribute__((noinline)) static void dw_pixel3x3_full(const dw_block_consts *k, const int8_t *const x[9],
@@ -299,65 +352,96 @@ __attribute__((noinline)) static void dw_pixel3x3_tail(const dw_block_consts *k,
   dw_pixel3x3(k, x, dst, true, plo, phi);
 }
 
-__attribute__((noinline)) static void dw_run3x3_full(const dw_block_consts *k, const int8_t *r0, const int8_t *r1,
-                                                     const int8_t *r2, ptrdiff_t col, ptrdiff_t step, int8_t *dst,
-                                                     ptrdiff_t dst_step, int32_t count) {
-  dw_run3x3(k, r0, r1, r2, col, step, dst, dst_step, count, false, 0, 0);
+__attribute__((noinline)) static void dw_row3x3_full(const dw_block_consts *k, const dw_geom *g, const int16_t *w,
+                                                     const int32_t *bias, const int8_t *r0, const int8_t *r1,
+                                                     const int8_t *r2, int8_t *dst) {
+  dw_row3x3(k, g, w, bias, r0, r1, r2, dst, false, 0, 0);
 }
 
-__attribute__((noinline)) static void dw_run3x3_tail(const dw_block_consts *k, const int8_t *r0, const int8_t *r1,
-                                                     const int8_t *r2, ptrdiff_t col, ptrdiff_t step, int8_t *dst,
-                                                     ptrdiff_t dst_step, int32_t count, mve_pred16_t plo,
+__attribute__((noinline)) static void dw_row3x3_tail(const dw_block_consts *k, const dw_geom *g, const int16_t *w,
+                                                     const int32_t *bias, const int8_t *r0, const int8_t *r1,
+                                                     const int8_t *r2, int8_t *dst, mve_pred16_t plo,
                                                      mve_pred16_t phi) {
-  dw_run3x3(k, r0, r1, r2, col, step, dst, dst_step, count, true, plo, phi);
+  dw_row3x3(k, g, w, bias, r0, r1, r2, dst, true, plo, phi);
+}
+
+/* Which of the three tap columns of output column ow are inside the row (bit kx). */
+static unsigned dw_cols(const dw_params *p, int32_t ow) {
+  unsigned m = 0;
+  for (int32_t kx = 0; kx < 3; ++kx) {
+    const int32_t iw = ow * p->win.stride_w - p->win.pad_w + kx * p->win.dil_w;
+    m |= (iw >= 0 && iw < p->in_dims[2]) ? 1u << kx : 0u;
+  }
+  return m;
+}
+
+static void dw_geometry(const dw_params *p, dw_geom *g) {
+  const int32_t c = p->in_dims[3], ows = p->out_dims[2];
+  int32_t lo = 0, hi = ows;
+  while (lo < ows && dw_cols(p, lo) != DW_COLS_ALL) {
+    ++lo;
+  }
+  while (hi > lo && dw_cols(p, hi - 1) != DW_COLS_ALL) {
+    --hi;
+  }
+  bool ok = true;
+  for (int32_t ow = 0; ow < ows; ++ow) {
+    const unsigned want = ow < lo ? DW_COLS_NO_LEFT : (ow < hi ? DW_COLS_ALL : DW_COLS_NO_RIGHT);
+    ok = ok && dw_cols(p, ow) == want;
+  }
+  g->lo = lo;
+  g->hi = hi;
+  g->ows = ows;
+  g->first = (ptrdiff_t)(p->win.dil_w - p->win.pad_w) * c;
+  g->col = (ptrdiff_t)p->win.dil_w * c;
+  g->step = (ptrdiff_t)p->win.stride_w * c;
+  g->c = c;
+  g->rows_ok = ok;
 }
 
 /* All output pixels of one channel block of a 3x3 kernel. */
-TM_MVE_INLINE void dw_block3x3(const dw_params *p, const dw_block_consts *k, const int8_t *image, int8_t *out,
-                               int32_t c0, bool tail, mve_pred16_t plo, mve_pred16_t phi) {
+TM_MVE_INLINE void dw_block3x3(const dw_params *p, const dw_geom *g, const dw_block_consts *k, const int8_t *image,
+                               int8_t *out, int32_t c0, bool tail, mve_pred16_t plo, mve_pred16_t phi) {
   const int32_t h = p->in_dims[1], w = p->in_dims[2], c = p->in_dims[3];
   const int32_t ohs = p->out_dims[1], ows = p->out_dims[2];
-  const ptrdiff_t col = (ptrdiff_t)p->win.dil_w * c, step = (ptrdiff_t)p->win.stride_w * c;
-  /* Output columns whose three taps are all inside the row: [lo, hi). */
-  int32_t lo = 0, hi = ows;
-  while (lo < ows && lo * p->win.stride_w - p->win.pad_w < 0) {
-    ++lo;
-  }
-  while (hi > lo && (hi - 1) * p->win.stride_w - p->win.pad_w + 2 * p->win.dil_w >= w) {
-    --hi;
-  }
   for (int32_t oh = 0; oh < ohs; ++oh) {
     const int32_t ih0 = oh * p->win.stride_h - p->win.pad_h;
     const int8_t *row[3];
-    bool rows_in = true;
+    bool in[3];
     for (int32_t r = 0; r < 3; ++r) {
       const int32_t ih = ih0 + r * p->win.dil_h;
-      const bool in = ih >= 0 && ih < h;
-      row[r] = in ? image + (size_t)ih * (size_t)w * (size_t)c + (size_t)c0 : NULL;
-      rows_in = rows_in && in;
+      in[r] = ih >= 0 && ih < h;
+      row[r] = in[r] ? image + (size_t)ih * (size_t)w * (size_t)c + (size_t)c0 : NULL;
     }
     int8_t *dst = out + (size_t)oh * (size_t)ows * (size_t)c + (size_t)c0;
+    int32_t set = -1;
+    if (g->rows_ok && in[1]) {
+      if (in[0] && in[2]) {
+        set = DW_SET_ALL;
+      } else if (in[2]) {
+        set = DW_SET_NO_TOP;
+        row[0] = row[1];
+      } else if (in[0]) {
+        set = DW_SET_NO_BOTTOM;
+        row[2] = row[1];
+      }
+    }
+    if (set >= 0) {
+      if (tail) {
+        dw_row3x3_tail(k, g, k->weight[set][4], k->bias[set], row[0], row[1], row[2], dst, plo, phi);
+      } else {
+        dw_row3x3_full(k, g, k->weight[set][4], k->bias[set], row[0], row[1], row[2], dst);
+      }
+      continue;
+    }
     for (int32_t ow = 0; ow < ows; ++ow) {
       const int32_t iw0 = ow * p->win.stride_w - p->win.pad_w;
-      if (rows_in && ow == lo && lo < hi) {
-        /* Interior run: three row pointers walk by the stride. */
-        const int8_t *r0 = row[0] + (ptrdiff_t)iw0 * c;
-        const int8_t *r1 = row[1] + (ptrdiff_t)iw0 * c;
-        const int8_t *r2 = row[2] + (ptrdiff_t)iw0 * c;
-        if (tail) {
-          dw_run3x3_tail(k, r0, r1, r2, col, step, dst + (size_t)ow * (size_t)c, c, hi - lo, plo, phi);
-        } else {
-          dw_run3x3_full(k, r0, r1, r2, col, step, dst + (size_t)ow * (size_t)c, c, hi - lo);
-        }
-        ow = hi - 1; /* the loop's increment moves on to column hi */
-        continue;
-      }
       const int8_t *x[9];
       for (int32_t kx = 0; kx < 3; ++kx) {
         const int32_t iw = iw0 + kx * p->win.dil_w;
-        const bool in = iw >= 0 && iw < w;
+        const bool col_in = iw >= 0 && iw < w;
         for (int32_t r = 0; r < 3; ++r) {
-          x[3 * r + kx] = in && row[r] != NULL ? row[r] + (ptrdiff_t)iw * c : k->zero_point;
+          x[3 * r + kx] = col_in && row[r] != NULL ? row[r] + (ptrdiff_t)iw * c : k->zero_point;
         }
       }
       if (tail) {
@@ -378,7 +462,7 @@ TM_MVE_INLINE void dw_block_general(const dw_params *p, const dw_block_consts *k
     const int32_t ih0 = oh * p->win.stride_h - p->win.pad_h;
     for (int32_t ow = 0; ow < ows; ++ow) {
       const int32_t iw0 = ow * p->win.stride_w - p->win.pad_w;
-      dw_acc a = dw_acc_init(k);
+      dw_acc a = dw_acc_init(k->bias[DW_SET_ALL]);
       const int8_t *wt = p->weight + c0;
       for (int32_t ky = 0; ky < p->kh; ++ky) {
         const int32_t ih = ih0 + ky * p->win.dil_h;
@@ -396,14 +480,14 @@ TM_MVE_INLINE void dw_block_general(const dw_params *p, const dw_block_consts *k
   }
 }
 
-static void dw_block3x3_full(const dw_params *p, const dw_block_consts *k, const int8_t *image, int8_t *out,
-                             int32_t c0) {
-  dw_block3x3(p, k, image, out, c0, false, 0, 0);
+static void dw_block3x3_full(const dw_params *p, const dw_geom *g, const dw_block_consts *k, const int8_t *image,
+                             int8_t *out, int32_t c0) {
+  dw_block3x3(p, g, k, image, out, c0, false, 0, 0);
 }
 
-static void dw_block3x3_tail(const dw_params *p, const dw_block_consts *k, const int8_t *image, int8_t *out,
-                             int32_t c0, mve_pred16_t plo, mve_pred16_t phi) {
-  dw_block3x3(p, k, image, out, c0, true, plo, phi);
+static void dw_block3x3_tail(const dw_params *p, const dw_geom *g, const dw_block_consts *k, const int8_t *image,
+                             int8_t *out, int32_t c0, mve_pred16_t plo, mve_pred16_t phi) {
+  dw_block3x3(p, g, k, image, out, c0, true, plo, phi);
 }
 
 static void dw_block_general_full(const dw_params *p, const dw_block_consts *k, const int8_t *image, int8_t *out,
@@ -419,27 +503,29 @@ static void dw_block_general_tail(const dw_params *p, const dw_block_consts *k, 
 static void depthwise_mve(const dw_params *p) {
   const int32_t h = p->in_dims[1], w = p->in_dims[2], c = p->in_dims[3];
   const bool k3x3 = p->kh == 3 && p->kw == 3;
+  dw_geom g;
+  if (k3x3) {
+    dw_geometry(p, &g);
+  }
   dw_block_consts k;
-  for (int32_t n = 0; n < p->in_dims[0]; ++n) {
-    const int8_t *image = p->input + (size_t)n * (size_t)h * (size_t)w * (size_t)c;
-    int8_t *out = p->out + (size_t)n * (size_t)p->out_dims[1] * (size_t)p->out_dims[2] * (size_t)c;
-    for (int32_t c0 = 0; c0 < c; c0 += DW_BLOCK) {
-      const int32_t lanes = c - c0 < DW_BLOCK ? c - c0 : DW_BLOCK;
-      dw_prepare_block(p, c0, lanes, &k);
+  for (int32_t c0 = 0; c0 < c; c0 += DW_BLOCK) {
+    const int32_t lanes = c - c0 < DW_BLOCK ? c - c0 : DW_BLOCK;
+    const mve_pred16_t plo = vctp16q((uint32_t)(lanes > 8 ? 8 : lanes));
+    const mve_pred16_t phi = vctp16q((uint32_t)(lanes > 8 ? lanes - 8 : 0));
+    dw_prepare_block(p, c0, lanes, k3x3, &k);
+    for (int32_t n = 0; n < p->in_dims[0]; ++n) {
+      const int8_t *image = p->input + (size_t)n * (size_t)h * (size_t)w * (size_t)c;
+      int8_t *out = p->out + (size_t)n * (size_t)p->out_dims[1] * (size_t)p->out_dims[2] * (size_t)c;
       if (lanes == DW_BLOCK) {
         if (k3x3) {
-          dw_block3x3_full(p, &k, image, out, c0);
+          dw_block3x3_full(p, &g, &k, image, out, c0);
         } else {
           dw_block_general_full(p, &k, image, out, c0);
         }
+      } else if (k3x3) {
+        dw_block3x3_tail(p, &g, &k, image, out, c0, plo, phi);
       } else {
-        const mve_pred16_t plo = vctp16q((uint32_t)(lanes > 8 ? 8 : lanes));
-        const mve_pred16_t phi = vctp16q((uint32_t)(lanes > 8 ? lanes - 8 : 0));
-        if (k3x3) {
-          dw_block3x3_tail(p, &k, image, out, c0, plo, phi);
-        } else {
-          dw_block_general_tail(p, &k, image, out, c0, plo, phi);
-        }
+        dw_block_general_tail(p, &k, image, out, c0, plo, phi);
       }
     }
   }
