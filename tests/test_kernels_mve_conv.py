@@ -362,3 +362,24 @@ def test_image_is_an_mve_build(mve_run) -> None:
     text = subprocess.run([objdump, "-d", "-m", "armv8.1-m.main", str(elf)], capture_output=True, text=True,
                           check=True).stdout  # fmt: skip
     assert "vmlava.s8" in text and "vqrdmulh.s32" in text
+
+
+@pytest.mark.parametrize(
+    ("channel", "field", "value"),
+    [(5, "shifts", 32), (13, "shifts", -32), (9, "multipliers", 2**31), (12, "multipliers", -(2**31) - 1)],
+)
+def test_mve_linear_rejects_requant_out_of_range(tmp_path: Path, channel: int, field: str, value: int) -> None:
+    """The Helium build's vectorised multiplier/shift check (four channels per step, tail
+    lanes predicated: 14 channels) rejects one bad item anywhere and names the list."""
+    from torchmcu.firmware.run import FirmwareRunError
+
+    case = linear_case(np.random.default_rng(7), "bad_requant", 1, 64, 14, "kernel_sum", per_channel=True)
+    items = [int(v) for v in case.args[field]]
+    items[channel] = value
+    case.args[field] = items
+    program, inputs = _build_program([case])
+    with pytest.raises(FirmwareRunError) as err:
+        firmware.run_samples(serialize(program), BOARD, [inputs], tmp_path, timeout=60)
+    index = 7 if field == "multipliers" else 8  # schema positions of multipliers / shifts
+    assert "op=cortex_m::quantized_linear overload=out instruction=0 value=" in str(err.value)
+    assert f" argument={index} " in str(err.value)

@@ -75,6 +75,63 @@ TM_MAYBE_UNUSED static void linear_scalar(const linear_params *p) {
  * computed once per block, for all rows. Arithmetic wraps modulo 2^32 exactly like the
  * scalar int32 accumulators.
  */
+/* Requantization of channels o..o+3: gathered from the int64 lists (their low words,
+ * 8 bytes apart) when per channel, else the hoisted per-tensor parameters. */
+TM_MVE_INLINE tm_mve_requant linear_requant(const linear_params *p, int32_t o, tm_mve_requant per_tensor,
+                                            bool tail, mve_pred16_t pred) {
+  if (!p->per_channel) {
+    return per_tensor;
+  }
+  const uint32x4_t offsets = vidupq_n_u32(0u, 8);
+  const int32_t *m = (const int32_t *)(const void *)(p->mults + o);
+  const int32_t *s = (const int32_t *)(const void *)(p->shifts + o);
+  const int32x4_t sh = tail ? vldrwq_gather_offset_z_s32(s, offsets, pred) : vldrwq_gather_offset_s32(s, offsets);
+  tm_mve_requant rq;
+  rq.multiplier = tail ? vldrwq_gather_offset_z_s32(m, offsets, pred) : vldrwq_gather_offset_s32(m, offsets);
+  rq.left = vmaxq_s32(sh, vdupq_n_s32(0));
+  rq.right_neg = vminq_s32(sh, vdupq_n_s32(0));
+  return rq;
+}
+
+/*
+ * The kernel_sum form (what ExecuTorch emits), row by row: per row the filter offset
+ * term b*sum(x) is one scalar, per block of four channels the constant term is one
+ * vector load, so the blocks run back to back with only the dot products between.
+ */
+static void linear_mve_kernel_sum(const linear_params *p) {
+  const int32_t k = p->k, n = p->n;
+  const size_t row = (size_t)k;
+  const int32_t full = n & ~3;
+  const mve_pred16_t pred = vctp32q((uint32_t)(n - full));
+  const tm_mve_requant per_tensor = tm_mve_requant_dup((int32_t)p->mults[0], (int32_t)p->shifts[0]);
+  const int8_t *x = p->input;
+  int8_t *dst = p->out;
+  for (int32_t r = 0; r < p->rows; ++r) {
+    const int32_t x_term =
+        p->filter_offset != 0 ? (int32_t)((uint32_t)p->filter_offset * (uint32_t)tm_mve_sum_s8(x, k)) : 0;
+    const int8_t *w = p->weights;
+    for (int32_t o = 0; o < full; o += 4) {
+      int32x4_t acc = tm_mve_dot4_s8(x, w, w + row, w + 2u * row, w + 3u * row, k);
+      acc = vaddq_s32(acc, vaddq_n_s32(vldrwq_s32(p->kernel_sum + o), x_term));
+      const tm_mve_requant rq = linear_requant(p, o, per_tensor, false, pred);
+      vstrbq_s32(dst + o, tm_mve_requantize_out(acc, rq, p->output_offset, p->act_min, p->act_max));
+      w += 4u * row;
+    }
+    if (full < n) {
+      /* Rows past the end repeat the last row; their lanes are not stored. */
+      const int32_t left = n - full;
+      const int8_t *w1 = left > 1 ? w + row : w;
+      const int8_t *w2 = left > 2 ? w1 + row : w1;
+      int32x4_t acc = tm_mve_dot4_s8(x, w, w1, w2, w2, k);
+      acc = vaddq_s32(acc, vaddq_n_s32(vldrwq_z_s32(p->kernel_sum + full, pred), x_term));
+      const tm_mve_requant rq = linear_requant(p, full, per_tensor, true, pred);
+      vstrbq_p_s32(dst + full, tm_mve_requantize_out(acc, rq, p->output_offset, p->act_min, p->act_max), pred);
+    }
+    x += row;
+    dst += n;
+  }
+}
+
 static void linear_mve(const linear_params *p) {
   const int32_t k = p->k;
   const size_t row = (size_t)k;
@@ -127,8 +184,32 @@ static void linear_mve(const linear_params *p) {
 }
 #endif
 
-/* Multipliers fit int32 and shifts lie in [-31, 31]: one pass over both lists, 32-bit
- * compares (an int64 fits int32 iff it equals its low word sign-extended). */
+/* Multipliers fit int32 and shifts lie in [-31, 31] (an int64 fits int32 iff its high
+ * word is its low word's sign). */
+#if TM_KERNELS_USE_MVE
+/* Four channels per step: low and high words gathered (8 bytes apart), violations
+ * collected in vectors and reduced once; disabled tail lanes read as 0 (valid). */
+static bool valid_requant(const int64_t *mults, const int64_t *shifts, uint32_t len) {
+  const int32_t *m = (const int32_t *)(const void *)mults;
+  const int32_t *s = (const int32_t *)(const void *)shifts;
+  const uint32x4_t lo = vidupq_n_u32(0u, 8);
+  const uint32x4_t hi = vaddq_n_u32(lo, 4u);
+  int32x4_t bad = vdupq_n_s32(0), s_max = bad, s_min = bad;
+  for (uint32_t i = 0; i < len; i += 4) {
+    const mve_pred16_t p = vctp32q(len - i);
+    const int32x4_t m_lo = vldrwq_gather_offset_z_s32(m, lo, p);
+    const int32x4_t s_lo = vldrwq_gather_offset_z_s32(s, lo, p);
+    bad = vorrq_s32(bad, veorq_s32(vldrwq_gather_offset_z_s32(m, hi, p), vshrq_n_s32(m_lo, 31)));
+    bad = vorrq_s32(bad, veorq_s32(vldrwq_gather_offset_z_s32(s, hi, p), vshrq_n_s32(s_lo, 31)));
+    s_max = vmaxq_s32(s_max, s_lo);
+    s_min = vminq_s32(s_min, s_lo);
+    m += 8;
+    s += 8;
+  }
+  return vmaxvq_u32(0u, vreinterpretq_u32_s32(bad)) == 0u && vmaxvq_s32(INT32_MIN, s_max) <= 31 &&
+         vminvq_s32(INT32_MAX, s_min) >= -31;
+}
+#else
 static bool valid_requant(const int64_t *mults, const int64_t *shifts, uint32_t len) {
   for (uint32_t i = 0; i < len; ++i) {
     const int64_t m = mults[i];
@@ -139,54 +220,130 @@ static bool valid_requant(const int64_t *mults, const int64_t *shifts, uint32_t 
   }
   return true;
 }
+#endif
 
-/* Contiguous layout, with the common case (identity dim order) decided without the
- * general stride comparison. */
-static bool contiguous(const tm_tensor *t) {
-  for (uint8_t d = 0; d < t->dim; ++d) {
-    if (t->dim_order[d] != d) {
-      return tm_has_layout(t, TM_LAYOUT_CONTIGUOUS);
+/*
+ * Argument checks, kept cheap because a small layer's call is dominated by them
+ * (fc_small: 768 MACs). Each fast check below accepts exactly a subset of what the
+ * general kernel_args check accepts (the common, plain case); when it fails, the general
+ * check runs and decides, so verdicts and the reported argument are unchanged.
+ */
+
+/* Count, non-NULL arguments, out tensor given twice: the common case of
+ * tm_check_arg_count. */
+static inline bool plain_arg_list(tm_value *const *args, size_t nargs) {
+  if (nargs != N_SCHEMA + 1) {
+    return false;
+  }
+  for (size_t i = 0; i < N_SCHEMA + 1; ++i) {
+    if (args[i] == NULL) {
+      return false;
     }
   }
+  const tm_value *out = args[A_OUT];
+  return out->tag == TM_VALUE_TENSOR && out->u.tensor != NULL && args[A_OUT + 1]->tag == TM_VALUE_TENSOR &&
+         args[A_OUT + 1]->u.tensor == out->u.tensor;
+}
+
+/* A tensor of `type` and rank lo..hi (hi <= TM_MAX_DIMS) with the identity dim order,
+ * so valid and contiguous, sizes >= 0 multiplying to numel, data present: what
+ * tm_tensor_arg + tm_has_layout(CONTIGUOUS) accept in the plain case. NULL otherwise. */
+static inline const tm_tensor *plain_tensor(tm_value *const *args, size_t i, uint8_t type, uint8_t lo, uint8_t hi) {
+  const tm_value *v = args[i];
+  if (v->tag != TM_VALUE_TENSOR) {
+    return NULL;
+  }
+  const tm_tensor *t = v->u.tensor;
+  if (t == NULL || t->scalar_type != type || t->dim < lo || t->dim > hi) {
+    return NULL;
+  }
+  uint64_t numel = 1;
+  for (uint8_t d = 0; d < t->dim; ++d) {
+    if (t->dim_order[d] != d || t->sizes[d] < 0) {
+      return NULL;
+    }
+    numel *= (uint32_t)t->sizes[d];
+  }
+  return numel == t->numel && (t->data != NULL || t->nbytes == 0) ? t : NULL;
+}
+
+/* tm_tensor_arg + contiguity, plain case first. */
+static inline const tm_tensor *contiguous_tensor(tm_value *const *args, size_t i, uint8_t type, uint8_t lo,
+                                                 uint8_t hi) {
+  const tm_tensor *t = plain_tensor(args, i, type, lo, hi);
+  if (t == NULL) {
+    t = tm_tensor_arg(args, i, type, lo, hi);
+    if (t != NULL && !tm_has_layout(t, TM_LAYOUT_CONTIGUOUS)) {
+      t = NULL;
+    }
+  }
+  return t;
+}
+
+/* tm_int_arg, inline. */
+static inline bool int_in(tm_value *const *args, size_t i, int32_t lo, int32_t hi, int32_t *out) {
+  const tm_value *v = args[i];
+  if (v->tag != TM_VALUE_INT || v->u.i < lo || v->u.i > hi) {
+    return false;
+  }
+  *out = (int32_t)v->u.i;
+  return true;
+}
+
+/* tm_int_list_arg, inline. */
+static inline bool int_list(tm_value *const *args, size_t i, uint32_t min_len, uint32_t max_len,
+                            const int64_t **items, uint32_t *len) {
+  const tm_value *v = args[i];
+  if (v->tag != TM_VALUE_INT_LIST || v->u.int_list.length < min_len || v->u.int_list.length > max_len ||
+      (v->u.int_list.items == NULL && v->u.int_list.length != 0)) {
+    return false;
+  }
+  *items = v->u.int_list.items;
+  *len = v->u.int_list.length;
   return true;
 }
 
 tm_status tm_cortex_m_quantized_linear_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
-  if (st != TM_OK) {
-    return st;
+  if (!plain_arg_list(args, nargs)) {
+    const tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
+    if (st != TM_OK) {
+      return st;
+    }
   }
   linear_params p;
-  const tm_tensor *in = tm_tensor_arg(args, A_INPUT, TM_CHAR, 1, TM_MAX_DIMS);
-  TM_ARG_CHECK(ctx, in != NULL && contiguous(in) && in->sizes[in->dim - 1] > 0,
-               A_INPUT);
-  const tm_tensor *w = tm_tensor_arg(args, A_WEIGHTS, TM_CHAR, 2, 2);
-  TM_ARG_CHECK(ctx, w != NULL && contiguous(w) && w->sizes[1] == in->sizes[in->dim - 1] &&
-                        w->sizes[0] > 0,
-               A_WEIGHTS);
+  const tm_tensor *in = contiguous_tensor(args, A_INPUT, TM_CHAR, 1, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, in != NULL && in->sizes[in->dim - 1] > 0, A_INPUT);
+  const tm_tensor *w = contiguous_tensor(args, A_WEIGHTS, TM_CHAR, 2, 2);
+  TM_ARG_CHECK(ctx, w != NULL && w->sizes[1] == in->sizes[in->dim - 1] && w->sizes[0] > 0, A_WEIGHTS);
   p.k = w->sizes[1];
   p.n = w->sizes[0];
   p.rows = (int32_t)(in->numel / (uint32_t)p.k);
   p.bias = NULL;
-  if (!tm_is_none(args, A_BIAS)) {
-    const tm_tensor *b = tm_tensor_arg(args, A_BIAS, TM_INT, 1, TM_MAX_DIMS);
+  if (!(args[A_BIAS]->tag == TM_VALUE_NONE)) {
+    const tm_tensor *b = plain_tensor(args, A_BIAS, TM_INT, 1, TM_MAX_DIMS);
+    if (b == NULL) {
+      b = tm_tensor_arg(args, A_BIAS, TM_INT, 1, TM_MAX_DIMS);
+    }
     TM_ARG_CHECK(ctx, b != NULL && b->numel == (uint32_t)p.n, A_BIAS);
     p.bias = (const int32_t *)b->data;
   }
   p.kernel_sum = NULL;
-  if (!tm_is_none(args, A_KERNEL_SUM)) {
-    const tm_tensor *ks = tm_tensor_arg(args, A_KERNEL_SUM, TM_INT, 1, TM_MAX_DIMS);
+  if (!(args[A_KERNEL_SUM]->tag == TM_VALUE_NONE)) {
+    const tm_tensor *ks = plain_tensor(args, A_KERNEL_SUM, TM_INT, 1, TM_MAX_DIMS);
+    if (ks == NULL) {
+      ks = tm_tensor_arg(args, A_KERNEL_SUM, TM_INT, 1, TM_MAX_DIMS);
+    }
     TM_ARG_CHECK(ctx, ks != NULL && ks->numel == (uint32_t)p.n, A_KERNEL_SUM);
     p.kernel_sum = (const int32_t *)ks->data;
   }
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_INPUT_OFFSET, -INT8_MAX, -INT8_MIN, &p.input_offset), A_INPUT_OFFSET);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_FILTER_OFFSET, -INT8_MAX, -INT8_MIN, &p.filter_offset), A_FILTER_OFFSET);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_OUTPUT_OFFSET, INT8_MIN, INT8_MAX, &p.output_offset), A_OUTPUT_OFFSET);
+  TM_ARG_CHECK(ctx, int_in(args, A_INPUT_OFFSET, -INT8_MAX, -INT8_MIN, &p.input_offset), A_INPUT_OFFSET);
+  TM_ARG_CHECK(ctx, int_in(args, A_FILTER_OFFSET, -INT8_MAX, -INT8_MIN, &p.filter_offset), A_FILTER_OFFSET);
+  TM_ARG_CHECK(ctx, int_in(args, A_OUTPUT_OFFSET, INT8_MIN, INT8_MAX, &p.output_offset), A_OUTPUT_OFFSET);
   uint32_t n_mults = 0, n_shifts = 0;
-  TM_ARG_CHECK(ctx, tm_int_list_arg(args, A_MULTIPLIERS, 1, (uint32_t)p.n, &p.mults, &n_mults) &&
+  TM_ARG_CHECK(ctx, int_list(args, A_MULTIPLIERS, 1, (uint32_t)p.n, &p.mults, &n_mults) &&
                         (n_mults == 1 || n_mults == (uint32_t)p.n),
                A_MULTIPLIERS);
-  TM_ARG_CHECK(ctx, tm_int_list_arg(args, A_SHIFTS, n_mults, n_mults, &p.shifts, &n_shifts), A_SHIFTS);
+  TM_ARG_CHECK(ctx, int_list(args, A_SHIFTS, n_mults, n_mults, &p.shifts, &n_shifts), A_SHIFTS);
   if (!valid_requant(p.mults, p.shifts, n_mults)) {
     /* Name the list at fault. */
     for (uint32_t i = 0; i < n_mults; ++i) {
@@ -195,10 +352,10 @@ tm_status tm_cortex_m_quantized_linear_out(tm_kernel_context *ctx, tm_value *con
     TM_ARG_CHECK(ctx, false, A_SHIFTS);
   }
   p.per_channel = n_mults > 1 ? 1u : 0u;
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_ACT_MIN, INT8_MIN, INT8_MAX, &p.act_min), A_ACT_MIN);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_ACT_MAX, p.act_min, INT8_MAX, &p.act_max), A_ACT_MAX);
-  tm_tensor *out = tm_tensor_arg(args, A_OUT, TM_CHAR, in->dim, in->dim);
-  bool out_ok = out != NULL && contiguous(out) && out->sizes[out->dim - 1] == p.n;
+  TM_ARG_CHECK(ctx, int_in(args, A_ACT_MIN, INT8_MIN, INT8_MAX, &p.act_min), A_ACT_MIN);
+  TM_ARG_CHECK(ctx, int_in(args, A_ACT_MAX, p.act_min, INT8_MAX, &p.act_max), A_ACT_MAX);
+  const tm_tensor *out = contiguous_tensor(args, A_OUT, TM_CHAR, in->dim, in->dim);
+  bool out_ok = out != NULL && out->sizes[out->dim - 1] == p.n;
   for (uint8_t d = 0; out_ok && d + 1 < in->dim; ++d) {
     out_ok = out->sizes[d] == in->sizes[d];
   }
@@ -208,7 +365,11 @@ tm_status tm_cortex_m_quantized_linear_out(tm_kernel_context *ctx, tm_value *con
   p.out = (int8_t *)out->data;
 
 #if TM_KERNELS_USE_MVE
-  linear_mve(&p);
+  if (p.kernel_sum != NULL) {
+    linear_mve_kernel_sum(&p);
+  } else {
+    linear_mve(&p);
+  }
 #else
   linear_scalar(&p);
 #endif
