@@ -66,7 +66,7 @@ def op_name(node: torch.fx.Node) -> str:
     name = str(node.target) if isinstance(node.target, torch._ops.OpOverload) else getattr(
         node.target, "__name__", str(node.target)
     )
-    return name[: -len(".default")] if name.endswith(".default") else name
+    return name.removesuffix(".default")
 
 
 def unsupported(node: torch.fx.Node, why: str = "") -> UnsupportedOpError:

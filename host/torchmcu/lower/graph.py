@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 import torch.fx
-import torchmcu.quantize._torchao  # noqa: F401  (registers the quantized_decomposed ops, quietly)
 
+import torchmcu.quantize._torchao  # noqa: F401  (registers the quantized_decomposed ops, quietly)
 from torchmcu.lower.errors import LoweringError, describe_node
 
 _qd = torch.ops.quantized_decomposed

@@ -46,8 +46,11 @@ class LoweringReport:
         }
 
     def summary(self) -> str:
-        lines = [f"{len(self.nodes)} kernel calls, arena {self.arena_bytes} B "
-                 f"(lower bound {self.arena_lower_bound} B), constants {self.constant_bytes} B"]
+        head = (
+            f"{len(self.nodes)} kernel calls, arena {self.arena_bytes} B "
+            f"(lower bound {self.arena_lower_bound} B), constants {self.constant_bytes} B"
+        )
+        lines = [head]
         for n in self.nodes:
             where = n.module or n.source
             lines.append(f"  [{n.instruction:3d}] {n.op:<40s} {n.node:<28s} {where}")

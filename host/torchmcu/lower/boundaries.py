@@ -1,0 +1,98 @@
+"""Program boundaries: inputs (quantize in), outputs (dequantize out) and stray quantize nodes."""
+
+from __future__ import annotations
+
+import torch
+import torch.fx
+
+from torchmcu.lower.builder import ProgramBuilder, nbytes_of
+from torchmcu.lower.context import Ctx, call, input_value, new_int8
+from torchmcu.lower.errors import LoweringError, unsupported
+from torchmcu.lower.graph import QParams, is_dq, is_q, qparams_of, shape_of
+from torchmcu.lower.layout import as_contiguous
+from torchmcu.lower.requant import INT8_MAX, INT8_MIN, same_qparams
+from torchmcu.pte.program import ScalarType
+
+
+def _qdq_args(b: ProgramBuilder, vi: int, qp: QParams) -> list[int]:
+    """Arguments of cortex_m::quantize/dequantize_per_tensor on vi with int8 qparams qp."""
+    return [vi, b.double(qp.scale), b.int_(qp.zero_point), b.int_(qp.quant_min),
+            b.int_(qp.quant_max), b.int_(int(ScalarType.CHAR))]
+
+
+def _io_dtype(int8: bool) -> str:
+    return "int8" if int8 else "float32"
+
+
+def lower_placeholder(ctx: Ctx, node: torch.fx.Node) -> None:
+    users = list(node.users)
+    if not users:
+        return
+    non_q = [u for u in users if not is_q(u)]
+    if non_q:
+        raise unsupported(non_q[0], "it consumes a float program input (it was not quantized)")
+    params = {qparams_of(ctx.gm, q) for q in users}
+    if len(params) != 1:
+        raise LoweringError(f"input '{node.name}' is quantized with different qparams by its users")
+    qp = params.pop()
+    sizes = shape_of(node)
+    b = ctx.b
+    if ctx.opts.int8_io:
+        value = new_int8(ctx, node.name, sizes, qp, nhwc=False)
+        ctx.inputs.append(value.vi)
+    else:
+        key = b.new_buffer(node.name, nbytes_of(ScalarType.FLOAT, sizes))
+        fvi = b.planned(key, ScalarType.FLOAT, sizes)
+        ctx.inputs.append(fvi)
+        value = new_int8(ctx, f"{node.name}.q", sizes, qp, nhwc=False)
+        call(ctx, "cortex_m::quantize_per_tensor", _qdq_args(b, fvi, qp), value.vi, users[0])
+    ctx.io_info["inputs"].append(
+        {"name": node.name, "sizes": sizes, "scale": qp.scale, "zero_point": qp.zero_point,
+         "dtype": _io_dtype(ctx.opts.int8_io)}
+    )
+    for q in users:
+        ctx.env[q] = value
+        ctx.done.add(q)
+
+
+def lower_output(ctx: Ctx, node: torch.fx.Node) -> None:
+    results = node.args[0]
+    items = results if isinstance(results, (tuple, list)) else [results]
+    b = ctx.b
+    for item in items:
+        if not isinstance(item, torch.fx.Node) or not (is_dq(item) or is_q(item)):
+            raise unsupported(item if isinstance(item, torch.fx.Node) else node,
+                              "a program output that is not a quantized tensor")
+        src = item.args[0] if is_dq(item) else item
+        v = input_value(ctx, src)
+        ctx.current = item
+        v = as_contiguous(ctx, v)
+        qp = QParams(float(v.scale), int(v.zero_point), INT8_MIN, INT8_MAX)  # type: ignore[arg-type]
+        int8_out = ctx.opts.int8_io or is_q(item)
+        if int8_out:
+            out_vi = v.vi
+        else:
+            key = b.new_buffer(f"{item.name}.out", nbytes_of(ScalarType.FLOAT, v.sizes))
+            out_vi = b.planned(key, ScalarType.FLOAT, v.sizes)
+            call(ctx, "cortex_m::dequantize_per_tensor", _qdq_args(b, v.vi, qp), out_vi, item)
+        ctx.outputs.append(out_vi)
+        ctx.io_info["outputs"].append(
+            {"name": item.name, "sizes": list(v.sizes), "scale": qp.scale,
+             "zero_point": qp.zero_point, "dtype": _io_dtype(int8_out)}
+        )
+
+
+def lower_q(ctx: Ctx, node: torch.fx.Node) -> None:
+    """A quantize not consumed by an anchor: either a re-quantization of an int8 value or the
+    output of an unsupported float op."""
+    src = node.args[0]
+    if is_dq(src) and src.args[0] in ctx.env:  # type: ignore[union-attr]
+        v = ctx.env[src.args[0]]  # type: ignore[union-attr]
+        qp = qparams_of(ctx.gm, node)
+        if same_qparams(v.scale, v.zero_point, qp):
+            ctx.env[node] = v
+            return
+        raise unsupported(node, "re-quantization between two int8 qparams")
+    if isinstance(src, torch.fx.Node) and src.op == "call_function":
+        raise unsupported(src)
+    raise unsupported(node, "quantize of a value that is not a program input or op output")

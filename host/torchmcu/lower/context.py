@@ -1,0 +1,116 @@
+"""Lowering state and the emit helpers every operator rule shares."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx
+
+from torchmcu.lower.builder import NHWC_DIM_ORDER, ProgramBuilder, nbytes_of
+from torchmcu.lower.errors import module_of, op_name, unsupported, user_source_line
+from torchmcu.lower.graph import QParams
+from torchmcu.lower.report import NodeReport
+from torchmcu.lower.values import LValue
+from torchmcu.pte.program import ScalarType
+
+
+@dataclass
+class LoweringOptions:
+    int8_io: bool = False
+    linear_kernel_sum: bool = False  # pass kernel_sum (ExecuTorch MVE form) instead of bias
+    method_name: str = "forward"
+
+
+@dataclass
+class Ctx:
+    """Everything one lowering run accumulates while walking the graph."""
+
+    gm: torch.fx.GraphModule
+    opts: LoweringOptions
+    b: ProgramBuilder = field(default_factory=ProgramBuilder)
+    env: dict[torch.fx.Node, LValue] = field(default_factory=dict)
+    done: set[torch.fx.Node] = field(default_factory=set)
+    report: list[NodeReport] = field(default_factory=list)
+    inputs: list[int] = field(default_factory=list)
+    outputs: list[int] = field(default_factory=list)
+    io_info: dict[str, list[dict[str, Any]]] = field(
+        default_factory=lambda: {"inputs": [], "outputs": []}
+    )
+    # per value index: cached NHWC / contiguous twins produced by a transpose
+    twins: dict[tuple[int, str], LValue] = field(default_factory=dict)
+    current: torch.fx.Node | None = None
+
+
+def _record(ctx: Ctx, node: torch.fx.Node | None, op: str, instr: int) -> None:
+    ctx.report.append(
+        NodeReport(
+            instruction=instr,
+            op=op,
+            node=node.name if node is not None else "",
+            target=op_name(node) if node is not None else "",
+            module=module_of(node) if node is not None else "",
+            source=user_source_line(node) if node is not None else "",
+        )
+    )
+
+
+def call(ctx: Ctx, op: str, args: Sequence[int], out: int, node: torch.fx.Node | None) -> None:
+    """Emit one kernel call and attribute it to node (or the node being lowered)."""
+    instr = ctx.b.call(op, args, out)
+    _record(ctx, node if node is not None else ctx.current, op, instr)
+
+
+def _layout(nhwc: bool) -> list[int] | None:
+    """dim_order for builder.planned: legacy channels-last, or None for contiguous."""
+    return NHWC_DIM_ORDER if nhwc else None
+
+
+def new_int8(ctx: Ctx, hint: str, sizes: Sequence[int], qp: QParams | None, nhwc: bool) -> LValue:
+    """A fresh planned int8 tensor carrying qp."""
+    sizes = list(sizes)
+    key = ctx.b.new_buffer(hint, nbytes_of(ScalarType.CHAR, sizes))
+    vi = ctx.b.planned(key, ScalarType.CHAR, sizes, _layout(nhwc))
+    return LValue(
+        vi, key, sizes, ScalarType.CHAR,
+        qp.scale if qp else None, qp.zero_point if qp else None, nhwc=nhwc,
+    )
+
+
+def alias(ctx: Ctx, v: LValue, sizes: Sequence[int], nhwc: bool, **kw: Any) -> LValue:
+    """Another view of v's bytes (no instruction)."""
+    sizes = list(sizes)
+    vi = ctx.b.planned(v.buffer, v.scalar_type, sizes, _layout(nhwc))
+    return v.with_(vi=vi, sizes=sizes, nhwc=nhwc, flatten_chw=kw.get("flatten_chw"))
+
+
+def kernel_scratch(ctx: Ctx, hint: str, op: str, x: LValue, *shapes: tuple[int, ...]) -> int:
+    """A planned byte buffer sized by the kernels' scratch contract for op on NHWC input x."""
+    from torchmcu.reference.scratch import SCRATCH_BYTES
+
+    n, c, h, w = x.sizes
+    nbytes = int(SCRATCH_BYTES[f"cortex_m::{op}"]((n, h, w, c), *shapes))
+    key = ctx.b.new_buffer(f"{hint}.scratch", nbytes)
+    return ctx.b.planned(key, ScalarType.BYTE, [nbytes])
+
+
+def input_value(ctx: Ctx, node: object) -> LValue:
+    """The int8 value behind a (dequantized) input argument."""
+    if isinstance(node, torch.fx.Node) and node in ctx.env:
+        return ctx.env[node]
+    if isinstance(node, torch.fx.Node) and node.op == "placeholder":
+        raise unsupported(ctx.current, "a float program input is used directly by this op "
+                          "(the op was not annotated for quantization)")  # type: ignore[arg-type]
+    raise unsupported(ctx.current, f"its input {node} is not an int8 tensor (a float op feeds "
+                      "it)")  # type: ignore[arg-type]
+
+
+def bind_output(ctx: Ctx, qs: list[torch.fx.Node], act: torch.fx.Node | None, out: LValue) -> None:
+    """Make the anchor's quantize users (and fused activation) resolve to out."""
+    for q in qs:
+        ctx.env[q] = out
+        ctx.done.add(q)
+    if act is not None:
+        ctx.done.add(act)

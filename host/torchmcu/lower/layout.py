@@ -1,0 +1,59 @@
+"""Moving activations between NHWC and contiguous memory order (one cached transpose each)."""
+
+from __future__ import annotations
+
+from torchmcu.lower.builder import nbytes_of
+from torchmcu.lower.context import Ctx, alias, call
+from torchmcu.lower.errors import LoweringError, describe_node
+from torchmcu.lower.values import LValue
+
+
+def _transpose(ctx: Ctx, v: LValue, src_sizes: list[int], perm: list[int], hint: str) -> LValue:
+    """cortex_m::transpose of v viewed as contiguous src_sizes; returns the contiguous result."""
+    src = alias(ctx, v, src_sizes, nhwc=False)
+    out_sizes = [src_sizes[p] for p in perm]
+    key = ctx.b.new_buffer(hint, nbytes_of(v.scalar_type, out_sizes))
+    out_vi = ctx.b.planned(key, v.scalar_type, out_sizes)
+    call(ctx, "cortex_m::transpose", [src.vi, ctx.b.int_list(perm)], out_vi, None)
+    return v.with_(vi=out_vi, buffer=key, sizes=out_sizes, nhwc=False, flatten_chw=None)
+
+
+def as_nhwc(ctx: Ctx, v: LValue) -> LValue:
+    """v as a legacy 4-D channels-last tensor, transposing once (cached) if needed."""
+    if v.rank != 4:
+        raise LoweringError(
+            f"{describe_node(ctx.current) if ctx.current else ''}: expected a 4-D activation, "
+            f"got sizes {v.sizes}"
+        )
+    if v.nhwc:
+        return v
+    if v.layout_free:
+        return alias(ctx, v, v.sizes, nhwc=True)
+    cached = ctx.twins.get((v.vi, "nhwc"))
+    if cached is not None:
+        return cached
+    n, c, h, w = v.sizes
+    t = _transpose(ctx, v, [n, c, h, w], [0, 2, 3, 1], f"{v.buffer}.nhwc")
+    out = alias(ctx, t, [n, c, h, w], nhwc=True)
+    ctx.twins[(v.vi, "nhwc")] = out
+    return out
+
+
+def as_contiguous(ctx: Ctx, v: LValue) -> LValue:
+    """v with PyTorch's contiguous memory order for its logical sizes."""
+    if v.flatten_chw is not None:
+        n = v.sizes[0]
+        c, h, w = v.flatten_chw
+        base = alias(ctx, v, [n, c, h, w], nhwc=True)
+        return alias(ctx, as_contiguous(ctx, base), v.sizes, nhwc=False)
+    if not v.nhwc:
+        return v
+    if v.layout_free:
+        return alias(ctx, v, v.sizes, nhwc=False)
+    cached = ctx.twins.get((v.vi, "nchw"))
+    if cached is not None:
+        return cached
+    n, c, h, w = v.sizes
+    out = _transpose(ctx, v, [n, h, w, c], [0, 3, 1, 2], f"{v.buffer}.nchw")
+    ctx.twins[(v.vi, "nchw")] = out
+    return out

@@ -1,0 +1,86 @@
+"""Output qparams, fused-activation ranges and requantization multipliers of an anchor op."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+import torch.fx
+
+from torchmcu.lower.context import Ctx
+from torchmcu.lower.errors import LoweringError, describe_node, unsupported
+from torchmcu.lower.graph import QParams, arg, is_q, qparams_of
+from torchmcu.reference.quant import quantize_multiplier
+
+_aten = torch.ops.aten
+
+ACTIVATIONS = {
+    _aten.relu.default,
+    _aten.relu_.default,
+    _aten.relu6.default,
+    _aten.hardtanh.default,
+    _aten.hardtanh_.default,
+    _aten.clamp.default,
+    _aten.clamp_.default,
+}
+
+INT8_MIN, INT8_MAX = -128, 127
+
+
+def q8(value: float, qp: QParams) -> int:
+    """Quantize one real number the way torch's quantize_per_tensor does (half to even)."""
+    q = np.round(np.float32(value) / np.float32(qp.scale)) + qp.zero_point
+    return int(np.clip(q, qp.quant_min, qp.quant_max))
+
+
+def same_qparams(scale: float | None, zero_point: int | None, qp: QParams) -> bool:
+    """True when (scale, zero_point) match qp, i.e. the op can keep the int8 bytes as they are."""
+    return zero_point == qp.zero_point and math.isclose(float(scale), qp.scale, rel_tol=1e-6)  # type: ignore[arg-type]
+
+
+def output_quant(ctx: Ctx, node: torch.fx.Node, allow_activation: bool):
+    """(quantize users, fused activation node or None, qparams) at the output of an anchor op."""
+    act = None
+    users = list(node.users)
+    if allow_activation and len(users) == 1 and users[0].target in ACTIVATIONS:
+        act = users[0]
+        users = list(act.users)
+    qs = [u for u in users if is_q(u)]
+    if not users or len(qs) != len(users):
+        raise unsupported(node, "its output is not quantized to int8 (an unannotated float op "
+                          "uses it)")
+    params = {qparams_of(ctx.gm, q) for q in qs}
+    if len(params) != 1:
+        raise LoweringError(f"{describe_node(node)}: output quantized with different qparams")
+    return qs, act, params.pop()
+
+
+def activation_range(act: torch.fx.Node | None, qp: QParams) -> tuple[int, int]:
+    """(activation_min, activation_max) for a fused ReLU/ReLU6/hardtanh/clamp."""
+    lo, hi = qp.quant_min, qp.quant_max
+    if act is None:
+        return lo, hi
+    t = act.target
+    if t in (_aten.relu.default, _aten.relu_.default):
+        bounds: tuple[float | None, float | None] = (0.0, None)
+    elif t == _aten.relu6.default:
+        bounds = (0.0, 6.0)
+    elif t in (_aten.hardtanh.default, _aten.hardtanh_.default):
+        bounds = (float(arg(act, 1, "min_val", -1.0)), float(arg(act, 2, "max_val", 1.0)))
+    else:
+        mn, mx = arg(act, 1, "min", None), arg(act, 2, "max", None)
+        if isinstance(mn, torch.fx.Node) or isinstance(mx, torch.fx.Node):
+            raise unsupported(act, "clamp bounds must be numbers")
+        bounds = (None if mn is None else float(mn), None if mx is None else float(mx))  # type: ignore[arg-type]
+    if bounds[0] is not None:
+        lo = max(lo, q8(bounds[0], qp))
+    if bounds[1] is not None:
+        hi = min(hi, q8(bounds[1], qp))
+    return lo, hi
+
+
+def per_channel_requant(in_scale: float, w_scales: np.ndarray, out_scale: float):
+    """(multipliers, shifts) taking each channel's int32 accumulator to the output scale."""
+    pairs = [quantize_multiplier(in_scale * float(ws) / out_scale) for ws in w_scales]
+    return [m for m, _ in pairs], [s for _, s in pairs]
