@@ -7,6 +7,8 @@
  * intrinsics inline under the same options. */
 #pragma GCC optimize("no-schedule-insns")
 #endif
+#include <stddef.h>
+
 #include "cortex_m_kernels.h"
 #include "kernel_args.h"
 #include "mve_gemm.h"
@@ -114,6 +116,13 @@ TM_MAYBE_UNUSED static void depthwise_scalar(const dw_params *p) {
 /* Weight/bias sets of a 3x3 block: all taps, kernel row 0 zeroed, kernel row 2 zeroed. */
 enum { DW_SET_ALL, DW_SET_NO_TOP, DW_SET_NO_BOTTOM, DW_SETS };
 
+/* One weight set: its bias (with the folded input offset) right before its weights, so
+ * one pointer at the centre tap's weights reaches both by immediate offsets. */
+typedef struct {
+  int32_t bias[DW_BLOCK];          /* bias + input_offset * sum(w), accumulator order */
+  int16_t weight[9][DW_BLOCK];     /* zero beyond the channels */
+} __attribute__((aligned(16))) dw_set;
+
 typedef struct {
   int16_t act_min[8], act_max[8]; /* clamp bounds in all int16 lanes */
   int32_t mult[DW_BLOCK];         /* requantization, permuted as the accumulators */
@@ -121,8 +130,7 @@ typedef struct {
   int32_t right_neg[DW_BLOCK];
   int8_t zero_point[DW_BLOCK]; /* the padding row */
   int16_t output_offset;
-  int32_t bias[DW_SETS][DW_BLOCK] __attribute__((aligned(16))); /* bias + input_offset * sum(w) */
-  int16_t weight[DW_SETS][9][DW_BLOCK];                         /* zero beyond the channels */
+  dw_set set[DW_SETS];
 } __attribute__((aligned(16))) dw_block_consts;
 
 /* The block's constants; weight sets only for 3x3 kernels. Lanes beyond `lanes` get
@@ -150,12 +158,12 @@ static void dw_prepare_block(const dw_params *p, int32_t c0, int32_t lanes, bool
     }
     if (k3x3) {
       const int16x8_t zero = vdupq_n_s16(0);
-      vstrhq_s16(k->weight[DW_SET_ALL][t], wl);
-      vstrhq_s16(k->weight[DW_SET_ALL][t] + 8, wh);
-      vstrhq_s16(k->weight[DW_SET_NO_TOP][t], t < 3 ? zero : wl);
-      vstrhq_s16(k->weight[DW_SET_NO_TOP][t] + 8, t < 3 ? zero : wh);
-      vstrhq_s16(k->weight[DW_SET_NO_BOTTOM][t], t >= 6 ? zero : wl);
-      vstrhq_s16(k->weight[DW_SET_NO_BOTTOM][t] + 8, t >= 6 ? zero : wh);
+      vstrhq_s16(k->set[DW_SET_ALL].weight[t], wl);
+      vstrhq_s16(k->set[DW_SET_ALL].weight[t] + 8, wh);
+      vstrhq_s16(k->set[DW_SET_NO_TOP].weight[t], t < 3 ? zero : wl);
+      vstrhq_s16(k->set[DW_SET_NO_TOP].weight[t] + 8, t < 3 ? zero : wh);
+      vstrhq_s16(k->set[DW_SET_NO_BOTTOM].weight[t], t >= 6 ? zero : wl);
+      vstrhq_s16(k->set[DW_SET_NO_BOTTOM].weight[t] + 8, t >= 6 ? zero : wh);
     }
   }
   const uint32x4_t limit = vdupq_n_u32((uint32_t)lanes);
@@ -166,10 +174,10 @@ static void dw_prepare_block(const dw_params *p, int32_t c0, int32_t lanes, bool
     int32x4_t b = p->q.bias != NULL ? vldrwq_gather_shifted_offset_z_s32(p->q.bias + c0, ch, pj) : vdupq_n_s32(0);
     /* Wraps like the accumulator itself: only the final sum modulo 2^32 matters. */
     b = vmlaq_n_s32(b, sum[j], off);
-    vstrwq_s32(k->bias[DW_SET_ALL] + 4 * j, b);
+    vstrwq_s32(k->set[DW_SET_ALL].bias + 4 * j, b);
     if (k3x3) {
-      vstrwq_s32(k->bias[DW_SET_NO_TOP] + 4 * j, vmlaq_n_s32(b, top[j], -off));
-      vstrwq_s32(k->bias[DW_SET_NO_BOTTOM] + 4 * j, vmlaq_n_s32(b, bottom[j], -off));
+      vstrwq_s32(k->set[DW_SET_NO_TOP].bias + 4 * j, vmlaq_n_s32(b, top[j], -off));
+      vstrwq_s32(k->set[DW_SET_NO_BOTTOM].bias + 4 * j, vmlaq_n_s32(b, bottom[j], -off));
     }
     const int32x4_t s = vldrwq_gather_shifted_offset_z_s32(p->q.shifts + c0, ch, pj);
     vstrwq_s32(k->mult + 4 * j, vldrwq_gather_shifted_offset_z_s32(p->q.mults + c0, ch, pj));
@@ -272,8 +280,8 @@ TM_MVE_INLINE void dw_store(const dw_block_consts *k, dw_acc a, int8_t *dst, boo
 /* A 3x3 pixel from its nine tap pointers (row-major), all-taps weight set. */
 TM_MVE_INLINE void dw_pixel3x3(const dw_block_consts *k, const int8_t *const x[9], int8_t *dst, bool tail,
                                mve_pred16_t plo, mve_pred16_t phi) {
-  const int16_t *w = k->weight[DW_SET_ALL][4];
-  dw_acc a = dw_acc_init(k->bias[DW_SET_ALL]);
+  const int16_t *w = k->set[DW_SET_ALL].weight[4];
+  dw_acc a = dw_acc_init(k->set[DW_SET_ALL].bias);
   for (int32_t t = 0; t < 9; ++t) {
     dw_tap_k(&a, x[t], w, t, tail, plo, phi);
   }
@@ -285,6 +293,83 @@ TM_MVE_INLINE void dw_pixel3x3(const dw_block_consts *k, const int8_t *const x[9
 #define DW_COLS_NO_LEFT 6u
 #define DW_COLS_NO_RIGHT 3u
 
+/*
+ * One full 16-channel 3x3 pixel in Helium assembly (GCC 12 keeps too few values in
+ * registers for the intrinsics form: ~20% more instructions). Fixed registers: q0-q3
+ * accumulators, q4-q7 temporaries. `s` points at the weight set's centre tap (bias at
+ * -192, tap t's weights at (t - 4) * 32), `k` at dw_block_consts; r0..r2 at the
+ * centre tap of the three kernel rows. Side taps take their address from the L/R arguments: the
+ * row pointer -/+ col, or the zero-point row. Same arithmetic as dw_tap/dw_store.
+ */
+#if defined(__OPTIMIZE__)
+#define DW_USE_ASM 1 /* five low-register operands: more than -O0's allocator finds */
+#else
+#define DW_USE_ASM 0
+#endif
+#define DW_ASM_TAP(X, WO, WO8)                 \
+  "vldrb.s16 q4, [" X "]\n\t"                 \
+  "vldrh.16 q5, [%[s], #" WO "]\n\t"          \
+  "vmullb.s16 q6, q4, q5\n\t"                 \
+  "vmullt.s16 q7, q4, q5\n\t"                 \
+  "vadd.i32 q0, q0, q6\n\t"                   \
+  "vadd.i32 q1, q1, q7\n\t"                   \
+  "vldrb.s16 q4, [" X ", #8]\n\t"             \
+  "vldrh.16 q5, [%[s], #" WO8 "]\n\t"         \
+  "vmullb.s16 q6, q4, q5\n\t"                 \
+  "vmullt.s16 q7, q4, q5\n\t"                 \
+  "vadd.i32 q2, q2, q6\n\t"                   \
+  "vadd.i32 q3, q3, q7\n\t"
+#define DW_ASM_REQ(Q, LEFT, MULT, RNEG)        \
+  "vldrw.32 q4, [%[k], #" LEFT "]\n\t"        \
+  "vqshl.s32 " Q ", " Q ", q4\n\t"            \
+  "vldrw.32 q4, [%[k], #" MULT "]\n\t"        \
+  "vqrdmulh.s32 " Q ", " Q ", q4\n\t"         \
+  "vldrw.32 q4, [%[k], #" RNEG "]\n\t"        \
+  "vand q5, " Q ", q4\n\t"                    \
+  "vshr.s32 q5, q5, #31\n\t"                  \
+  "vadd.i32 " Q ", " Q ", q5\n\t"             \
+  "vrshl.s32 " Q ", " Q ", q4\n\t"
+#define DW_ASM_SIDE_L(R) "sub %[x], " R ", %[col]\n\t"
+#define DW_ASM_SIDE_R(R) "add %[x], " R ", %[col]\n\t"
+#define DW_ASM_SIDE_ZP "add %[x], %[k], #224\n\t"
+#define DW_ASM_PIXEL(L0, R0, L1, R1, L2, R2)                                                                   \
+  __asm__ volatile("vldrw.32 q0, [%[s], #-192]\n\t"                                                          \
+                   "vldrw.32 q1, [%[s], #-176]\n\t"                                                          \
+                   "vldrw.32 q2, [%[s], #-160]\n\t"                                                          \
+                   "vldrw.32 q3, [%[s], #-144]\n\t" L0 DW_ASM_TAP("%[x]", "-128", "-112")                   \
+                       DW_ASM_TAP("%[r0]", "-96", "-80") R0 DW_ASM_TAP("%[x]", "-64", "-48") L1              \
+                           DW_ASM_TAP("%[x]", "-32", "-16") DW_ASM_TAP("%[r1]", "0", "16") R1                 \
+                               DW_ASM_TAP("%[x]", "32", "48") L2 DW_ASM_TAP("%[x]", "64", "80")               \
+                                   DW_ASM_TAP("%[r2]", "96", "112") R2 DW_ASM_TAP("%[x]", "128", "144")       \
+                                       DW_ASM_REQ("q0", "96", "32", "160") DW_ASM_REQ("q1", "112", "48", "176") \
+                                           DW_ASM_REQ("q2", "128", "64", "192")                               \
+                                               DW_ASM_REQ("q3", "144", "80", "208")                           \
+                   "vldrh.16 q6, [%[k]]\n\t"                                                                 \
+                   "vldrh.16 q7, [%[k], #16]\n\t"                                                            \
+                   "vqmovnb.s32 q4, q0\n\t"                                                                  \
+                   "vqmovnt.s32 q4, q1\n\t"                                                                  \
+                   "vqadd.s16 q4, q4, %[off]\n\t"                                                            \
+                   "vmax.s16 q4, q4, q6\n\t"                                                                 \
+                   "vmin.s16 q4, q4, q7\n\t"                                                                 \
+                   "vstrb.16 q4, [%[dst]]\n\t"                                                               \
+                   "vqmovnb.s32 q5, q2\n\t"                                                                  \
+                   "vqmovnt.s32 q5, q3\n\t"                                                                  \
+                   "vqadd.s16 q5, q5, %[off]\n\t"                                                            \
+                   "vmax.s16 q5, q5, q6\n\t"                                                                 \
+                   "vmin.s16 q5, q5, q7\n\t"                                                                 \
+                   "vstrb.16 q5, [%[dst], #8]"                                                                \
+                   : [x] "=&l"(x)                                                                             \
+                   : [r0] "l"(r0), [r1] "l"(r1), [r2] "l"(r2), [col] "r"(col), [s] "r"(w), [k] "r"(k),        \
+                     [dst] "l"(dst), [off] "r"(off)                                                           \
+                   : "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "d9", "d10", "d11", "d12", "d13", \
+                     "d14", "d15", "memory")
+
+_Static_assert(offsetof(dw_block_consts, mult) == 32 && offsetof(dw_block_consts, left) == 96 &&
+                   offsetof(dw_block_consts, right_neg) == 160 && offsetof(dw_block_consts, zero_point) == 224,
+               "DW_ASM_PIXEL's offsets into dw_block_consts");
+_Static_assert(offsetof(dw_set, weight) - offsetof(dw_set, bias) == 64 && sizeof(((dw_set *)0)->weight[0]) == 32,
+               "DW_ASM_PIXEL's offsets into dw_set");
+
 /* `count` pixels of a row: three pointers at the centre tap column of the kernel's
  * rows walk by `step` bytes, the taps of a row are `col` bytes apart. Columns not in
  * `cmask` (a compile-time constant) read the zero-point row instead. */
@@ -292,6 +377,29 @@ TM_MVE_INLINE void dw_run3x3(const dw_block_consts *k, const int16_t *w, const i
                              const int8_t *r1, const int8_t *r2, ptrdiff_t col, ptrdiff_t step, int8_t *dst,
                              ptrdiff_t dst_step, int32_t count, bool tail, mve_pred16_t plo, mve_pred16_t phi,
                              unsigned cmask) {
+  if (DW_USE_ASM && !tail) {
+    const int32_t off = k->output_offset;
+    (void)bias; /* at w - 192 */
+    for (int32_t i = 0; i < count; ++i) {
+      const int8_t *x;
+      if (cmask == DW_COLS_ALL) {
+        DW_ASM_PIXEL(DW_ASM_SIDE_L("%[r0]"), DW_ASM_SIDE_R("%[r0]"), DW_ASM_SIDE_L("%[r1]"), DW_ASM_SIDE_R("%[r1]"),
+                     DW_ASM_SIDE_L("%[r2]"), DW_ASM_SIDE_R("%[r2]"));
+      } else if (cmask == DW_COLS_NO_LEFT) {
+        DW_ASM_PIXEL(DW_ASM_SIDE_ZP, DW_ASM_SIDE_R("%[r0]"), DW_ASM_SIDE_ZP, DW_ASM_SIDE_R("%[r1]"), DW_ASM_SIDE_ZP,
+                     DW_ASM_SIDE_R("%[r2]"));
+      } else {
+        DW_ASM_PIXEL(DW_ASM_SIDE_L("%[r0]"), DW_ASM_SIDE_ZP, DW_ASM_SIDE_L("%[r1]"), DW_ASM_SIDE_ZP,
+                     DW_ASM_SIDE_L("%[r2]"), DW_ASM_SIDE_ZP);
+      }
+      (void)x;
+      r0 += step;
+      r1 += step;
+      r2 += step;
+      dst += dst_step;
+    }
+    return;
+  }
   for (int32_t i = 0; i < count; ++i) {
     DW_OPAQUE(k);
     DW_OPAQUE(w);
@@ -428,9 +536,9 @@ TM_MVE_INLINE void dw_block3x3(const dw_params *p, const dw_geom *g, const dw_bl
     }
     if (set >= 0) {
       if (tail) {
-        dw_row3x3_tail(k, g, k->weight[set][4], k->bias[set], row[0], row[1], row[2], dst, plo, phi);
+        dw_row3x3_tail(k, g, k->set[set].weight[4], k->set[set].bias, row[0], row[1], row[2], dst, plo, phi);
       } else {
-        dw_row3x3_full(k, g, k->weight[set][4], k->bias[set], row[0], row[1], row[2], dst);
+        dw_row3x3_full(k, g, k->set[set].weight[4], k->set[set].bias, row[0], row[1], row[2], dst);
       }
       continue;
     }
@@ -462,7 +570,7 @@ TM_MVE_INLINE void dw_block_general(const dw_params *p, const dw_block_consts *k
     const int32_t ih0 = oh * p->win.stride_h - p->win.pad_h;
     for (int32_t ow = 0; ow < ows; ++ow) {
       const int32_t iw0 = ow * p->win.stride_w - p->win.pad_w;
-      dw_acc a = dw_acc_init(k->bias[DW_SET_ALL]);
+      dw_acc a = dw_acc_init(k->set[DW_SET_ALL].bias);
       const int8_t *wt = p->weight + c0;
       for (int32_t ky = 0; ky < p->kh; ++ky) {
         const int32_t ih = ih0 + ky * p->win.dil_h;
