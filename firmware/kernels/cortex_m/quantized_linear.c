@@ -66,25 +66,13 @@ TM_MAYBE_UNUSED static void linear_scalar(const linear_params *p) {
 }
 
 #if TM_KERNELS_USE_MVE
-/*
- * Helium path: four output channels at a time, each input row loaded once per 16 bytes
- * for the four weight rows (tm_mve_dot4_s8). The offsets are folded out of the dot product:
- *   sum (x + a)(w + b) = x.w + b*sum(x) + a*sum(w) + k*a*b
- * so the inner loop multiplies raw int8. With kernel_sum the last two terms and the bias
- * come precomputed (kernel_sum[o]); without it the weight sums of the four rows are
- * computed once per block, for all rows. Arithmetic wraps modulo 2^32 exactly like the
- * scalar int32 accumulators.
- */
-/* Requantization of channels o..o+3: gathered from the int64 lists (their low words,
- * 8 bytes apart) when per channel, else the hoisted per-tensor parameters. */
-TM_MVE_INLINE tm_mve_requant linear_requant(const linear_params *p, int32_t o, tm_mve_requant per_tensor,
-                                            bool tail, mve_pred16_t pred) {
-  if (!p->per_channel) {
-    return per_tensor;
-  }
+/* Requantization parameters of four channels from the int64 lists: their low words,
+ * 8 bytes apart, gathered (disabled lanes read 0). */
+TM_MVE_INLINE tm_mve_requant linear_requant_gather(const int64_t *mults, const int64_t *shifts, bool tail,
+                                                   mve_pred16_t pred) {
   const uint32x4_t offsets = vidupq_n_u32(0u, 8);
-  const int32_t *m = (const int32_t *)(const void *)(p->mults + o);
-  const int32_t *s = (const int32_t *)(const void *)(p->shifts + o);
+  const int32_t *m = (const int32_t *)(const void *)mults;
+  const int32_t *s = (const int32_t *)(const void *)shifts;
   const int32x4_t sh = tail ? vldrwq_gather_offset_z_s32(s, offsets, pred) : vldrwq_gather_offset_s32(s, offsets);
   tm_mve_requant rq;
   rq.multiplier = tail ? vldrwq_gather_offset_z_s32(m, offsets, pred) : vldrwq_gather_offset_s32(m, offsets);
@@ -97,25 +85,36 @@ TM_MVE_INLINE tm_mve_requant linear_requant(const linear_params *p, int32_t o, t
  * The kernel_sum form (what ExecuTorch emits), row by row: per row the filter offset
  * term b*sum(x) is one scalar, per block of four channels the constant term is one
  * vector load, so the blocks run back to back with only the dot products between.
+ * per_channel is a constant in each of the two expansions.
  */
-static void linear_mve_kernel_sum(const linear_params *p) {
+TM_MVE_INLINE void linear_kernel_sum_rows(const linear_params *p, bool per_channel) {
   const int32_t k = p->k, n = p->n;
   const size_t row = (size_t)k;
   const int32_t full = n & ~3;
   const mve_pred16_t pred = vctp32q((uint32_t)(n - full));
   const tm_mve_requant per_tensor = tm_mve_requant_dup((int32_t)p->mults[0], (int32_t)p->shifts[0]);
+  const int32_t out_offset = p->output_offset;
+  const int32x4_t act_min = vdupq_n_s32(p->act_min), act_max = vdupq_n_s32(p->act_max);
   const int8_t *x = p->input;
   int8_t *dst = p->out;
   for (int32_t r = 0; r < p->rows; ++r) {
     const int32_t x_term =
         p->filter_offset != 0 ? (int32_t)((uint32_t)p->filter_offset * (uint32_t)tm_mve_sum_s8(x, k)) : 0;
     const int8_t *w = p->weights;
-    for (int32_t o = 0; o < full; o += 4) {
+    const int32_t *ks = p->kernel_sum;
+    const int64_t *mults = p->mults, *shifts = p->shifts;
+    int8_t *d = dst;
+    for (int32_t blocks = full >> 2; blocks > 0; --blocks) {
       int32x4_t acc = tm_mve_dot4_s8(x, w, w + row, w + 2u * row, w + 3u * row, k);
-      acc = vaddq_s32(acc, vaddq_n_s32(vldrwq_s32(p->kernel_sum + o), x_term));
-      const tm_mve_requant rq = linear_requant(p, o, per_tensor, false, pred);
-      vstrbq_s32(dst + o, tm_mve_requantize_out(acc, rq, p->output_offset, p->act_min, p->act_max));
+      acc = vaddq_s32(acc, vaddq_n_s32(vldrwq_s32(ks), x_term));
+      const tm_mve_requant rq = per_channel ? linear_requant_gather(mults, shifts, false, pred) : per_tensor;
+      const int32x4_t q = vqaddq_n_s32(tm_mve_requantize(acc, rq), out_offset);
+      vstrbq_s32(d, vminq_s32(vmaxq_s32(q, act_min), act_max));
       w += 4u * row;
+      ks += 4;
+      mults += 4;
+      shifts += 4;
+      d += 4;
     }
     if (full < n) {
       /* Rows past the end repeat the last row; their lanes are not stored. */
@@ -123,15 +122,33 @@ static void linear_mve_kernel_sum(const linear_params *p) {
       const int8_t *w1 = left > 1 ? w + row : w;
       const int8_t *w2 = left > 2 ? w1 + row : w1;
       int32x4_t acc = tm_mve_dot4_s8(x, w, w1, w2, w2, k);
-      acc = vaddq_s32(acc, vaddq_n_s32(vldrwq_z_s32(p->kernel_sum + full, pred), x_term));
-      const tm_mve_requant rq = linear_requant(p, full, per_tensor, true, pred);
-      vstrbq_p_s32(dst + full, tm_mve_requantize_out(acc, rq, p->output_offset, p->act_min, p->act_max), pred);
+      acc = vaddq_s32(acc, vaddq_n_s32(vldrwq_z_s32(ks, pred), x_term));
+      const tm_mve_requant rq = per_channel ? linear_requant_gather(mults, shifts, true, pred) : per_tensor;
+      const int32x4_t q = vqaddq_n_s32(tm_mve_requantize(acc, rq), out_offset);
+      vstrbq_p_s32(d, vminq_s32(vmaxq_s32(q, act_min), act_max), pred);
     }
     x += row;
     dst += n;
   }
 }
 
+static void linear_mve_kernel_sum(const linear_params *p) {
+  if (p->per_channel) {
+    linear_kernel_sum_rows(p, true);
+  } else {
+    linear_kernel_sum_rows(p, false);
+  }
+}
+
+/*
+ * Helium path: four output channels at a time, each input row loaded once per 16 bytes
+ * for the four weight rows (tm_mve_dot4_s8). The offsets are folded out of the dot product:
+ *   sum (x + a)(w + b) = x.w + b*sum(x) + a*sum(w) + k*a*b
+ * so the inner loop multiplies raw int8. With kernel_sum the last two terms and the bias
+ * come precomputed (kernel_sum[o]); without it the weight sums of the four rows are
+ * computed once per block, for all rows. Arithmetic wraps modulo 2^32 exactly like the
+ * scalar int32 accumulators.
+ */
 static void linear_mve(const linear_params *p) {
   const int32_t k = p->k;
   const size_t row = (size_t)k;
