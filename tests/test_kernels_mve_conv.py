@@ -139,7 +139,7 @@ def conv_case(rng, name, n, h, w, cin, cout, kh, kw, stride=(1, 1), pad=(0, 0), 
 
 
 def dw_case(rng, name, n, h, w, c, kh, kw, stride=(1, 1), pad=(0, 0), dil=(1, 1), dm=1, per_channel=True,
-            bias=True, nhwc=False) -> Case:
+            bias=True, nhwc=False, input_offset: int | None = None) -> Case:
     h = max(h, dil[0] * (kh - 1) + 1 - 2 * pad[0])  # at least one output row and column
     w = max(w, dil[1] * (kw - 1) + 1 - 2 * pad[1])
     x = _i8(rng, (n, h, w, c))
@@ -150,7 +150,8 @@ def dw_case(rng, name, n, h, w, c, kh, kw, stride=(1, 1), pad=(0, 0), dil=(1, 1)
     args = {
         "weight": wt, "bias": rng.integers(-5000, 5000, size=cout, dtype=np.int32) if bias else None,
         "stride": list(stride), "padding": list(pad), "dilation": list(dil), "depth_multiplier": dm,
-        "input_offset": int(rng.integers(-127, 129)), "output_offset": int(rng.integers(-128, 128)),
+        "input_offset": int(rng.integers(-127, 129)) if input_offset is None else input_offset,
+        "output_offset": int(rng.integers(-128, 128)),
         "multipliers": m, "shifts": s, "act_min": lo, "act_max": hi, "nhwc": nhwc,
     }  # fmt: skip
     return Case(name, "cortex_m::quantized_depthwise_conv2d" + ("_nhwc" if nhwc else ""), x, args)
@@ -255,6 +256,30 @@ def all_cases() -> list[Case]:
     cases.append(dw_case(rng, "dw3x3_c24_s2", 1, 9, 9, 24, 3, 3, (2, 2), (1, 1)))
     cases.append(dw_case(rng, "dw3x3_dm2_c3", 1, 5, 5, 3, 3, 3, pad=(1, 1), dm=2))
     cases.append(dw_case(rng, "dw3x3_dm3_c7", 1, 4, 5, 7, 3, 3, (2, 1), (1, 1), dm=3))
+    # Depthwise 3x3 Helium paths: output rows split into left border / interior / right border
+    # runs, kernel rows outside the image (weight sets), full 16-channel blocks (assembly) and
+    # tails, and the per-pixel path (borders two wide, images narrower than the kernel).
+    for i, (h, w) in enumerate([(1, 1), (1, 6), (2, 3), (3, 2), (4, 5), (5, 4), (6, 6), (6, 1), (3, 3), (2, 2)]):
+        c = [16, 32, 20, 48, 40, 16, 33, 17, 64, 16][i]
+        cases.append(dw_case(rng, f"dw3x3_rows_c{c}_{h}x{w}_p11", 1 + (i == 6), h, w, c, 3, 3, pad=(1, 1),
+                             bias=i % 4 != 3, per_channel=i % 5 != 2, nhwc=i % 3 == 2))  # fmt: skip
+    for h, w, c in [(5, 7, 16), (7, 5, 32), (3, 3, 24), (9, 6, 16), (6, 9, 40)]:
+        cases.append(dw_case(rng, f"dw3x3_s2_c{c}_{h}x{w}_p11", 1, h, w, c, 3, 3, (2, 2), (1, 1)))
+    for stride, pad, dil, c in [((1, 2), (1, 1), (1, 1), 16), ((2, 1), (1, 1), (1, 1), 32), ((1, 1), (0, 0), (1, 1), 16),
+                                ((1, 1), (2, 2), (1, 1), 16), ((1, 1), (1, 1), (2, 2), 32), ((1, 1), (2, 1), (2, 2), 16),
+                                ((3, 3), (1, 1), (1, 1), 16), ((1, 1), (1, 0), (1, 1), 24), ((1, 1), (0, 1), (1, 1), 16)]:
+        cases.append(dw_case(rng, f"dw3x3_c{c}_7x6_s{stride[0]}{stride[1]}_p{pad[0]}{pad[1]}_d{dil[0]}{dil[1]}", 1, 7, 6,
+                             c, 3, 3, stride, pad, dil))  # fmt: skip
+    for off in (-127, 128):  # zero points 127 and -128 fill the padding row
+        cases.append(dw_case(rng, f"dw3x3_c32_5x5_p11_in_off{off}", 1, 5, 5, 32, 3, 3, pad=(1, 1), input_offset=off))
+    extreme = dw_case(rng, "dw3x3_c16_4x4_p11_int8_extremes", 1, 4, 4, 16, 3, 3, pad=(1, 1), input_offset=128)
+    extreme.x[...] = -128  # the input zero point: every (x + input_offset) * w is 0, only the bias is left
+    extreme.args["weight"][...] = -128
+    cases.append(extreme)
+    extreme2 = dw_case(rng, "dw3x3_c16_4x4_p11_min_weights", 1, 4, 4, 16, 3, 3, pad=(1, 1), input_offset=-127)
+    extreme2.x[...] = 127
+    extreme2.args["weight"][...] = -128
+    cases.append(extreme2)
     return cases
 
 
