@@ -101,6 +101,15 @@ TM_MVE_INLINE void tm_mve_interleave_col_s8(int8_t *dst, const int8_t *src, int3
   }
 }
 
+/* Column j of an interleaved block (block + 16 j) = value in all k items (whole chunks). */
+TM_MVE_INLINE void tm_mve_interleave_fill_s8(int8_t *dst, int8_t value, int32_t k) {
+  const int8x16_t v = vdupq_n_s8(value);
+  for (int32_t chunks = (k + 15) >> 4; chunks > 0; --chunks) {
+    vstrbq_s8(dst, v);
+    dst += 64;
+  }
+}
+
 /* Dot products of weight rows w0 and w1 with the four interleaved columns: lanes j of
  * *d0 / *d1 are w0 . col_j / w1 . col_j. */
 TM_MVE_INLINE void tm_mve_dot4x2_il_s8(const int8_t *cols, const int8_t *w0, const int8_t *w1, int32_t k,

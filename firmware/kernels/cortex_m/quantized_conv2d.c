@@ -43,15 +43,17 @@ static size_t round_up(size_t v, size_t a) { return (v + a - 1u) / a * a; }
 /*
  * What the Helium path uses (the same figure on every build, because the exporter plans
  * it for the target): 16 bytes of alignment slack, the per-channel constant term
- * bias + input_offset * sum(weights) as int32, CONV_COLS interleaved columns and one
- * im2col staging column of KH*KW*Cin_g bytes, each rounded to 16. The scalar path needs none and any scratch is
+ * bias + input_offset * sum(weights) as int32, CONV_COLS interleaved columns and, for
+ * kernels larger than 1x1, one im2col staging column, of KH*KW*Cin_g bytes each rounded
+ * to 16. The scalar path needs none and any scratch is
  * accepted; with less than this the Helium build runs the scalar path.
  */
 size_t tm_quantized_conv2d_scratch_bytes(const int32_t input_nhwc[4], const int32_t weight_ohwi[4]) {
   (void)input_nhwc;
   const size_t cout = (size_t)weight_ohwi[0];
   const size_t k = (size_t)weight_ohwi[1] * (size_t)weight_ohwi[2] * (size_t)weight_ohwi[3];
-  return 16u + 4u * round_up(cout, 4u) + (CONV_COLS + 1u) * round_up(k, 16u);
+  const size_t staging = weight_ohwi[1] * weight_ohwi[2] > 1 ? 1u : 0u;
+  return 16u + 4u * round_up(cout, 4u) + (CONV_COLS + staging) * round_up(k, 16u);
 }
 
 TM_MAYBE_UNUSED static void conv_scalar(const conv_params *p) {
@@ -118,6 +120,13 @@ static const int8_t *pixel_origin(const conv_params *p, const pixel_pos *px) {
   return p->input + at;
 }
 
+/* The single tap of a 1x1 kernel at pixel px lies inside the image. */
+static bool pixel_inside(const conv_params *p, const pixel_pos *px) {
+  const int32_t ih = px->oh * p->win.stride_h - p->win.pad_h;
+  const int32_t iw = px->ow * p->win.stride_w - p->win.pad_w;
+  return ih >= 0 && ih < p->in_dims[1] && iw >= 0 && iw < p->in_dims[2];
+}
+
 /*
  * The im2col column of pixel px for channel group g: KH*KW*Cin_g bytes in weight order
  * (OHWI). Taps outside the image hold the input zero point (-input_offset, an int8 by
@@ -154,8 +163,8 @@ static void im2col(const conv_params *p, const pixel_pos *px, int32_t g, int8_t 
 }
 
 /*
- * Helium path: CONV_COLS output pixels at a time. Their input columns (read in place for
- * 1x1 kernels without padding - a pixel's channels are contiguous in NHWC - otherwise
+ * Helium path: CONV_COLS output pixels at a time. Their input columns (for 1x1 kernels a
+ * pixel's channels, contiguous in NHWC, or the zero point in the padding; otherwise
  * gathered by im2col into a staging column) are copied interleaved into scratch
  * (tm_mve_interleave_col_s8); then every pair of output channels takes eight dot
  * products (tm_mve_dot4x2_il_s8: per 16 bytes six loads feed eight multiply-accumulates),
@@ -176,7 +185,8 @@ static void conv_mve(const conv_params *p, uint8_t *scratch) {
     const uint32_t bias = p->q.bias != NULL ? (uint32_t)p->q.bias[oc] : 0u;
     kbias[oc] = (int32_t)(bias + (uint32_t)p->q.input_offset * wsum);
   }
-  const bool in_place = p->kh == 1 && p->kw == 1 && p->win.pad_h == 0 && p->win.pad_w == 0;
+  const bool one_tap = p->kh == 1 && p->kw == 1;
+  const int8_t pad = (int8_t)(-p->q.input_offset);
   const uint32x4_t offsets = vmulq_n_u32(vidupq_n_u32(0u, 1), (uint32_t)cout);
   const int32x4_t act_min = vdupq_n_s32(p->q.act_min), act_max = vdupq_n_s32(p->q.act_max);
   const int32_t total = p->in_dims[0] * p->out_dims[1] * p->out_dims[2];
@@ -196,14 +206,15 @@ static void conv_mve(const conv_params *p, uint8_t *scratch) {
     int8_t *dst = p->out + (size_t)p0 * (size_t)cout;
     for (int32_t g = 0; g < p->groups; ++g) {
       for (int32_t j = 0; j < CONV_COLS; ++j) {
-        const int8_t *src;
-        if (in_place) {
-          src = pixel_origin(p, &pos[j]) + (size_t)g * (size_t)p->cin_g;
-        } else {
+        int8_t *slot = cols + 16 * j;
+        if (!one_tap) {
           im2col(p, &pos[j], g, staging);
-          src = staging;
+          tm_mve_interleave_col_s8(slot, staging, k);
+        } else if (pixel_inside(p, &pos[j])) {
+          tm_mve_interleave_col_s8(slot, pixel_origin(p, &pos[j]) + (size_t)g * (size_t)p->cin_g, k);
+        } else {
+          tm_mve_interleave_fill_s8(slot, pad, k); /* a 1x1 tap in the padding */
         }
-        tm_mve_interleave_col_s8(cols + 16 * j, src, k);
       }
       const int32_t end = (g + 1) * cout_g;
       const int8_t *wrow = p->weight + (size_t)g * (size_t)cout_g * (size_t)k;

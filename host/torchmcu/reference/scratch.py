@@ -9,7 +9,6 @@ target (one .pte runs on host and device).
 from __future__ import annotations
 
 CONV_MVE_COLUMNS = 4  # output pixels the MVE conv computes at once (quantized_conv2d.c)
-CONV_MVE_STAGING = 1  # plus one im2col staging column
 
 
 def _round_up(value: int, step: int) -> int:
@@ -22,7 +21,8 @@ def quantized_conv2d_scratch_bytes(
     """16 bytes alignment slack, int32 per-channel constants, interleaved and staging columns."""
     del input_nhwc
     cout, kh, kw, cin_g = weight_ohwi
-    return 16 + 4 * _round_up(cout, 4) + (CONV_MVE_COLUMNS + CONV_MVE_STAGING) * _round_up(kh * kw * cin_g, 16)
+    staging = 1 if kh * kw > 1 else 0  # im2col staging column (1x1 columns are copied directly)
+    return 16 + 4 * _round_up(cout, 4) + (CONV_MVE_COLUMNS + staging) * _round_up(kh * kw * cin_g, 16)
 
 
 def quantized_depthwise_conv2d_scratch_bytes(
