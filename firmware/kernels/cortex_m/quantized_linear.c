@@ -297,6 +297,23 @@ static inline const tm_tensor *contiguous_tensor(tm_value *const *args, size_t i
   return t;
 }
 
+/* The out tensor in the plain case: int8, the input's rank and identity dim order,
+ * the input's sizes with the last one n, numel rows * n (the product of those sizes,
+ * as the input's numel is checked), data present. */
+static inline bool plain_out(const tm_tensor *out, const tm_tensor *in, int32_t rows, int32_t n) {
+  if (out->scalar_type != TM_CHAR || out->dim != in->dim) {
+    return false;
+  }
+  const uint8_t last = (uint8_t)(out->dim - 1u);
+  for (uint8_t d = 0; d < last; ++d) {
+    if (out->dim_order[d] != d || out->sizes[d] != in->sizes[d]) {
+      return false;
+    }
+  }
+  return out->dim_order[last] == last && out->sizes[last] == n &&
+         (uint64_t)out->numel == (uint64_t)(uint32_t)rows * (uint32_t)n && (out->data != NULL || out->nbytes == 0);
+}
+
 /* tm_int_arg, inline. */
 static inline bool int_in(tm_value *const *args, size_t i, int32_t lo, int32_t hi, int32_t *out) {
   const tm_value *v = args[i];
@@ -371,12 +388,15 @@ tm_status tm_cortex_m_quantized_linear_out(tm_kernel_context *ctx, tm_value *con
   p.per_channel = n_mults > 1 ? 1u : 0u;
   TM_ARG_CHECK(ctx, int_in(args, A_ACT_MIN, INT8_MIN, INT8_MAX, &p.act_min), A_ACT_MIN);
   TM_ARG_CHECK(ctx, int_in(args, A_ACT_MAX, p.act_min, INT8_MAX, &p.act_max), A_ACT_MAX);
-  const tm_tensor *out = contiguous_tensor(args, A_OUT, TM_CHAR, in->dim, in->dim);
-  bool out_ok = out != NULL && out->sizes[out->dim - 1] == p.n;
-  for (uint8_t d = 0; out_ok && d + 1 < in->dim; ++d) {
-    out_ok = out->sizes[d] == in->sizes[d];
+  const tm_tensor *out = args[A_OUT]->u.tensor; /* a tensor: checked with the argument list */
+  if (!plain_out(out, in, p.rows, p.n)) {
+    out = contiguous_tensor(args, A_OUT, TM_CHAR, in->dim, in->dim);
+    bool out_ok = out != NULL && out->sizes[out->dim - 1] == p.n;
+    for (uint8_t d = 0; out_ok && d + 1 < in->dim; ++d) {
+      out_ok = out->sizes[d] == in->sizes[d];
+    }
+    TM_ARG_CHECK(ctx, out_ok, A_OUT);
   }
-  TM_ARG_CHECK(ctx, out_ok, A_OUT);
   p.input = (const int8_t *)in->data;
   p.weights = (const int8_t *)w->data;
   p.out = (int8_t *)out->data;
