@@ -87,7 +87,7 @@ TM_MVE_INLINE tm_mve_requant linear_requant_gather(const int64_t *mults, const i
  * vector load, so the blocks run back to back with only the dot products between.
  * per_channel is a constant in each of the two expansions.
  */
-TM_MVE_INLINE void linear_kernel_sum_rows(const linear_params *p, bool per_channel) {
+TM_MVE_INLINE void linear_kernel_sum_rows(const linear_params *p, bool per_channel, bool one_row) {
   const int32_t k = p->k, n = p->n;
   const size_t row = (size_t)k;
   const int32_t full = n & ~3;
@@ -97,7 +97,8 @@ TM_MVE_INLINE void linear_kernel_sum_rows(const linear_params *p, bool per_chann
   const int32x4_t act_min = vdupq_n_s32(p->act_min), act_max = vdupq_n_s32(p->act_max);
   const int8_t *x = p->input;
   int8_t *dst = p->out;
-  for (int32_t r = 0; r < p->rows; ++r) {
+  const int32_t rows = one_row ? 1 : p->rows;
+  for (int32_t r = 0; r < rows; ++r) {
     const int32_t x_term =
         p->filter_offset != 0 ? (int32_t)((uint32_t)p->filter_offset * (uint32_t)tm_mve_sum_s8(x, k)) : 0;
     const int8_t *w = p->weights;
@@ -133,10 +134,18 @@ TM_MVE_INLINE void linear_kernel_sum_rows(const linear_params *p, bool per_chann
 }
 
 static void linear_mve_kernel_sum(const linear_params *p) {
-  if (p->per_channel) {
-    linear_kernel_sum_rows(p, true);
+  /* Expansions with constant flags: one input row (the common fully connected layer) needs
+   * none of the per-row bookkeeping. */
+  if (p->rows == 1) {
+    if (p->per_channel) {
+      linear_kernel_sum_rows(p, true, true);
+    } else {
+      linear_kernel_sum_rows(p, false, true);
+    }
+  } else if (p->per_channel) {
+    linear_kernel_sum_rows(p, true, false);
   } else {
-    linear_kernel_sum_rows(p, false);
+    linear_kernel_sum_rows(p, false, false);
   }
 }
 
