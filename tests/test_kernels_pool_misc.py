@@ -89,6 +89,8 @@ def test_pad(seed, shape, pads, value, channels_last):
     if channels_last and rank == 4:
         x_arg, out_arg = legacy(x), legacy(out)
     else:
+        # contiguous 4-D with C == 1 or H == W == 1 takes NHWC pads (tests/test_interop_pad.py)
+        assume(rank < 4 or not (shape[1] == 1 or shape[2] == shape[3] == 1))
         x_arg, out_arg = x, out
     native.call_kernel("cortex_m::pad", [x_arg, pre, post, value, out_arg])
     np.testing.assert_array_equal(out, ref.pad(x, pre, post, value))

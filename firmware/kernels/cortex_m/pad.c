@@ -1,4 +1,13 @@
-/* cortex_m::pad.out - constant padding of an int8 tensor in memory order (docs/operators.md). */
+/*
+ * cortex_m::pad.out - constant padding of an int8 tensor (docs/operators.md, pad.out).
+ *
+ * The pads refer to the input's "pad dims", following ExecuTorch 1.5.1's rule:
+ * a 4-D input whose sizes N,C,H,W have C == 1, or H == W == 1, or whose dim
+ * order is 0,2,3,1 is channels-last and its pad dims are N,H,W,C (its bytes must
+ * be NHWC, dims of size 1 ignored); any other input's pad dims are its sizes
+ * right-aligned to 4-D (its bytes must be contiguous). The out tensor holds the
+ * padded pad dims in the same memory layout.
+ */
 #include <string.h>
 
 #include "cortex_m_kernels.h"
@@ -6,13 +15,28 @@
 
 enum { A_INPUT, A_PRE_PAD, A_POST_PAD, A_PAD_VALUE, A_OUT, N_SCHEMA };
 
-static bool same_dim_order(const tm_tensor *a, const tm_tensor *b) {
-  for (uint8_t k = 0; k < a->dim; ++k) {
-    if (a->dim_order[k] != b->dim_order[k]) {
-      return false;
+static const uint8_t kNhwcOrder[4] = {0, 2, 3, 1};
+
+static bool channels_last(const tm_tensor *t) {
+  if (t->dim != 4) {
+    return false;
+  }
+  if (t->sizes[1] == 1 || (t->sizes[2] == 1 && t->sizes[3] == 1)) {
+    return true;
+  }
+  return memcmp(t->dim_order, kNhwcOrder, sizeof kNhwcOrder) == 0;
+}
+
+/* Pad dims of t (4 items, right-aligned) under the layout chosen for the input. */
+static void pad_dims(const tm_tensor *t, bool nhwc, int32_t dims[4]) {
+  const int lead = 4 - t->dim;
+  for (int k = 0; k < 4; ++k) {
+    if (nhwc) {
+      dims[k] = t->sizes[kNhwcOrder[k]];
+    } else {
+      dims[k] = k < lead ? 1 : t->sizes[k - lead];
     }
   }
-  return true;
 }
 
 tm_status tm_cortex_m_pad_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
@@ -22,27 +46,29 @@ tm_status tm_cortex_m_pad_out(tm_kernel_context *ctx, tm_value *const *args, siz
   }
   const tm_tensor *in = tm_tensor_arg(args, A_INPUT, TM_CHAR, 1, 4);
   TM_ARG_CHECK(ctx, in != NULL, A_INPUT);
+  const bool nhwc = channels_last(in);
+  const tm_layout layout = nhwc ? TM_LAYOUT_NHWC_LEGACY : TM_LAYOUT_CONTIGUOUS;
+  TM_ARG_CHECK(ctx, tm_has_layout(in, layout), A_INPUT);
   const int lead = 4 - in->dim;
   const int64_t *pre = NULL, *post = NULL;
   uint32_t len = 0;
   TM_ARG_CHECK(ctx, tm_int_list_arg(args, A_PRE_PAD, 4, 4, &pre, &len), A_PRE_PAD);
   TM_ARG_CHECK(ctx, tm_int_list_arg(args, A_POST_PAD, 4, 4, &post, &len), A_POST_PAD);
-  int32_t in_dims[4], out_dims[4], phys[TM_MAX_DIMS];
-  tm_physical_sizes(in, phys);
+  int32_t in_dims[4], out_dims[4], got[4];
+  pad_dims(in, nhwc, in_dims);
   for (int k = 0; k < 4; ++k) {
     TM_ARG_CHECK(ctx, pre[k] >= 0 && pre[k] <= INT16_MAX && (k >= lead || pre[k] == 0), A_PRE_PAD);
     TM_ARG_CHECK(ctx, post[k] >= 0 && post[k] <= INT16_MAX && (k >= lead || post[k] == 0), A_POST_PAD);
-    in_dims[k] = k < lead ? 1 : phys[k - lead];
     out_dims[k] = in_dims[k] + (int32_t)pre[k] + (int32_t)post[k];
   }
   int32_t value = 0;
   TM_ARG_CHECK(ctx, tm_int_arg(args, A_PAD_VALUE, INT8_MIN, INT8_MAX, &value), A_PAD_VALUE);
   tm_tensor *out = tm_tensor_arg(args, A_OUT, TM_CHAR, in->dim, in->dim);
-  bool out_ok = out != NULL && same_dim_order(in, out);
+  bool out_ok = out != NULL && tm_has_layout(out, layout);
   if (out_ok) {
-    tm_physical_sizes(out, phys);
-    for (int k = lead; k < 4; ++k) {
-      out_ok = out_ok && phys[k - lead] == out_dims[k];
+    pad_dims(out, nhwc, got);
+    for (int k = 0; k < 4; ++k) {
+      out_ok = out_ok && got[k] == out_dims[k];
     }
   }
   TM_ARG_CHECK(ctx, out_ok, A_OUT);
