@@ -42,7 +42,7 @@ TM_MVE_INLINE int32x4_t tm_mve_dot4_s8(const int8_t *a, const int8_t *b0, const 
   register const int8_t *p1 __asm__("r5") = b1;
   register const int8_t *p2 __asm__("r9") = b2;
   register const int8_t *p3 __asm__("r11") = b3;
-  const int32_t blocks = k >> 4;
+  register int32_t blocks __asm__("r8") = k >> 4; /* bound too: -O0 finds no free register */
   __asm__ volatile(
       "wls lr, %[n], 2f\n"
       "1:\n"
