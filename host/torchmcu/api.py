@@ -28,8 +28,15 @@ class ExportedModel:
     # fake-quantized model, the float reference the integer program is measured against.
     quantized_model: Any = None
 
-    def save(self, out_dir: str | os.PathLike[str], name: str = "model") -> Path:
+    def save(
+        self,
+        out_dir: str | os.PathLike[str],
+        name: str = "model",
+        *,
+        bundle_samples: Sequence[Sequence[Any]] | None = None,
+    ) -> Path:
         """Write `<name>.pte` and `<name>.report.json` into out_dir; returns the .pte path.
+        bundle_samples: also write `<name>.bpte`, the program with these inputs as test cases.
 
         Each file is written to a temporary name and renamed, so an interrupted
         save never leaves a truncated program that looks valid.
@@ -38,10 +45,21 @@ class ExportedModel:
         out.mkdir(parents=True, exist_ok=True)
         pte_path = out / f"{name}.pte"
         _write_atomically(pte_path, self.pte_bytes)
+        if bundle_samples is not None:
+            from torchmcu.pte.bundled import serialize_bundled
+
+            _write_atomically(out / f"{name}.bpte", serialize_bundled(self.bundle(bundle_samples)))
         _write_atomically(
             out / f"{name}.report.json", json.dumps(self.report, indent=2).encode() + b"\n"
         )
         return pte_path
+
+    def bundle(self, samples: Sequence[Sequence[Any]]) -> Any:
+        """A BundledProgram (torchmcu.pte.bundled): one test case per sample, expected outputs
+        from the host runtime (the program's own integer semantics)."""
+        from torchmcu.pte.bundled import bundle
+
+        return bundle(self.pte_bytes, samples, io_quant=self.report.get("inputs"))
 
 
 def export(

@@ -1,6 +1,7 @@
 """The `torchmcu` command line.
 
     torchmcu export examples/models.py:ds_cnn -o out/          # quantize, lower, plan, write out/model.pte
+    torchmcu export ... --bundle 4                            # plus out/model.bpte with 4 test cases
     torchmcu run out/model.pte --host [--inputs x.npz]        # run on the host build of the runtime
     torchmcu build out/model.pte --board corstone-300         # runner firmware: ELF, .bin, .hex
     torchmcu run out/model.pte --board qemu-an547             # build, run on QEMU (or an FVP)
@@ -88,9 +89,19 @@ def _cmd_export(args: argparse.Namespace) -> int:
         int8_io=args.int8_io,
         observer=args.observer,
     )
-    path = exported.save(args.output, name=args.name)
+    bundle_samples = None
+    if args.bundle_inputs:
+        bundle_samples = [list(s) for s in _load_npz_samples(args.bundle_inputs)]
+    elif args.bundle is not None:
+        if args.bundle < 1:
+            raise CliError(f"--bundle {args.bundle}: need at least one sample")
+        bundle_samples = [list(s) for s in samples[: args.bundle]]
+    path = exported.save(args.output, name=args.name, bundle_samples=bundle_samples)
     r = exported.report
     print(f"wrote {path} ({len(exported.pte_bytes):,} bytes)")
+    if bundle_samples is not None:
+        bpte = path.with_suffix(".bpte")
+        print(f"wrote {bpte} ({bpte.stat().st_size:,} bytes, {len(bundle_samples)} test cases)")
     print(f"arena {r['arena_bytes']:,} bytes (lower bound {r['arena_lower_bound']:,})")
     return 0
 
@@ -209,6 +220,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--observer", choices=("minmax", "histogram"), default="minmax",
         help="activation range calibration (histogram: as ExecuTorch's Cortex-M quantizer)",
     )
+    p.add_argument(
+        "--bundle", type=int, nargs="?", const=4, metavar="N",
+        help="also write NAME.bpte with the first N calibration samples (default 4) as test "
+        "cases, expected outputs from the host runtime",
+    )
+    p.add_argument("--bundle-inputs", help=".npz of test inputs for NAME.bpte (leading axis = samples)")
     p.set_defaults(func=_cmd_export)
 
     p = sub.add_parser("build", help="build the runner firmware for a board with a .pte embedded")
