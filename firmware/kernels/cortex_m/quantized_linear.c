@@ -214,23 +214,33 @@ static void linear_mve(const linear_params *p) {
  * word is its low word's sign). */
 #if TM_KERNELS_USE_MVE
 /* Four channels per step: low and high words gathered (8 bytes apart), violations
- * collected in vectors and reduced once; disabled tail lanes read as 0 (valid). */
+ * collected in vectors and reduced once; the tail step is predicated (disabled lanes read
+ * 0, which is valid). */
+TM_MVE_INLINE void requant_step(const int32_t *m, const int32_t *s, bool tail, mve_pred16_t p, int32x4_t *bad,
+                                int32x4_t *s_max, int32x4_t *s_min) {
+  const uint32x4_t lo = vidupq_n_u32(0u, 8);
+  const uint32x4_t hi = vaddq_n_u32(lo, 4u);
+  const int32x4_t m_lo = tail ? vldrwq_gather_offset_z_s32(m, lo, p) : vldrwq_gather_offset_s32(m, lo);
+  const int32x4_t m_hi = tail ? vldrwq_gather_offset_z_s32(m, hi, p) : vldrwq_gather_offset_s32(m, hi);
+  const int32x4_t s_lo = tail ? vldrwq_gather_offset_z_s32(s, lo, p) : vldrwq_gather_offset_s32(s, lo);
+  const int32x4_t s_hi = tail ? vldrwq_gather_offset_z_s32(s, hi, p) : vldrwq_gather_offset_s32(s, hi);
+  *bad = vorrq_s32(*bad, veorq_s32(m_hi, vshrq_n_s32(m_lo, 31)));
+  *bad = vorrq_s32(*bad, veorq_s32(s_hi, vshrq_n_s32(s_lo, 31)));
+  *s_max = vmaxq_s32(*s_max, s_lo);
+  *s_min = vminq_s32(*s_min, s_lo);
+}
+
 static bool valid_requant(const int64_t *mults, const int64_t *shifts, uint32_t len) {
   const int32_t *m = (const int32_t *)(const void *)mults;
   const int32_t *s = (const int32_t *)(const void *)shifts;
-  const uint32x4_t lo = vidupq_n_u32(0u, 8);
-  const uint32x4_t hi = vaddq_n_u32(lo, 4u);
   int32x4_t bad = vdupq_n_s32(0), s_max = bad, s_min = bad;
-  for (uint32_t i = 0; i < len; i += 4) {
-    const mve_pred16_t p = vctp32q(len - i);
-    const int32x4_t m_lo = vldrwq_gather_offset_z_s32(m, lo, p);
-    const int32x4_t s_lo = vldrwq_gather_offset_z_s32(s, lo, p);
-    bad = vorrq_s32(bad, veorq_s32(vldrwq_gather_offset_z_s32(m, hi, p), vshrq_n_s32(m_lo, 31)));
-    bad = vorrq_s32(bad, veorq_s32(vldrwq_gather_offset_z_s32(s, hi, p), vshrq_n_s32(s_lo, 31)));
-    s_max = vmaxq_s32(s_max, s_lo);
-    s_min = vminq_s32(s_min, s_lo);
+  for (uint32_t steps = len >> 2; steps > 0; --steps) {
+    requant_step(m, s, false, 0, &bad, &s_max, &s_min);
     m += 8;
     s += 8;
+  }
+  if ((len & 3u) != 0) {
+    requant_step(m, s, true, vctp32q(len & 3u), &bad, &s_max, &s_min);
   }
   return vmaxvq_u32(0u, vreinterpretq_u32_s32(bad)) == 0u && vmaxvq_s32(INT32_MIN, s_max) <= 31 &&
          vminvq_s32(INT32_MAX, s_min) >= -31;
