@@ -1,0 +1,64 @@
+#include "common.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static volatile uint32_t g_sink;
+
+tm_status tm_fuzz_probe_kernel(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
+  (void)ctx;
+  uint32_t acc = 0;
+  for (size_t k = 0; k < nargs; ++k) {
+    const tm_value *v = args[k];
+    if (v->tag == TM_VALUE_TENSOR && v->u.tensor->data != NULL) {
+      const uint8_t *p = v->u.tensor->data;
+      for (uint32_t i = 0; i < v->u.tensor->nbytes; ++i) acc += p[i];
+    } else if (v->tag == TM_VALUE_INT_LIST) {
+      for (uint32_t i = 0; i < v->u.int_list.length; ++i) acc += (uint32_t)v->u.int_list.items[i];
+    }
+  }
+  g_sink = acc;
+  return TM_OK;
+}
+
+tm_status tm_fuzz_prepare(tm_fuzz_method *f, const uint8_t *data, size_t size,
+                          const tm_kernel_registry *registry, tm_kernel_fn probe) {
+  memset(f, 0, sizeof(*f));
+  f->copy = malloc(size ? size : 1);
+  if (f->copy == NULL) return TM_ERR_OUT_OF_MEMORY;
+  if (size) memcpy(f->copy, data, size);
+  tm_status st = tm_program_load(&f->program, f->copy, size);
+  if (st != TM_OK) return st;
+  size_t meta_bytes = 0;
+  st = tm_method_required_memory(&f->program, NULL, &meta_bytes, &f->arena_bytes);
+  if (st != TM_OK) return st;
+  tm_kernel_registry probes;
+  if (registry == NULL) {
+    uint32_t n = 0;
+    const char *name, *overload;
+    while (tm_program_operator(&f->program, NULL, n, &name, &overload) == TM_OK) ++n;
+    f->probes = calloc(n + 1u, sizeof(*f->probes));
+    if (f->probes == NULL) return TM_ERR_OUT_OF_MEMORY;
+    for (uint32_t i = 0; i < n; ++i) {
+      tm_program_operator(&f->program, NULL, i, &f->probes[i].name, &f->probes[i].overload);
+      f->probes[i].fn = probe;
+    }
+    probes.entries = f->probes;
+    probes.count = n;
+    registry = &probes;
+  }
+  /* Exact sizes: malloc is 16-byte aligned on the host, as the runtime asks. */
+  f->meta = malloc(meta_bytes ? meta_bytes : 1);
+  f->arena = calloc(1, f->arena_bytes ? f->arena_bytes : 1);
+  if (f->meta == NULL || f->arena == NULL) return TM_ERR_OUT_OF_MEMORY;
+  return tm_method_init(&f->method, &f->program, NULL, registry, f->meta, meta_bytes, f->arena,
+                        f->arena_bytes);
+}
+
+void tm_fuzz_release(tm_fuzz_method *f) {
+  free(f->probes);
+  free(f->meta);
+  free(f->arena);
+  free(f->copy);
+  memset(f, 0, sizeof(*f));
+}

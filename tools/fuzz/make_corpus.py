@@ -1,0 +1,75 @@
+"""Seed corpora for the fuzz targets, generated from real exported programs.
+
+Writes into OUT:
+  pte/       a .pte of every MLPerf Tiny example model (seeds of fuzz_pte_load, fuzz_method_init)
+  programs/  small real programs that fuzz_run loads and runs with the real kernels
+  run/       fuzz_run seeds: one per program, its index then calibration-like input bytes
+
+Usage: python tools/fuzz/make_corpus.py OUT
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from torchmcu.api import export
+from torchmcu.examples import models
+
+
+class _MixedOps(nn.Module):
+    """Tiny net covering the kernels the MLPerf models do not all reach (pool, add, mul, softmax)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.pool = nn.MaxPool2d(2)
+        self.avg = nn.AvgPool2d(2)
+        self.fc = nn.Linear(8 * 2 * 2, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.conv(x))
+        y = y + self.dw(y)
+        y = self.avg(self.pool(y * y))
+        return torch.softmax(self.fc(torch.flatten(y, 1)), dim=1)
+
+
+def _small_programs() -> dict[str, tuple[nn.Module, tuple[torch.Tensor, ...], list]]:
+    gen = torch.Generator().manual_seed(7)
+    progs = {}
+    for name in ("mlp", "small_cnn"):
+        model, example = models.build(name)
+        progs[name] = (model, example, models.calibration(name, 4))
+    torch.manual_seed(3)
+    mixed = _MixedOps().eval()
+    example = (torch.rand(1, 3, 8, 8, generator=gen) * 2 - 1,)
+    progs["mixed_ops"] = (mixed, example, [(torch.rand(1, 3, 8, 8, generator=gen) * 2 - 1,) for _ in range(4)])
+    return progs
+
+
+def main(out: Path) -> None:
+    for sub in ("pte", "programs", "run"):
+        (out / sub).mkdir(parents=True, exist_ok=True)
+    for name in models.MLPERF_TINY:
+        model, example = models.build(name)
+        exported = export(model, example, calibration=models.calibration(name, 2))
+        (out / "pte" / f"{name}.pte").write_bytes(exported.pte_bytes)
+    small = _small_programs()
+    for index, name in enumerate(sorted(small)):  # fuzz_run numbers programs by sorted file name
+        model, example, calib = small[name]
+        exported = export(model, example, calibration=calib)
+        (out / "programs" / f"{name}.pte").write_bytes(exported.pte_bytes)
+        (out / "pte" / f"small_{name}.pte").write_bytes(exported.pte_bytes)
+        for k, sample in enumerate(calib[:2]):
+            raw = b"".join(np.ascontiguousarray(t.numpy(), dtype=np.float32).tobytes() for t in sample)
+            (out / "run" / f"{name}_{k}").write_bytes(bytes([index]) + raw)
+        (out / "run" / f"{name}_zeros").write_bytes(bytes([index]))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
