@@ -35,7 +35,8 @@ class ExportedModel:
         *,
         bundle_samples: Sequence[Sequence[Any]] | None = None,
     ) -> Path:
-        """Write `<name>.pte` and `<name>.report.json` into out_dir; returns the .pte path.
+        """Write `<name>.pte`, `<name>.report.json` and `selected_operators.yaml` (the program's
+        operators for a selective firmware build) into out_dir; returns the .pte path.
         bundle_samples: also write `<name>.bpte`, the program with these inputs as test cases.
 
         Each file is written to a temporary name and renamed, so an interrupted
@@ -52,6 +53,10 @@ class ExportedModel:
         _write_atomically(
             out / f"{name}.report.json", json.dumps(self.report, indent=2).encode() + b"\n"
         )
+        from torchmcu.selective.oplist import dumps, from_program
+
+        oplist = dumps(from_program(self.program, name)).encode()
+        _write_atomically(out / "selected_operators.yaml", oplist)
         return pte_path
 
     def bundle(self, samples: Sequence[Sequence[Any]]) -> Any:

@@ -6,6 +6,7 @@
     torchmcu build out/model.pte --board corstone-300         # runner firmware: ELF, .bin, .hex
     torchmcu run out/model.pte --board qemu-an547             # build, run on QEMU (or an FVP)
     torchmcu info out/model.pte                               # operators, values, memory plan
+    torchmcu ops merge a.yaml b.yaml --board corstone-300 -o merged.yaml   # one image, many models
 """
 
 from __future__ import annotations
@@ -152,7 +153,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
     blob = firmware.write_io_blob(info, samples) if samples else None
     build_dir = args.build_dir or f"build/fw-{args.board}"
     print(f"building the runner for {args.board} with {args.pte} in {build_dir}...")
-    image = firmware.build(args.pte, args.board, build_dir, inputs=blob)
+    image = firmware.build(args.pte, args.board, build_dir, inputs=blob, ops_yaml=args.ops_yaml)
     for path in (image.elf, image.bin, image.program_bin, image.hex):
         print(f"wrote {path} ({path.stat().st_size:,} bytes)")
     return 0
@@ -195,6 +196,15 @@ def _run_on_board(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_ops_merge(args: argparse.Namespace) -> int:
+    from torchmcu.selective import merge_files, operator_names
+
+    merged = merge_files(args.yaml, board=args.board, output=args.output)
+    names = operator_names(merged)
+    print(f"wrote {args.output}: {len(names)} operators ({', '.join(names)})")
+    return 0
+
+
 def _cmd_info(args: argparse.Namespace) -> int:
     from torchmcu import native
 
@@ -233,6 +243,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--board", default="corstone-300")
     p.add_argument("--build-dir", help="CMake build directory (default: build/fw-BOARD)")
     p.add_argument("--inputs", help=".npz of inputs to embed (leading axis = samples)")
+    p.add_argument(
+        "--ops-yaml", help="selected_operators.yaml: compile and register only its kernels"
+    )
     p.set_defaults(func=_cmd_build)
 
     p = sub.add_parser("run", help="run a .pte on the host, or a .pte/.elf on a board's emulator")
@@ -244,6 +257,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=120.0, help="seconds (default: 120)")
     p.add_argument("--inputs", help=".npz of inputs (--host: first sample; board: all samples)")
     p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("ops", help="selected-operator lists for selective firmware builds")
+    ops = p.add_subparsers(dest="ops_command", required=True)
+    p = ops.add_parser("merge", help="merge selected_operators.yaml files (+ the board's operators)")
+    p.add_argument("yaml", nargs="+", help="selected_operators.yaml files (torchmcu export writes one)")
+    p.add_argument("--board", default="corstone-300", help="adds the operators the board always needs")
+    p.add_argument("-o", "--output", required=True, help="merged yaml to write")
+    p.set_defaults(func=_cmd_ops_merge)
 
     p = sub.add_parser("info", help="describe a .pte")
     p.add_argument("pte")

@@ -74,6 +74,7 @@ def build(
     *,
     defines: dict[str, Any] | None = None,
     profile: bool = False,
+    ops_yaml: str | os.PathLike[str] | None = None,
 ) -> FirmwareImage:
     """Configure (preset `board`) and build the runner with `pte` embedded.
 
@@ -82,6 +83,8 @@ def build(
     (e.g. {"TORCHMCU_RUNNER_FAULT_TEST": "ON"}). profile: compile the executor's per-kernel
     hook in (TORCHMCU_PROFILE; counted by torchmcu.firmware.icount.profile_instructions).
     Always set explicitly, so a reused build directory never keeps a previous choice.
+    ops_yaml: a selected_operators.yaml; the image then compiles and registers only its kernels,
+    and a .pte needing an operator outside it is refused here, before anything is compiled.
     """
     get_board(board)  # a clear error for an unknown board before CMake runs
     if shutil.which("arm-none-eabi-gcc") is None:
@@ -92,6 +95,7 @@ def build(
     pte_path = Path(pte).resolve()
     if not pte_path.is_file():
         raise FirmwareBuildError(f"{pte_path} does not exist")
+    yaml_path = _check_ops_yaml(pte_path, ops_yaml) if ops_yaml is not None else ""
     inputs_path = ""
     if isinstance(inputs, bytes):
         blob = out / "inputs.tmio"
@@ -106,6 +110,7 @@ def build(
         "Python3_EXECUTABLE": sys.executable,
         "TORCHMCU_RUNNER_FAULT_TEST": "OFF",
         "TORCHMCU_PROFILE": "ON" if profile else "OFF",
+        "TORCHMCU_OPS_YAML": yaml_path,
     }
     cache.update({k: str(v) for k, v in (defines or {}).items()})
     _run(
@@ -122,3 +127,22 @@ def build(
         board=board,
         build_dir=out,
     )
+
+
+def _check_ops_yaml(pte: Path, ops_yaml: str | os.PathLike[str]) -> str:
+    """The yaml's absolute path, once every operator of `pte` is known to be selected by it."""
+    from torchmcu.pte.reader import parse
+    from torchmcu.selective import OpListError, missing_operators, program_operators, read_yaml
+
+    path = Path(ops_yaml).resolve()
+    try:
+        doc = read_yaml(path)
+    except (OpListError, OSError) as e:
+        raise FirmwareBuildError(f"operator list {path}: {e}") from None
+    missing = missing_operators(program_operators(parse(pte.read_bytes())), doc)
+    if missing:
+        raise FirmwareBuildError(
+            f"{pte} needs operators that {path} does not select: {', '.join(missing)} "
+            "(merge the program's selected_operators.yaml into it: torchmcu ops merge)"
+        )
+    return str(path)

@@ -1,0 +1,34 @@
+"""Selective build: which operators a firmware image registers and compiles.
+
+Export writes `selected_operators.yaml` (ExecuTorch's selective-build layout) beside the .pte;
+`merge` joins the lists of several models with the operators the board always needs, so one
+image can run all of them; CMake turns the merged list into the image's kernel registry
+(`-DTORCHMCU_OPS_YAML=...`, cmake/selective.cmake) and compiles only those kernels.
+"""
+
+from torchmcu.selective.merge import MergeConflict, board_operators, merge, merge_files
+from torchmcu.selective.oplist import (
+    OpListError,
+    from_program,
+    operator_names,
+    program_operators,
+    read_yaml,
+    write_yaml,
+)
+from torchmcu.selective.table import KernelTable, load_table, missing_operators
+
+__all__ = [
+    "KernelTable",
+    "MergeConflict",
+    "OpListError",
+    "board_operators",
+    "from_program",
+    "load_table",
+    "merge",
+    "merge_files",
+    "missing_operators",
+    "operator_names",
+    "program_operators",
+    "read_yaml",
+    "write_yaml",
+]

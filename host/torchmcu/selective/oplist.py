@@ -1,0 +1,201 @@
+"""selected_operators.yaml: the operators (and kernel keys) a program needs.
+
+The layout is ExecuTorch's selective-build one (what `executorch/codegen/tools/gen_oplist.py`
+writes), so its tooling can read our lists and we can read its: top-level
+`include_all_non_op_selectives`, `include_all_operators`, `operators` (per "name.overload":
+is_root_operator, is_used_for_training, include_all_overloads, debug_info) and
+`et_kernel_metadata` (per "name.overload": kernel keys "v1/<dtype>;<dim order>|...", one
+dtype;dim-order pair per tensor argument in argument order, dtype as the ScalarType number).
+Documents are kept canonical (sorted lists, plain bools) so equal selections compare equal.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from torchmcu.pte.program import KernelCall, Program, Tensor
+
+OpList = dict[str, Any]
+
+_TOP_LEVEL = {
+    "include_all_non_op_selectives",
+    "include_all_operators",
+    "debug_info",
+    "operators",
+    "kernel_metadata",
+    "et_kernel_metadata",
+    "custom_classes",
+    "build_features",
+}
+_OP_FLAGS = ("is_root_operator", "is_used_for_training", "include_all_overloads")
+_KERNEL_KEY = re.compile(r"^(default|v1(/\d+;\d+(,\d+)*(\|\d+;\d+(,\d+)*)*)?)$")
+
+
+class OpListError(ValueError):
+    """A selected_operators.yaml that is malformed, or selects what the tree cannot build."""
+
+
+def op_key(name: str, overload: str) -> str:
+    """'cortex_m::quantized_linear' + 'out' -> 'cortex_m::quantized_linear.out' (ExecuTorch's key)."""
+    return f"{name}.{overload}" if overload else name
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """'ns::op.overload' -> ('ns::op', 'overload'); no overload -> ('ns::op', '')."""
+    ns, sep, rest = key.rpartition("::")
+    base, dot, overload = rest.partition(".")
+    return f"{ns}{sep}{base}", overload if dot else ""
+
+
+def kernel_key(call: KernelCall, values: list[Any]) -> str:
+    """ExecuTorch's kernel key of one call: dtype;dim-order of each tensor argument, in order."""
+    pairs = [
+        f"{int(v.scalar_type)};{','.join(str(d) for d in v.dim_order)}"
+        for v in (values[i] for i in call.args)
+        if isinstance(v, Tensor)
+    ]
+    return "v1/" + "|".join(pairs) if pairs else "v1"
+
+
+def program_operators(program: Program) -> list[str]:
+    """The 'name.overload' keys of every operator a program's plans declare, sorted."""
+    return sorted(
+        {op_key(op.name, op.overload) for plan in program.execution_plan for op in plan.operators}
+    )
+
+
+def from_program(program: Program, model_name: str) -> OpList:
+    """The selected-operator list of one program (debug_info names the model)."""
+    keys: dict[str, set[str]] = {}
+    for plan in program.execution_plan:
+        for op in plan.operators:
+            keys.setdefault(op_key(op.name, op.overload), set())
+        for chain in plan.chains:
+            for ins in chain.instructions:
+                if isinstance(ins, KernelCall):
+                    op = plan.operators[ins.op_index]
+                    keys[op_key(op.name, op.overload)].add(kernel_key(ins, plan.values))
+    operators = {
+        name: {
+            "is_root_operator": True,
+            "is_used_for_training": False,  # inference-only firmware
+            "include_all_overloads": False,
+            "debug_info": [model_name],
+        }
+        for name in keys
+    }
+    return canonical(
+        {
+            "include_all_non_op_selectives": False,
+            "include_all_operators": False,
+            "operators": operators,
+            "et_kernel_metadata": {name: sorted(k) for name, k in keys.items() if k},
+        }
+    )
+
+
+def empty() -> OpList:
+    return canonical({})
+
+
+def canonical(doc: dict[str, Any], where: str = "selected operators") -> OpList:
+    """Validate `doc` and return it in canonical form (sorted lists, all keys present)."""
+    if not isinstance(doc, dict):
+        raise OpListError(f"{where}: the document is a {type(doc).__name__}, not a mapping")
+    unknown = sorted(set(doc) - _TOP_LEVEL)
+    if unknown:
+        raise OpListError(f"{where}: unknown top-level keys {unknown}")
+    out: OpList = {}
+    for flag in ("include_all_non_op_selectives", "include_all_operators"):
+        out[flag] = _bool(doc.get(flag, False), f"{where}: {flag}")
+    out["debug_info"] = _strings(doc.get("debug_info"), f"{where}: debug_info")
+    operators = doc.get("operators") or {}
+    if not isinstance(operators, dict):
+        raise OpListError(f"{where}: operators must be a mapping of 'name.overload' entries")
+    out["operators"] = {}
+    for name in sorted(operators):
+        entry = operators[name] or {}
+        if not isinstance(name, str) or "::" not in name:
+            raise OpListError(f"{where}: operator {name!r} is not 'namespace::name[.overload]'")
+        if not isinstance(entry, dict):
+            raise OpListError(f"{where}: operators[{name!r}] must be a mapping")
+        extra = sorted(set(entry) - {*_OP_FLAGS, "debug_info"})
+        if extra:
+            raise OpListError(f"{where}: operators[{name!r}] has unknown keys {extra}")
+        out["operators"][name] = {
+            **{
+                f: _bool(entry.get(f, False), f"{where}: operators[{name!r}].{f}")
+                for f in _OP_FLAGS
+            },
+            "debug_info": _strings(
+                entry.get("debug_info"), f"{where}: operators[{name!r}].debug_info"
+            ),
+        }
+    metadata = doc.get("et_kernel_metadata") or {}
+    if not isinstance(metadata, dict):
+        raise OpListError(f"{where}: et_kernel_metadata must be a mapping of 'name.overload' lists")
+    out["et_kernel_metadata"] = {}
+    for name in sorted(metadata):
+        if name not in out["operators"]:
+            raise OpListError(
+                f"{where}: et_kernel_metadata names {name!r}, which is not under operators"
+            )
+        keys = _strings(metadata[name], f"{where}: et_kernel_metadata[{name!r}]")
+        for key in keys:
+            if not _KERNEL_KEY.match(key):
+                raise OpListError(
+                    f"{where}: et_kernel_metadata[{name!r}]: {key!r} is not a kernel key "
+                    "('default' or 'v1/<dtype>;<dim order>|...')"
+                )
+        out["et_kernel_metadata"][name] = keys
+    out["kernel_metadata"] = doc.get("kernel_metadata") or {}
+    out["custom_classes"] = _strings(doc.get("custom_classes"), f"{where}: custom_classes")
+    out["build_features"] = _strings(doc.get("build_features"), f"{where}: build_features")
+    return out
+
+
+def operator_names(doc: OpList) -> list[str]:
+    """The 'name.overload' keys a list selects, sorted."""
+    return sorted(doc["operators"])
+
+
+def read_yaml(path: str | os.PathLike[str]) -> OpList:
+    """Read and validate a selected_operators.yaml (ours or ExecuTorch's)."""
+    p = Path(path)
+    try:
+        raw = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as e:
+        raise OpListError(f"{p}: not valid YAML: {e}") from None
+    return canonical(raw if raw is not None else {}, str(p))
+
+
+def dumps(doc: OpList) -> str:
+    return yaml.safe_dump(canonical(doc), default_flow_style=False, sort_keys=True)
+
+
+def write_yaml(doc: OpList, path: str | os.PathLike[str]) -> Path:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(dumps(doc))
+    return p
+
+
+def _bool(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise OpListError(f"{where}: expected true or false, got {value!r}")
+    return value
+
+
+def _strings(value: Any, where: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, list):  # ExecuTorch writes [None] when it had no model name
+        value = [v for v in value if v is not None]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise OpListError(f"{where}: expected a list of strings, got {value!r}")
+    return sorted(set(value))

@@ -1,0 +1,111 @@
+"""The kernel table (firmware/kernels/kernels.json) and what a selection takes from it.
+
+CMake asks this module which table entries a yaml selects (`python -m torchmcu.selective.table
+--yaml Y`), so the yaml is interpreted in one place: include_all_operators selects every
+kernel, include_all_overloads every overload of the name, otherwise the exact 'name.overload'.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from torchmcu.selective.oplist import OpList, OpListError, canonical, read_yaml, split_key
+
+DEFAULT_TABLE = Path(__file__).resolve().parents[3] / "firmware" / "kernels" / "kernels.json"
+
+
+@dataclass(frozen=True)
+class KernelEntry:
+    operator: str  # 'namespace::name.overload'
+    symbol: str
+    source: str  # relative to the table's directory
+
+
+@dataclass(frozen=True)
+class KernelTable:
+    path: Path
+    kernels: tuple[KernelEntry, ...]
+    common_sources: tuple[str, ...]
+
+    @property
+    def operators(self) -> list[str]:
+        return [k.operator for k in self.kernels]
+
+    def select(self, doc: OpList) -> list[KernelEntry]:
+        """The entries `doc` selects, in table order; an operator with no kernel is an error."""
+        doc = canonical(doc)
+        if doc["include_all_operators"]:
+            return list(self.kernels)
+        chosen: set[str] = set()
+        unknown = []
+        for name, entry in doc["operators"].items():
+            base, overload = split_key(name)
+            hits = [
+                k.operator
+                for k in self.kernels
+                if split_key(k.operator)[0] == base
+                and (entry["include_all_overloads"] or split_key(k.operator)[1] == overload)
+            ]
+            if not hits:
+                unknown.append(name)
+            chosen.update(hits)
+        if unknown:
+            raise OpListError(
+                f"selected operators with no kernel in {self.path}: {', '.join(sorted(unknown))}"
+            )
+        return [k for k in self.kernels if k.operator in chosen]
+
+    def sources(self, entries: Iterable[KernelEntry]) -> list[str]:
+        """Translation units to compile for `entries` (common ones first, each once)."""
+        out = list(self.common_sources)
+        for k in entries:
+            if k.source not in out:
+                out.append(k.source)
+        return out
+
+
+def load_table(path: str | os.PathLike[str] | None = None) -> KernelTable:
+    p = Path(path) if path is not None else DEFAULT_TABLE
+    raw = json.loads(p.read_text())
+    kernels = tuple(KernelEntry(k["operator"], k["symbol"], k["source"]) for k in raw["kernels"])
+    return KernelTable(p, kernels, tuple(raw.get("common_sources", [])))
+
+
+def missing_operators(program_ops: Iterable[str], doc: OpList) -> list[str]:
+    """'name.overload' of a program that `doc` does not select, sorted."""
+    doc = canonical(doc)
+    if doc["include_all_operators"]:
+        return []
+    whole_names = {
+        split_key(n)[0] for n, e in doc["operators"].items() if e["include_all_overloads"]
+    }
+    return sorted(
+        op
+        for op in set(program_ops)
+        if op not in doc["operators"] and split_key(op)[0] not in whole_names
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """For CMake: print the selected table operators, ';'-separated (a CMake list)."""
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--yaml", required=True)
+    parser.add_argument("--table", default=str(DEFAULT_TABLE))
+    args = parser.parse_args(argv)
+    try:
+        entries = load_table(args.table).select(read_yaml(args.yaml))
+    except (OpListError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(";".join(k.operator for k in entries))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

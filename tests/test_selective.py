@@ -1,0 +1,218 @@
+"""Selective build, host side: selected_operators.yaml from programs (checked against the C
+loader's operator list and torchgen's reader of ExecuTorch's layout), merge properties, the
+kernel table, and `torchmcu build` refusing a program its yaml does not cover."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from _pte_programs import linear_program
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torchgen.selective_build.selector import SelectiveBuilder, combine_selective_builders
+from torchmcu import native
+from torchmcu.cli import main as cli_main
+from torchmcu.firmware import FirmwareBuildError, build
+from torchmcu.pte.writer import serialize
+from torchmcu.selective import (
+    MergeConflict,
+    OpListError,
+    board_operators,
+    from_program,
+    load_table,
+    merge,
+    merge_files,
+    missing_operators,
+    operator_names,
+    program_operators,
+    read_yaml,
+    write_yaml,
+)
+from torchmcu.selective.oplist import dumps
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_linear_program_oplist_by_hand(tmp_path: Path) -> None:
+    doc = from_program(linear_program(), "lin")
+    assert operator_names(doc) == ["cortex_m::quantized_linear.out"]
+    # tensors x, w, bias, kernel_sum, out, out: int8 [0,1], int8 [0,1], int32 [0], int32 [0], ...
+    assert doc["et_kernel_metadata"] == {
+        "cortex_m::quantized_linear.out": ["v1/1;0,1|1;0,1|3;0|3;0|1;0,1|1;0,1"]
+    }
+    entry = doc["operators"]["cortex_m::quantized_linear.out"]
+    assert entry == {
+        "is_root_operator": True,
+        "is_used_for_training": False,
+        "include_all_overloads": False,
+        "debug_info": ["lin"],
+    }
+    path = write_yaml(doc, tmp_path / "selected_operators.yaml")
+    assert read_yaml(path) == doc
+
+
+@pytest.fixture(scope="module")
+def dscnn_export(tmp_path_factory: pytest.TempPathFactory):
+    import torchmcu
+    from torchmcu.examples import models
+
+    model, example = models.build("ds_cnn")
+    exported = torchmcu.export(model, example, calibration=models.calibration("ds_cnn", 4))
+    out = tmp_path_factory.mktemp("dscnn")
+    return exported, exported.save(out)
+
+
+def test_export_writes_executorch_layout(dscnn_export) -> None:
+    exported, pte = dscnn_export
+    path = pte.parent / "selected_operators.yaml"
+    raw = yaml.safe_load(path.read_text())
+    # The C loader's own list of the program's operators is the independent reference.
+    c_ops = {f"{n}.{o}" for n, o in native.program_info(pte.read_bytes())["operators"]}
+    assert set(raw["operators"]) == c_ops == set(program_operators(exported.program))
+    assert raw["include_all_operators"] is False and raw["include_all_non_op_selectives"] is False
+    # torchgen (PyTorch's reader of this layout, which ExecuTorch's codegen uses) accepts it.
+    selector = SelectiveBuilder.from_yaml_dict(raw)
+    for op in c_ops:
+        assert selector.is_operator_selected(op)
+    assert not selector.is_operator_selected("cortex_m::softmax.out")
+    for op, keys in raw["et_kernel_metadata"].items():
+        assert selector.et_get_selected_kernels(op, [*keys, "v1/6;0"]) == keys
+        for key in keys:  # conv/pool activations are int8 NHWC (dim order 0,2,3,1)
+            assert re.fullmatch(r"v1/\d+;[\d,]+(\|\d+;[\d,]+)*", key)
+    conv = raw["et_kernel_metadata"]["cortex_m::quantized_conv2d.out"]
+    assert all(k.startswith("v1/1;0,2,3,1|1;0,1,2,3|") for k in conv)
+
+
+def _doc(ops: dict[str, list[str]], model: str) -> dict:
+    entry = {
+        "is_root_operator": True,
+        "is_used_for_training": False,
+        "include_all_overloads": False,
+    }
+    return {
+        "operators": {op: {**entry, "debug_info": [model]} for op in ops},
+        "et_kernel_metadata": {op: keys for op, keys in ops.items() if keys},
+    }
+
+
+_OPS = [f"cortex_m::op{i}.out" for i in range(5)]
+_KEYS = ["v1/1;0,1|1;0,1", "v1/3;0|1;0,1", "v1/6;0,1,2,3|1;0,2,3,1", "default"]
+_docs = st.builds(
+    _doc,
+    st.dictionaries(st.sampled_from(_OPS), st.lists(st.sampled_from(_KEYS), max_size=3)),
+    st.sampled_from(["a", "b", "c"]),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_docs, min_size=1, max_size=4), st.randoms())
+def test_merge_is_order_independent_and_idempotent(docs, rnd) -> None:
+    merged = merge(docs)
+    shuffled = list(docs)
+    rnd.shuffle(shuffled)
+    assert dumps(merge(shuffled)) == dumps(merged)
+    assert dumps(merge([merged, *docs])) == dumps(merged)
+    assert dumps(merge([merged])) == dumps(merged)
+    # Same operators, keys and debug_info as torchgen's own combination of the lists.
+    combined = SelectiveBuilder.from_yaml_dict({})
+    for d in docs:
+        combined = combine_selective_builders(combined, SelectiveBuilder.from_yaml_dict(d))
+    assert set(merged["operators"]) == set(combined.operators)
+    for name, op in combined.operators.items():
+        assert merged["operators"][name]["is_root_operator"] == op.is_root_operator
+        assert merged["operators"][name]["debug_info"] == sorted(set(op._debug_info or ()))
+    assert merged["et_kernel_metadata"] == {
+        k: sorted(set(v)) for k, v in combined.et_kernel_metadata.items()
+    }
+
+
+def test_merge_conflict_names_the_entries() -> None:
+    a = _doc({"cortex_m::quantized_add.out": [], "cortex_m::pad.out": []}, "model_a")
+    b = _doc({"cortex_m::quantized_add.out": [], "cortex_m::pad.out": []}, "model_b")
+    b["operators"]["cortex_m::quantized_add.out"]["include_all_overloads"] = True
+    with pytest.raises(
+        MergeConflict,
+        match=r"quantized_add\.out \(.*include_all_overloads=False in model_a.*include_all_overloads=True in model_b",
+    ) as e:
+        merge([a, b])
+    assert "pad.out" not in str(e.value)
+    c = _doc({"cortex_m::quantized_add.out": []}, "model_c")
+    c["operators"]["cortex_m::quantized_add.out"]["is_used_for_training"] = True
+    with pytest.raises(MergeConflict, match="is_used_for_training=True in model_c"):
+        merge([a, c])
+    # Keys of different lengths are not a conflict: optional tensors (None) leave the key.
+    d = _doc({"cortex_m::quantized_linear.out": ["v1/1;0,1|1;0,1|3;0|1;0,1|1;0,1"]}, "d")
+    e2 = _doc({"cortex_m::quantized_linear.out": ["v1/1;0,1|1;0,1|3;0|3;0|1;0,1|1;0,1"]}, "e")
+    assert len(merge([d, e2])["et_kernel_metadata"]["cortex_m::quantized_linear.out"]) == 2
+    with pytest.raises(OpListError, match="not under operators"):
+        merge([{"et_kernel_metadata": {"cortex_m::pad.out": ["default"]}}])
+    with pytest.raises(OpListError, match="is_root_operator: expected true or false"):
+        merge([{"operators": {"cortex_m::pad.out": {"is_root_operator": "yes"}}}])
+    with pytest.raises(OpListError, match="not a kernel key"):
+        merge([_doc({"cortex_m::pad.out": ["v2/1"]}, "m")])
+
+
+def test_board_operators_and_cli_merge(tmp_path: Path, dscnn_export, capsys) -> None:
+    assert board_operators("corstone-300") == []  # documented decision: board.json lists none
+    extra = merge([_doc({"cortex_m::softmax.out": []}, "m")], always=["cortex_m::pad.out"])
+    assert extra["operators"]["cortex_m::pad.out"]["debug_info"] == ["board"]
+    _, pte = dscnn_export
+    lin = write_yaml(from_program(linear_program(), "lin"), tmp_path / "lin.yaml")
+    ds = pte.parent / "selected_operators.yaml"
+    out1, out2 = tmp_path / "m1.yaml", tmp_path / "m2.yaml"
+    assert (
+        cli_main(["ops", "merge", str(ds), str(lin), "--board", "corstone-300", "-o", str(out1)])
+        == 0
+    )
+    assert cli_main(["ops", "merge", str(lin), str(ds), str(out1), "-o", str(out2)]) == 0
+    assert out1.read_text() == out2.read_text()
+    assert out1.read_text() == dumps(merge_files([ds, lin], board="corstone-300"))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("operators: [1, 2]\n")
+    assert cli_main(["ops", "merge", str(bad), "-o", str(tmp_path / "x.yaml")]) == 2
+    assert "operators must be a mapping" in capsys.readouterr().err
+
+
+def test_kernel_table_covers_the_tree_and_selects() -> None:
+    table = load_table()
+    kernel_dir = ROOT / "firmware" / "kernels"
+    listed = {k.source for k in table.kernels} | set(table.common_sources)
+    present = {str(p.relative_to(kernel_dir)) for p in kernel_dir.glob("*/*.c")}
+    assert present == listed
+    header = (kernel_dir / "cortex_m" / "cortex_m_kernels.h").read_text()
+    for k in table.kernels:
+        assert re.search(rf"\b{k.symbol}\b", header), k.symbol
+        assert (kernel_dir / k.source).read_text().count(k.symbol) >= 1
+    doc = _doc({"cortex_m::quantized_conv2d.out": []}, "m")
+    assert [k.operator for k in table.select(doc)] == ["cortex_m::quantized_conv2d.out"]
+    doc["operators"]["cortex_m::quantized_conv2d.out"]["include_all_overloads"] = True
+    assert [k.operator for k in table.select(doc)] == ["cortex_m::quantized_conv2d.out"]
+    whole = _doc({"cortex_m::quantized_conv2d": []}, "m")
+    whole["operators"]["cortex_m::quantized_conv2d"]["include_all_overloads"] = True
+    assert [k.operator for k in table.select(whole)] == ["cortex_m::quantized_conv2d.out"]
+    assert len(table.select({**merge([]), "include_all_operators": True})) == len(table.kernels)
+    with pytest.raises(OpListError, match=r"no kernel in .*: cortex_m::nope\.out"):
+        table.select(_doc({"cortex_m::nope.out": []}, "m"))
+
+
+def test_missing_operators() -> None:
+    doc = merge([_doc({"cortex_m::pad.out": []}, "m")])
+    assert missing_operators(["cortex_m::pad.out", "cortex_m::softmax.out"], doc) == [
+        "cortex_m::softmax.out"
+    ]
+    assert (
+        missing_operators(["cortex_m::softmax.out"], {**doc, "include_all_operators": True}) == []
+    )
+
+
+def test_build_refuses_uncovered_program_before_compiling(tmp_path: Path) -> None:
+    pte = tmp_path / "lin.pte"
+    pte.write_bytes(serialize(linear_program()))
+    only_pad = write_yaml(merge([_doc({"cortex_m::pad.out": []}, "m")]), tmp_path / "pad.yaml")
+    out = tmp_path / "build"
+    with pytest.raises(FirmwareBuildError, match=r"cortex_m::quantized_linear\.out"):
+        build(pte, "qemu-an547", out, ops_yaml=only_pad)
+    assert not (out / "CMakeCache.txt").exists()  # refused before CMake ran
