@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "bench_markers.h"
+#include "bundled_runner.h"
 #include "exit_codes.h"
 #include "io_blob.h"
 #include "tm_cmsis/platform.h"
@@ -200,6 +201,9 @@ int main(void) {
   tm_puts("TM_BEGIN board=" TM_BOARD_NAME "\n");
 #if defined(TM_RUNNER_FAULT_TEST)
   return provoke_fault();
+#endif
+#if defined(TM_RUNNER_BUNDLED)
+  return tm_runner_bundled(); /* the embedded blob is a .bpte: check its test cases */
 #endif
   const size_t program_size = (size_t)(tm_program_end - tm_program_data);
   tm_status st = tm_program_load(&program, tm_program_data, program_size);

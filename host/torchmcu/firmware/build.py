@@ -43,6 +43,38 @@ def source_dir() -> Path:
     return root
 
 
+def _write_if_changed(path: Path, data: bytes) -> None:
+    """Unchanged bytes keep their timestamp, so CMake does not rebuild for nothing."""
+    if not path.is_file() or path.read_bytes() != data:
+        path.write_bytes(data)
+
+
+def _unpack_bundle(
+    bundle: str | os.PathLike[str] | bytes, out: Path, pte: str | os.PathLike[str] | None
+) -> tuple[str, Path]:
+    """(absolute .bpte path, its program written beside it for the memory plan)."""
+    from torchmcu.pte.bundled import parse_bundled
+    from torchmcu.pte.validate import ProgramError
+
+    if isinstance(bundle, bytes):
+        data, bpte = bundle, out / "program.bpte"
+        _write_if_changed(bpte, data)
+    else:
+        bpte = Path(bundle).resolve()
+        if not bpte.is_file():
+            raise FirmwareBuildError(f"{bpte} does not exist")
+        data = bpte.read_bytes()
+    try:
+        program = parse_bundled(data).program
+    except ProgramError as e:
+        raise FirmwareBuildError(f"bundled program {bpte}: {e}") from None
+    if pte is not None and Path(pte).read_bytes() != program:
+        raise FirmwareBuildError(f"{pte} is not the program inside {bpte}")
+    program_path = out / "bundle-program.pte"
+    _write_if_changed(program_path, program)
+    return str(bpte), program_path
+
+
 def _tail(text: str, lines: int = 40) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
@@ -67,13 +99,17 @@ def _run(cmd: Sequence[str], cwd: Path, what: str) -> str:
 
 
 def build(
-    pte: str | os.PathLike[str],
+    pte: str | os.PathLike[str] | None,
     board: str,
     build_dir: str | os.PathLike[str],
     inputs: str | os.PathLike[str] | bytes | None = None,
     *,
     defines: dict[str, Any] | None = None,
     profile: bool = False,
+    bundle: str | os.PathLike[str] | bytes | None = None,
+    bundle_rtol: float | None = None,
+    bundle_atol: float | None = None,
+    bundle_atol_int: float | None = None,
     ops_yaml: str | os.PathLike[str] | None = None,
 ) -> FirmwareImage:
     """Configure (preset `board`) and build the runner with `pte` embedded.
@@ -83,6 +119,10 @@ def build(
     (e.g. {"TORCHMCU_RUNNER_FAULT_TEST": "ON"}). profile: compile the executor's per-kernel
     hook in (TORCHMCU_PROFILE; counted by torchmcu.firmware.icount.profile_instructions).
     Always set explicitly, so a reused build directory never keeps a previous choice.
+    bundle: a .bpte (bytes or path) embedded instead of the .pte and inputs; the runner runs
+    every test case and compares on the device (firmware/runner/bundled_runner.c), with the
+    float tolerances bundle_rtol (default 1e-5) / bundle_atol (1e-8) and bundle_atol_int (0,
+    bit-exact) for integer outputs. `pte` may then be None (the program comes from the bundle).
     ops_yaml: a selected_operators.yaml; the image then compiles and registers only its kernels,
     and a .pte needing an operator outside it is refused here, before anything is compiled.
     """
@@ -92,6 +132,13 @@ def build(
     root = source_dir()
     out = Path(build_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
+    bundle_path = ""
+    if bundle is not None:
+        if inputs is not None:
+            raise FirmwareBuildError("a bundled program carries its own inputs: pass inputs=None")
+        bundle_path, pte = _unpack_bundle(bundle, out, pte)
+    if pte is None:
+        raise FirmwareBuildError("no program: pass a .pte (or bundle=)")
     pte_path = Path(pte).resolve()
     if not pte_path.is_file():
         raise FirmwareBuildError(f"{pte_path} does not exist")
@@ -110,6 +157,10 @@ def build(
         "Python3_EXECUTABLE": sys.executable,
         "TORCHMCU_RUNNER_FAULT_TEST": "OFF",
         "TORCHMCU_PROFILE": "ON" if profile else "OFF",
+        "TORCHMCU_BUNDLE": bundle_path,
+        "TORCHMCU_BUNDLE_RTOL": "" if bundle_rtol is None else repr(float(bundle_rtol)),
+        "TORCHMCU_BUNDLE_ATOL": "" if bundle_atol is None else repr(float(bundle_atol)),
+        "TORCHMCU_BUNDLE_ATOL_INT": "" if bundle_atol_int is None else repr(float(bundle_atol_int)),
         "TORCHMCU_OPS_YAML": yaml_path,
     }
     cache.update({k: str(v) for k, v in (defines or {}).items()})
