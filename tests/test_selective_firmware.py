@@ -1,0 +1,148 @@
+"""Selective firmware images on QEMU (mps3-an547): for each MLPerf Tiny model the image built from
+its selected_operators.yaml holds only the selected kernels (nm on the ELF, and only their
+translation units in libtm_kernels.a) and its outputs are bit-exact with the image holding every
+kernel; one merged yaml serves two programs; a program needing a kernel outside the image fails
+at load naming the operator, with the runner's missing-operator exit code."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torchmcu
+from torchmcu import firmware, native
+from torchmcu.firmware.run import EXIT_MISSING_OPERATOR
+from torchmcu.selective import load_table, merge_files, read_yaml
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None,
+    reason="needs arm-none-eabi-gcc and qemu-system-arm (scripts/setup.sh installs them)",
+)
+
+BOARD = "qemu-an547"
+MLPERF_TINY = ["ds_cnn", "resnet8", "mobilenet_v1_025", "deep_autoencoder"]
+KERNEL_SYMBOL = re.compile(r"^tm_cortex_m_\w+_out$")
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("selective")
+
+
+@pytest.fixture(scope="module")
+def exported(root: Path):
+    """name -> (pte path, selected_operators.yaml path), each model exported once."""
+    from torchmcu.examples import models
+
+    cache: dict[str, tuple[Path, Path]] = {}
+
+    def get(name: str) -> tuple[Path, Path]:
+        if name not in cache:
+            model, example = models.build(name)
+            exp = torchmcu.export(model, example, calibration=models.calibration(name, 4, seed=1))
+            pte = exp.save(root / name, name=name)
+            cache[name] = (pte, pte.parent / "selected_operators.yaml")
+        return cache[name]
+
+    return get
+
+
+def _blob(name: str, pte: Path) -> bytes:
+    from torchmcu.examples import models
+
+    samples = [[x.numpy() for x in s] for s in models.calibration(name, 2, seed=42)]
+    return firmware.write_io_blob(native.program_info(pte.read_bytes()), samples)
+
+
+def _kernel_symbols(elf: Path) -> set[str]:
+    nm = subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True, text=True, check=True)
+    return {ln.split()[-1] for ln in nm.stdout.splitlines() if KERNEL_SYMBOL.match(ln.split()[-1])}
+
+
+def _archive_members(image: firmware.FirmwareImage) -> set[str]:
+    lib = image.build_dir / "firmware" / "kernels" / "libtm_kernels.a"
+    ar = subprocess.run(
+        ["arm-none-eabi-ar", "t", str(lib)], capture_output=True, text=True, check=True
+    )
+    return set(ar.stdout.split())
+
+
+def _expected(yaml_path: Path) -> tuple[set[str], set[str]]:
+    """(kernel symbols, object files) the yaml selects, from the table (not from the build)."""
+    table = load_table()
+    entries = table.select(read_yaml(yaml_path))
+    objects = {Path(s).name + ".obj" for s in table.sources(entries)} | {"registry_selected.c.obj"}
+    return {k.symbol for k in entries}, objects
+
+
+@pytest.mark.parametrize("name", MLPERF_TINY)
+def test_selective_image_holds_only_its_kernels_and_is_bit_exact(name, exported, root) -> None:
+    pte, yaml_path = exported(name)
+    blob = _blob(name, pte)
+    full = firmware.build(pte, BOARD, root / "fw-full", inputs=blob)
+    full_symbols = _kernel_symbols(full.elf)
+    full_run = firmware.run(full.elf, BOARD, 300).check()
+    sel = firmware.build(pte, BOARD, root / "fw-sel", inputs=blob, ops_yaml=yaml_path)
+    symbols, objects = _expected(yaml_path)
+    assert _kernel_symbols(sel.elf) == symbols
+    assert symbols < full_symbols and len(full_symbols) == len(load_table().kernels)
+    members = _archive_members(sel)
+    assert members == objects, "only the selected translation units are compiled"
+    sel_run = firmware.run(sel.elf, BOARD, 300).check()
+    assert sorted(sel_run.raw_outputs) == [0, 1]
+    assert sel_run.raw_outputs == full_run.raw_outputs
+
+
+def test_merged_yaml_image_runs_two_programs(exported, root) -> None:
+    (pte_a, yaml_a), (pte_b, yaml_b) = exported("ds_cnn"), exported("resnet8")
+    merged = root / "merged.yaml"
+    merge_files([yaml_a, yaml_b], board=BOARD, output=merged)
+    registries, symbols = [], []
+    for name, pte in (("ds_cnn", pte_a), ("resnet8", pte_b)):
+        from torchmcu.examples import models
+
+        samples = [[x.numpy() for x in s] for s in models.calibration(name, 2, seed=42)]
+        info = native.program_info(pte.read_bytes())
+        image = firmware.build(
+            pte,
+            BOARD,
+            root / "fw-merged",
+            inputs=firmware.write_io_blob(info, samples),
+            ops_yaml=merged,
+        )
+        registries.append(
+            (image.build_dir / "firmware" / "kernels" / "registry_selected.c").read_text()
+        )
+        symbols.append(_kernel_symbols(image.elf))
+        result = firmware.run(image.elf, BOARD, 300).check()
+        for s, sample in enumerate(samples):
+            want = native.run_program(pte.read_bytes(), sample)
+            got = result.outputs(info, s)
+            assert all(np.array_equal(g, w) and g.dtype == w.dtype for g, w in zip(got, want))
+    assert registries[0] == registries[1] and symbols[0] == symbols[1]
+    assert symbols[0] == _expected(merged)[0]
+
+
+def test_program_outside_the_image_fails_at_load(exported, root) -> None:
+    pte, _ = exported("ds_cnn")
+    _, ae_yaml = exported("deep_autoencoder")  # linear + quantize/dequantize, no conv/pad/pool
+    with pytest.raises(
+        firmware.FirmwareBuildError, match=r"cortex_m::pad\.out.*cortex_m::quantized_conv2d\.out"
+    ):
+        firmware.build(pte, BOARD, root / "fw-refuse", ops_yaml=ae_yaml)
+    assert not (root / "fw-refuse" / "CMakeCache.txt").exists()
+    # An image made for another yaml (the host-side check bypassed) rejects the program at load.
+    image = firmware.build(
+        pte, BOARD, root / "fw-stale", defines={"TORCHMCU_OPS_YAML": str(ae_yaml)}
+    )
+    result = firmware.run(image.elf, BOARD, 120)
+    assert result.exit_code == EXIT_MISSING_OPERATOR == 3
+    error = [ln for ln in result.console.splitlines() if ln.startswith("TM_ERROR")]
+    assert len(error) == 1 and "missing_operator" in error[0]
+    ops = native.program_info(pte.read_bytes())["operators"]
+    first_missing = next(n for n, _ in ops if n not in {"cortex_m::quantize_per_tensor"})
+    assert f"op={first_missing}" in error[0] and "overload=out" in error[0]
