@@ -188,20 +188,40 @@ def test_our_reader_reads_executorch_cortex_m_pte(
     assert seen == expected_dump(ours)
 
 
-def test_executorch_reads_an_exported_model(et_python: Path, tmp_path: Path) -> None:
-    """A real model through torchmcu.export: ExecuTorch's deserializer sees the Program we built."""
+ROUND_TRIP_MODELS = ["mlp", "small_cnn", "ds_cnn", "resnet8", "mobilenet_v1_025", "mobilenet_v2_like"]
+
+
+@pytest.fixture(scope="module")
+def exported_and_dumped(et_python: Path, tmp_path_factory: pytest.TempPathFactory):
+    """Our programs of the six example models, written once and read by ExecuTorch in one run."""
     import torchmcu
     from torchmcu.examples import models
 
-    model, example = models.build("ds_cnn", seed=2)
-    exported = torchmcu.export(model, example, calibration=models.calibration("ds_cnn", 4))
-    f = tmp_path / "ds_cnn.pte"
-    f.write_bytes(exported.pte_bytes)
-    p = exported.program
-    op_names = {o.name for o in p.execution_plan[0].operators}
-    assert "cortex_m::quantized_depthwise_conv2d" in op_names
-    seen = run_dump(et_python, [f], tmp_path)[str(f)]
+    out = tmp_path_factory.mktemp("roundtrip")
+    programs: dict[str, tuple[Program, Path]] = {}
+    for name in ROUND_TRIP_MODELS:
+        model, example = models.build(name, seed=2)
+        exported = torchmcu.export(model, example, calibration=models.calibration(name, 4))
+        f = out / f"{name}.pte"
+        f.write_bytes(exported.pte_bytes)
+        programs[name] = (exported.program, f)
+    dump = run_dump(et_python, [f for _, f in programs.values()], out)
+    return programs, dump, out
+
+
+@pytest.mark.parametrize("name", ROUND_TRIP_MODELS)
+def test_executorch_reads_an_exported_model(name: str, exported_and_dumped) -> None:
+    """A real model through torchmcu.export: ExecuTorch's deserializer sees the Program we built
+    (same operator list, values, instructions, constant bytes), and its serializer writes it
+    back to bytes our reader turns into the same Program."""
+    programs, dump, out = exported_and_dumped
+    p, f = programs[name]
+    op_names = [o.name for o in p.execution_plan[0].operators]
+    assert all(n.startswith("cortex_m::") for n in op_names), op_names
+    seen = dict(dump[str(f)])
     check_constants(p, seen.pop("constants"))
     seen.pop("extended_header")
+    assert [tuple(o) for o in seen["plans"][0]["operators"]] == [(o.name, o.overload)
+                                                               for o in p.execution_plan[0].operators]
     assert seen == expected_dump(p)
-    assert load(tmp_path / "ds_cnn.et.pte") == p
+    assert load(out / f"{name}.et.pte") == p
