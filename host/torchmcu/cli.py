@@ -6,6 +6,7 @@
     torchmcu build out/model.pte --board corstone-300         # runner firmware: ELF, .bin, .hex
     torchmcu run out/model.pte --board qemu-an547             # build, run on QEMU (or an FVP)
     torchmcu info out/model.pte                               # operators, values, memory plan
+    torchmcu report out/model.pte --profile                   # out/model.html: ops, time, memory
     torchmcu ops merge a.yaml b.yaml --board corstone-300 -o merged.yaml   # one image, many models
 """
 
@@ -205,6 +206,35 @@ def _cmd_ops_merge(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    import json
+
+    from torchmcu import htmlreport
+    from torchmcu.pte.reader import parse
+
+    pte = Path(args.pte)
+    data = pte.read_bytes()
+    program = parse(data)
+    export_json = Path(args.export_report) if args.export_report else pte.with_suffix(".report.json")
+    export = json.loads(export_json.read_text()) if export_json.is_file() else None
+    profile = None
+    if args.profile:
+        from torchmcu import firmware
+        from torchmcu.firmware.icount import profile_instructions
+
+        build_dir = args.build_dir or f"build/fw-{args.board}-profile"
+        print(f"building the profiled runner for {args.board} in {build_dir}...", flush=True)
+        image = firmware.build(pte, args.board, build_dir, profile=True)
+        print("running it with the instruction-count plugin...", flush=True)
+        profile = dict(profile_instructions(image.elf, args.board, data))
+    report = htmlreport.collect(program, len(data), export, profile)
+    out = Path(args.output) if args.output else pte.with_suffix(".html")
+    out.write_text(htmlreport.render(report, title=f"torchmcu report: {pte.name}"))
+    print(htmlreport.summary(report))
+    print(f"wrote {out}")
+    return 0
+
+
 def _cmd_info(args: argparse.Namespace) -> int:
     from torchmcu import native
 
@@ -265,6 +295,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--board", default="corstone-300", help="adds the operators the board always needs")
     p.add_argument("-o", "--output", required=True, help="merged yaml to write")
     p.set_defaults(func=_cmd_ops_merge)
+
+    p = sub.add_parser("report", help="HTML report: operators, time per kernel, memory plan")
+    p.add_argument("pte")
+    p.add_argument("--export-report", help="export's report.json (default: beside the .pte)")
+    p.add_argument("--profile", action="store_true", help="build and profile on --board first")
+    p.add_argument("--board", default="qemu-an547", help="board to profile on (default: QEMU)")
+    p.add_argument("--build-dir", help="CMake build directory (default: build/fw-BOARD-profile)")
+    p.add_argument("-o", "--output", help="HTML file (default: the .pte name with .html)")
+    p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser("info", help="describe a .pte")
     p.add_argument("pte")
