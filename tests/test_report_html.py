@@ -179,3 +179,87 @@ def test_cli_report_with_profile(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert len(rows) == exp.report["instructions"]
     assert sum(int(r[5].replace(",", "")) for r in rows) == kernels
     assert len([r for r in page.rects["memory-chart"] if r.get("class") == "lifetime"]) > 3
+
+
+def _png_rgb(path: Path):
+    """Decode an 8-bit RGB/RGBA non-interlaced PNG (what Chromium writes) into an array."""
+    import struct
+    import zlib
+
+    import numpy as np
+
+    raw = path.read_bytes()
+    assert raw[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, width = 8, b"", 0
+    while pos < len(raw):
+        n, kind = struct.unpack(">I4s", raw[pos : pos + 8])
+        body = raw[pos + 8 : pos + 8 + n]
+        if kind == b"IHDR":
+            width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", body)
+            assert depth == 8 and color in (2, 6) and interlace == 0
+            bpp = 3 if color == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    data = np.frombuffer(zlib.decompress(idat), dtype=np.uint8).reshape(height, 1 + width * bpp)
+    out = np.zeros((height, width * bpp), dtype=np.int32)
+    prev = np.zeros(width * bpp, dtype=np.int32)
+    for y in range(height):
+        f, line = data[y, 0], data[y, 1:].astype(np.int32)
+        cur = np.zeros_like(line)
+        if f in (0, 2):
+            cur = (line + (prev if f == 2 else 0)) & 255
+        else:  # Sub, Average, Paeth depend on the left neighbour: byte by byte
+            for i in range(len(line)):
+                a = cur[i - bpp] if i >= bpp else 0
+                b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+                if f == 1:
+                    pred = a
+                elif f == 3:
+                    pred = (a + b) // 2
+                else:
+                    p = a + b - c
+                    pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                    pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
+                cur[i] = (line[i] + pred) & 255
+        out[y], prev = cur, cur
+    return out.reshape(height, width, bpp)[:, :, :3]
+
+
+@pytest.mark.skipif(
+    shutil.which("chromium") is None, reason="needs chromium (apt-get install chromium)"
+)
+def test_headless_chromium_renders_table_and_charts(tmp_path: Path) -> None:
+    import subprocess
+
+    import numpy as np
+
+    page = tmp_path / "report.html"
+    page.write_text(htmlreport.render(htmlreport.collect(_program(), 1234, {}, PROFILE)))
+    base = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1000,1400"]
+    dom = subprocess.run(
+        [*base, "--dump-dom", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert 'id="ops"' in dom.stdout and 'id="memory-chart"' in dom.stdout, dom.stderr[-2000:]
+    shot = tmp_path / "shot.png"
+    subprocess.run(
+        [*base, f"--screenshot={shot}", page.as_uri()],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    rgb = _png_rgb(shot)
+    assert rgb.shape[:2] == (1400, 1000)
+
+    def pixels(hex_color: str) -> int:
+        want = [int(hex_color[i : i + 2], 16) for i in (1, 3, 5)]
+        return int(np.all(rgb == want, axis=2).sum())
+
+    # Drawn, not just present in the DOM: the memory chart's background and the two time bars
+    # (first two palette colours, one per operator) cover real pixels.
+    assert pixels("#f7f7f7") > 100_000
+    assert pixels("#4e79a7") > 500 and pixels("#f28e2b") > 1_000
