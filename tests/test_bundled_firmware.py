@@ -137,3 +137,17 @@ def test_test_case_that_does_not_fit_the_method(build_dir: Path) -> None:
     result = _run(bp, build_dir)
     assert result.exit_code == EXIT_INPUT_ERROR, result.console
     assert "TM_ERROR input case=0 index=0 message=bundled input differs" in result.console
+
+
+def test_cli_runs_a_bundle_on_qemu(build_dir: Path, tmp_path: Path, capsys) -> None:
+    from torchmcu.cli import main
+
+    exp = _export("mlp")
+    exp.save(tmp_path, bundle_samples=_samples("mlp", 2))
+    rc = main(
+        ["run", str(tmp_path / "model.bpte"), "--board", BOARD, "--build-dir", str(build_dir)]
+    )
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "TM_BUNDLE_RESULT status=PASS cases=2 failed_outputs=0" in out
+    assert "sample 1 output 0" in out

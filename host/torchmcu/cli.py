@@ -5,6 +5,7 @@
     torchmcu run out/model.pte --host [--inputs x.npz]        # run on the host build of the runtime
     torchmcu build out/model.pte --board corstone-300         # runner firmware: ELF, .bin, .hex
     torchmcu run out/model.pte --board qemu-an547             # build, run on QEMU (or an FVP)
+    torchmcu run out/model.bpte --board qemu-an547            # check a bundle's test cases on device
     torchmcu info out/model.pte                               # operators, values, memory plan
     torchmcu report out/model.pte --profile                   # out/model.html: ops, time, memory
     torchmcu ops merge a.yaml b.yaml --board corstone-300 -o merged.yaml   # one image, many models
@@ -149,6 +150,15 @@ def _firmware_samples(info: dict, inputs: str | None) -> list[list[np.ndarray]] 
 def _cmd_build(args: argparse.Namespace) -> int:
     from torchmcu import firmware, native
 
+    if args.pte.endswith(".bpte"):
+        if args.inputs:
+            raise CliError("--inputs with a .bpte: the bundle carries its own test inputs")
+        build_dir = args.build_dir or f"build/fw-{args.board}"
+        print(f"building the runner for {args.board} with the bundle {args.pte} in {build_dir}...")
+        image = firmware.build(None, args.board, build_dir, bundle=args.pte, ops_yaml=args.ops_yaml)
+        for path in (image.elf, image.bin, image.program_bin, image.hex):
+            print(f"wrote {path} ({path.stat().st_size:,} bytes)")
+        return 0
     info = native.program_info(Path(args.pte).read_bytes())
     samples = _firmware_samples(info, args.inputs)
     blob = firmware.write_io_blob(info, samples) if samples else None
@@ -169,6 +179,14 @@ def _run_on_board(args: argparse.Namespace) -> int:
         if args.inputs:
             raise CliError("--inputs needs a .pte (inputs are embedded when the firmware is built)")
         elf, info = target, None
+    elif target.suffix == ".bpte":  # the runner checks the bundle's test cases on the device
+        from torchmcu.pte.bundled import program_of
+
+        if args.inputs:
+            raise CliError("--inputs with a .bpte: the bundle carries its own test inputs")
+        info = native.program_info(program_of(target.read_bytes()))
+        build_dir = args.build_dir or f"build/fw-{args.board}"
+        elf = firmware.build(None, args.board, build_dir, bundle=target).elf
     else:
         data = target.read_bytes()
         info = native.program_info(data)
