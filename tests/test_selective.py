@@ -4,6 +4,7 @@ kernel table, and `torchmcu build` refusing a program its yaml does not cover.""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -182,7 +183,8 @@ def test_kernel_table_covers_the_tree_and_selects() -> None:
     listed = {k.source for k in table.kernels} | set(table.common_sources)
     present = {str(p.relative_to(kernel_dir)) for p in kernel_dir.glob("*/*.c")}
     assert present == listed
-    header = (kernel_dir / "cortex_m" / "cortex_m_kernels.h").read_text()
+    headers = json.loads(table.path.read_text())["headers"]
+    header = "".join((kernel_dir / h).read_text() for h in headers)
     for k in table.kernels:
         assert re.search(rf"\b{k.symbol}\b", header), k.symbol
         assert (kernel_dir / k.source).read_text().count(k.symbol) >= 1
@@ -216,3 +218,14 @@ def test_build_refuses_uncovered_program_before_compiling(tmp_path: Path) -> Non
     with pytest.raises(FirmwareBuildError, match=r"cortex_m::quantized_linear\.out"):
         build(pte, "qemu-an547", out, ops_yaml=only_pad)
     assert not (out / "CMakeCache.txt").exists()  # refused before CMake ran
+
+
+def test_cli_build_refuses_uncovered_program(tmp_path: Path, capsys) -> None:
+    pte = tmp_path / "lin.pte"
+    pte.write_bytes(serialize(linear_program()))
+    only_pad = write_yaml(merge([_doc({"cortex_m::pad.out": []}, "m")]), tmp_path / "pad.yaml")
+    out = tmp_path / "build"
+    argv = ["build", str(pte), "--board", "qemu-an547", "--build-dir", str(out)]
+    assert cli_main([*argv, "--ops-yaml", str(only_pad)]) == 2
+    assert "does not select: cortex_m::quantized_linear.out" in capsys.readouterr().err
+    assert not (out / "CMakeCache.txt").exists()

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.skipif(
 
 BOARD = "qemu-an547"
 MLPERF_TINY = ["ds_cnn", "resnet8", "mobilenet_v1_025", "deep_autoencoder"]
-KERNEL_SYMBOL = re.compile(r"^tm_cortex_m_\w+_out$")
+KERNEL_SYMBOL = re.compile(r"^tm_(cortex_m|portable)_\w+_out$")  # kernel entry points
 
 
 @pytest.fixture(scope="module")
