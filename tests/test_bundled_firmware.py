@@ -151,3 +151,54 @@ def test_cli_runs_a_bundle_on_qemu(build_dir: Path, tmp_path: Path, capsys) -> N
     assert rc == 0, out
     assert "TM_BUNDLE_RESULT status=PASS cases=2 failed_outputs=0" in out
     assert "sample 1 output 0" in out
+
+
+@pytest.mark.executorch
+def test_executorch_written_bundle_passes_on_device(
+    build_dir: Path, tmp_path: Path, et_python: Path
+) -> None:
+    """ExecuTorch's own BundledProgram serializer wraps our program and test cases; the runner
+    reads that file and checks every case; a changed value in its expected outputs fails."""
+    import subprocess
+
+    exp = _export("small_cnn")
+    pte = tmp_path / "model.pte"
+    pte.write_bytes(exp.pte_bytes)
+    samples = _samples("small_cnn", 2)
+    arrays = {}
+    for c, sample in enumerate(samples):
+        arrays.update({f"in{c}_{i}": x for i, x in enumerate(sample)})
+        outs = torchmcu.run_on_host(exp.pte_bytes, sample)
+        arrays.update({f"out{c}_{i}": y for i, y in enumerate(outs)})
+    np.savez(tmp_path / "cases.npz", **arrays)
+    et_bpte = tmp_path / "et.bpte"
+    proc = subprocess.run(
+        [
+            str(et_python),
+            str(Path(__file__).parent / "executorch" / "make_bpte.py"),
+            str(pte),
+            str(tmp_path / "cases.npz"),
+            str(et_bpte),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    image = firmware.build(None, BOARD, build_dir, bundle=et_bpte)
+    result = firmware.run(image.elf, BOARD, timeout=120)
+    assert result.exit_code == 0, result.console
+    assert "TM_BUNDLE_RESULT status=PASS cases=2 failed_outputs=0" in result.console
+    # The same file with one expected float changed (found by its bytes) fails on the device.
+    data = bytearray(et_bpte.read_bytes())
+    y = arrays["out1_0"]
+    at = bytes(data).find(y.tobytes())
+    assert at > 0
+    changed = y.copy()
+    changed.reshape(-1)[2] += 1.0
+    data[at : at + y.nbytes] = changed.tobytes()
+    image = firmware.build(None, BOARD, build_dir, bundle=bytes(data))
+    result = firmware.run(image.elf, BOARD, timeout=120)
+    assert result.exit_code == EXIT_OUTPUT_MISMATCH, result.console
+    assert "TM_MISMATCH case=1 output=0 index=2" in result.console
