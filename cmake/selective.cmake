@@ -3,7 +3,7 @@
 #                      `torchmcu ops merge` joins several). Empty: every kernel of the table.
 # tm_selective_kernels(<table.json> <out sources var> <out registry .c path var>) reads the kernel
 # table (operator -> entry point -> translation unit), resolves the selection (through
-# `python -m torchmcu.selective.table`, so the yaml is interpreted in one place), and generates
+# `python -m torchmcu.selective`, so the yaml is interpreted in one place), and generates
 # the registry `tm_all_kernels` holding exactly the selected kernels. Only the translation units
 # of selected kernels (and the table's common sources) are returned for compiling.
 set(TORCHMCU_OPS_YAML "" CACHE FILEPATH "selected_operators.yaml: compile and register only its kernels")
@@ -69,12 +69,12 @@ function(tm_selective_kernels table out_sources out_registry)
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${_yaml}")
     find_package(Python3 COMPONENTS Interpreter REQUIRED)
     execute_process(
-      COMMAND ${Python3_EXECUTABLE} -m torchmcu.selective.table --yaml "${_yaml}" --table "${table}"
+      COMMAND ${Python3_EXECUTABLE} -m torchmcu.selective --yaml "${_yaml}" --table "${table}"
       RESULT_VARIABLE _rc OUTPUT_VARIABLE _selected ERROR_VARIABLE _err
       OUTPUT_STRIP_TRAILING_WHITESPACE)
     if(NOT _rc EQUAL 0)
       message(FATAL_ERROR "resolving the kernels selected by ${_yaml} failed (${Python3_EXECUTABLE} "
-                          "-m torchmcu.selective.table):\n${_err}")
+                          "-m torchmcu.selective):\n${_err}")
     endif()
     set(_what "selected by ${_yaml}")
   else()

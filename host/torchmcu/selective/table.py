@@ -1,6 +1,6 @@
 """The kernel table (firmware/kernels/kernels.json) and what a selection takes from it.
 
-CMake asks this module which table entries a yaml selects (`python -m torchmcu.selective.table
+CMake asks this module which table entries a yaml selects (`python -m torchmcu.selective
 --yaml Y`), so the yaml is interpreted in one place: include_all_operators selects every
 kernel, include_all_overloads every overload of the name, otherwise the exact 'name.overload'.
 """
