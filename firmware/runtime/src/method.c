@@ -71,6 +71,45 @@ static tm_status fail(tm_method *m, tm_status st, const char *msg, uint32_t pos)
   return st;
 }
 
+/* True when the tensor's bytes lie inside the arena (empty tensors write nothing; a tensor
+ * without memory is reported when a kernel is called with it). */
+static bool in_arena(const tm_tensor *t, const uint8_t *arena, size_t arena_bytes) {
+  const uint8_t *p = t->data;
+  return t->nbytes == 0 || p == NULL || (p >= arena && (size_t)(p - arena) <= arena_bytes &&
+                            t->nbytes <= arena_bytes - (size_t)(p - arena));
+}
+
+/*
+ * Everything written at run time must be planned memory: a kernel's out tensor (its last
+ * argument) and the method inputs the caller fills. A constant there would be written
+ * through into the program's bytes (flash on a device).
+ */
+static tm_status check_writes(tm_method *m, const tm_walk *w, const uint8_t *arena, size_t arena_bytes) {
+  for (uint32_t i = 0; i < w->num_instrs; ++i) {
+    const tm_instruction *ins = &w->instrs[i];
+    if (ins->kind != TM_INSTR_KERNEL || ins->nargs == 0) {
+      continue;
+    }
+    const tm_value *out = ins->args[ins->nargs - 1];
+    if (out->tag == TM_VALUE_TENSOR && !in_arena(out->u.tensor, arena, arena_bytes)) {
+      m->diag.instruction = (int32_t)i;
+      m->diag.argument = (int32_t)(ins->nargs - 1u);
+      m->diag.value = (int32_t)(out - w->values);
+      return fail(m, TM_ERR_INVALID_PROGRAM, "kernel out tensor is not planned memory (a constant?)",
+                  ins->pos);
+    }
+  }
+  for (uint32_t i = 0; i < w->num_inputs; ++i) {
+    const tm_value *in = &w->values[w->io[i]];
+    if (in->tag == TM_VALUE_TENSOR && !in_arena(in->u.tensor, arena, arena_bytes)) {
+      m->diag.value = (int32_t)w->io[i];
+      return fail(m, TM_ERR_INVALID_PROGRAM, "method input tensor is not planned memory (a constant?)",
+                  TM_DIAG_NO_OFFSET);
+    }
+  }
+  return TM_OK;
+}
+
 tm_status tm_method_init(tm_method *method, tm_program *program, const char *method_name,
                          const tm_kernel_registry *registry, void *meta, size_t meta_size, void *arena,
                          size_t arena_size) {
@@ -121,6 +160,9 @@ tm_status tm_method_init(tm_method *method, tm_program *program, const char *met
   fill.registry = registry;
   st = tm_walk_plan(program, &method->diag, &plan, &fill);
   if (st != TM_OK) {
+    return st;
+  }
+  if ((st = check_writes(method, &fill, arena, w.arena_bytes)) != TM_OK) {
     return st;
   }
   method->program = program;
