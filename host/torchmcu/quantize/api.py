@@ -21,6 +21,34 @@ def export_model(model: torch.nn.Module, example_inputs: tuple[Any, ...]) -> tor
     return exported.module(check_guards=False)
 
 
+def _shape(x: Any) -> tuple[int, ...] | None:
+    shape = getattr(x, "shape", None)
+    return None if shape is None else tuple(int(d) for d in shape)
+
+
+def check_calibration_sample(
+    index: int, sample: tuple[Any, ...] | list[Any], example_inputs: tuple[Any, ...]
+) -> None:
+    """Raise ValueError naming the sample and input when a calibration sample does not
+    match example_inputs (count or shape), before it reaches the graph (whose error would
+    name an internal node instead)."""
+    if len(sample) != len(example_inputs):
+        raise ValueError(
+            f"quantize: calibration sample {index} has {len(sample)} input(s) but example_inputs "
+            f"has {len(example_inputs)}; each sample must be a tuple shaped like example_inputs"
+        )
+    for j, (got, want) in enumerate(zip(sample, example_inputs)):
+        want_shape, got_shape = _shape(want), _shape(got)
+        if want_shape is None:
+            continue  # a non-tensor example input: nothing to compare
+        if got_shape != want_shape:
+            got_text = "no shape (not a tensor)" if got_shape is None else f"shape {list(got_shape)}"
+            raise ValueError(
+                f"quantize: calibration sample {index}, input {j}: expected shape "
+                f"{list(want_shape)} (as example_inputs[{j}]) but got {got_text}"
+            )
+
+
 def quantize(
     model: torch.nn.Module,
     example_inputs: tuple[Any, ...],
@@ -43,6 +71,7 @@ def quantize(
     with torch.no_grad():
         for sample in calibration:
             args = sample if isinstance(sample, (tuple, list)) else (sample,)
+            check_calibration_sample(count, args, example_inputs)
             prepared(*args)
             count += 1
     if count == 0:
