@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything torchmcu needs on a fresh Debian 12 machine (run as root):
-# the Arm cross toolchain, QEMU, clang (sanitizer builds), and a Python venv
+# the Arm cross toolchain, QEMU, clang (sanitizer and fuzz builds), Chromium
+# (renders the HTML report in its test), and a Python venv
 # (.venv, or $TORCHMCU_VENV) holding the pinned Python packages and torchmcu
 # itself in editable mode. Idempotent: quick when everything is present.
 # A venv per checkout keeps two clones (say, CI's and yours) from sharing one
@@ -10,7 +11,7 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
-debian_packages=(gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm clang cmake ninja-build python3-venv)
+debian_packages=(gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm clang cmake ninja-build python3-venv chromium)
 missing=()
 for pkg in "${debian_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
