@@ -4,6 +4,7 @@ Writes into OUT:
   pte/       a .pte of every MLPerf Tiny example model (seeds of fuzz_pte_load, fuzz_method_init)
   programs/  small real programs that fuzz_run loads and runs with the real kernels
   run/       fuzz_run seeds: one per program, its index then calibration-like input bytes
+  bpte/      bundled programs (.bpte) of the small programs, two test cases each (fuzz_bundled)
 
 Usage: python tools/fuzz/make_corpus.py OUT
 """
@@ -53,7 +54,7 @@ def _small_programs() -> dict[str, tuple[nn.Module, tuple[torch.Tensor, ...], li
 
 
 def main(out: Path) -> None:
-    for sub in ("pte", "programs", "run"):
+    for sub in ("pte", "programs", "run", "bpte"):
         (out / sub).mkdir(parents=True, exist_ok=True)
     for name in models.MLPERF_TINY:
         model, example = models.build(name)
@@ -69,6 +70,11 @@ def main(out: Path) -> None:
             raw = b"".join(np.ascontiguousarray(t.numpy(), dtype=np.float32).tobytes() for t in sample)
             (out / "run" / f"{name}_{k}").write_bytes(bytes([index]) + raw)
         (out / "run" / f"{name}_zeros").write_bytes(bytes([index]))
+        if hasattr(exported, "bundle"):  # the .bpte writer (torchmcu.pte.bundled)
+            from torchmcu.pte.bundled import serialize_bundled
+
+            bundled = serialize_bundled(exported.bundle([list(s) for s in calib[:2]]))
+            (out / "bpte" / f"{name}.bpte").write_bytes(bundled)
 
 
 if __name__ == "__main__":

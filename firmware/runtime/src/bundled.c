@@ -314,6 +314,10 @@ tm_status tm_bundled_set_input(tm_bundled *bundle, const tm_bundled_value *value
                (uint32_t)(value->data != NULL ? value->data - bundle->data : 0));
   }
   if (value->nbytes != 0) {
+    if (input->data == NULL) { /* an unplanned input of a hostile program: nowhere to copy */
+      return bad(bundle, TM_ERR_INVALID_ARGUMENT, "method input has no memory (not planned)",
+                 (uint32_t)(value->data - bundle->data));
+    }
     memcpy(input->data, value->data, value->nbytes);
   }
   return TM_OK;
@@ -339,6 +343,9 @@ tm_status tm_bundled_compare(const tm_tensor *actual, const tm_bundled_value *ex
                              double rtol, double atol, tm_bundled_compare_result *out) {
   memset(out, 0, sizeof(*out));
   out->first_index = UINT32_MAX;
+  if (actual != NULL && actual->data == NULL && actual->nbytes != 0) {
+    return TM_ERR_INVALID_ARGUMENT; /* an output without memory (not planned): nothing to read */
+  }
   out->shape_ok = actual != NULL && same_shape(actual, expected);
   if (!out->shape_ok) {
     out->mismatches = 1;
