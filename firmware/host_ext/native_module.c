@@ -185,7 +185,7 @@ static PyObject *native_call_kernel(PyObject *self, PyObject *pyargs) {
     f->argv[i] = &f->values[i];
   }
   f->argv[n] = f->argv[n - 1];
-  tm_kernel_context ctx = {0};
+  tm_kernel_context ctx = {0, 0}; /* one call: arguments never verified before */
   tm_status st;
   Py_BEGIN_ALLOW_THREADS
   st = fn(&ctx, f->argv, (size_t)n + 1);
@@ -228,7 +228,7 @@ static PyObject *native_kernel_names(PyObject *self, PyObject *unused) {
 static PyMethodDef native_methods[] = {
     {"call_kernel", native_call_kernel, METH_VARARGS, "call_kernel(name, overload, args)"},
     {"kernel_names", native_kernel_names, METH_NOARGS, "[(name, overload)] of the registry"},
-    {"run_program", native_run_program, METH_VARARGS, "run_program(pte, inputs, method)"},
+    {"run_program", native_run_program, METH_VARARGS, "run_program(pte, inputs, method, runs=1)"},
     {"program_info", native_program_info, METH_VARARGS, "program_info(pte, method=None)"},
     {"_set_error_type", native_set_error_type, METH_O, "set the exception type raised on errors"},
     {NULL, NULL, 0, NULL},

@@ -161,7 +161,8 @@ PyObject *native_run_program(PyObject *self, PyObject *args) {
   Py_buffer pte;
   PyObject *inputs;
   const char *method_name = "forward";
-  if (!PyArg_ParseTuple(args, "y*O!|s", &pte, &PyList_Type, &inputs, &method_name)) return NULL;
+  int runs = 1; /* executions of the one method instance (later ones see verified arguments) */
+  if (!PyArg_ParseTuple(args, "y*O!|si", &pte, &PyList_Type, &inputs, &method_name, &runs)) return NULL;
   session s;
   PyObject *result = NULL;
   if (session_load(&s, &pte) != 0 || session_init(&s, method_name, &tmx_registry) != 0) goto done;
@@ -176,9 +177,9 @@ PyObject *native_run_program(PyObject *self, PyObject *args) {
   for (uint32_t i = 0; i < m->num_inputs; ++i) {
     if (copy_input(m, i, PyList_GET_ITEM(inputs, i)) != 0) goto done;
   }
-  tm_status st;
+  tm_status st = TM_OK;
   Py_BEGIN_ALLOW_THREADS
-  st = tm_method_execute(m);
+  for (int r = 0; r < runs && st == TM_OK; ++r) st = tm_method_execute(m);
   Py_END_ALLOW_THREADS
   if (st != TM_OK) {
     raise_diag(&m->diag, st);

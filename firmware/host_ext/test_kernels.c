@@ -7,6 +7,7 @@
  *       (see tests/test_native_call_kernel.py for the layout).
  *   fail.out(Tensor x, int status, int bad_argument, *, Tensor out)
  *       returns `status` and reports `bad_argument`.
+ *   verified.out(Tensor x, *, Tensor out)  out int64[1]: ctx->arguments_verified of this call.
  */
 #include <math.h>
 #include <string.h>
@@ -117,10 +118,19 @@ static tm_status test_fail(tm_kernel_context *ctx, tm_value *const *args, size_t
   return (tm_status)args[1]->u.i;
 }
 
+static tm_status test_verified(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
+  if (nargs != 3 || !is_tensor(args[2])) return reject(ctx, nargs ? nargs - 1 : 0);
+  tm_tensor *out = args[2]->u.tensor;
+  if (out->scalar_type != TM_LONG || out->numel != 1) return reject(ctx, 1);
+  ((int64_t *)out->data)[0] = ctx->arguments_verified;
+  return TM_OK;
+}
+
 static const tm_kernel_entry kTestKernels[] = {
     {"torchmcu_test::add", "out", test_add},
     {"torchmcu_test::describe", "out", test_describe},
     {"torchmcu_test::fail", "out", test_fail},
+    {"torchmcu_test::verified", "out", test_verified},
 };
 
 const tm_kernel_registry tm_host_test_kernels = {kTestKernels, sizeof(kTestKernels) / sizeof(kTestKernels[0])};

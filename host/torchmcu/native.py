@@ -127,9 +127,11 @@ def program_info(pte: bytes, method: str | None = None) -> dict:
     return info
 
 
-def run_program(pte: bytes, inputs: list[np.ndarray], method: str = "forward") -> list[np.ndarray]:
+def run_program(pte: bytes, inputs: list[np.ndarray], method: str = "forward", runs: int = 1) -> list[np.ndarray]:
     """Runs a .pte method with the C runtime; inputs and outputs are in logical sizes
-    (channels-last tensors are converted to/from their memory layout here)."""
+    (channels-last tensors are converted to/from their memory layout here). runs > 1 executes
+    the same method instance again on the same inputs (as an inference loop does: later calls
+    take the kernels' verified-arguments path) and returns the last run's outputs."""
     pte = bytes(pte)
     info = _native.program_info(pte, method)
     if len(inputs) != len(info["inputs"]):
@@ -146,7 +148,9 @@ def run_program(pte: bytes, inputs: list[np.ndarray], method: str = "forward") -
                 f"got {x.dtype}{list(x.shape)}",
             )
         packed.append((_to_physical(x, meta["dim_order"]), meta["scalar_type"], tuple(x.shape)))
-    outs = _native.run_program(pte, packed, method)
+    if runs < 1:
+        raise ValueError(f"runs must be >= 1, got {runs}")
+    outs = _native.run_program(pte, packed, method, runs)
     return [
         _from_physical(*o) if isinstance(o, tuple) else o  # non-tensor outputs as Python scalars
         for o in outs

@@ -356,7 +356,36 @@ static inline bool int_list(tm_value *const *args, size_t i, uint32_t min_len, u
   return true;
 }
 
-tm_status tm_cortex_m_quantized_linear_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
+/*
+ * What the compute needs, read without checks: only for arguments that passed
+ * check_arguments in an earlier call (ctx->arguments_verified), which fixes their tags,
+ * types, shapes and ranges; so this yields exactly the params that check would.
+ */
+static inline void verified_params(tm_value *const *args, linear_params *p) {
+  const tm_tensor *in = args[A_INPUT]->u.tensor;
+  const tm_tensor *w = args[A_WEIGHTS]->u.tensor;
+  p->k = w->sizes[1];
+  p->n = w->sizes[0];
+  p->rows = (int32_t)(in->numel / (uint32_t)p->k);
+  p->bias = args[A_BIAS]->tag == TM_VALUE_NONE ? NULL : (const int32_t *)args[A_BIAS]->u.tensor->data;
+  p->kernel_sum =
+      args[A_KERNEL_SUM]->tag == TM_VALUE_NONE ? NULL : (const int32_t *)args[A_KERNEL_SUM]->u.tensor->data;
+  p->input_offset = (int32_t)args[A_INPUT_OFFSET]->u.i;
+  p->filter_offset = (int32_t)args[A_FILTER_OFFSET]->u.i;
+  p->output_offset = (int32_t)args[A_OUTPUT_OFFSET]->u.i;
+  p->mults = args[A_MULTIPLIERS]->u.int_list.items;
+  p->shifts = args[A_SHIFTS]->u.int_list.items;
+  p->per_channel = args[A_MULTIPLIERS]->u.int_list.length > 1 ? 1u : 0u;
+  p->act_min = (int32_t)args[A_ACT_MIN]->u.i;
+  p->act_max = (int32_t)args[A_ACT_MAX]->u.i;
+  p->input = (const int8_t *)in->data;
+  p->weights = (const int8_t *)w->data;
+  p->out = (int8_t *)args[A_OUT]->u.tensor->data;
+}
+
+/* The full contract check of every argument (TM_ARG_CHECK names the one at fault); fills p. */
+static tm_status check_arguments(tm_kernel_context *ctx, tm_value *const *args, size_t nargs,
+                                 linear_params *p_out) {
   if (!plain_arg_list(args, nargs)) {
     const tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
     if (st != TM_OK) {
@@ -419,7 +448,20 @@ tm_status tm_cortex_m_quantized_linear_out(tm_kernel_context *ctx, tm_value *con
   p.input = (const int8_t *)in->data;
   p.weights = (const int8_t *)w->data;
   p.out = (int8_t *)out->data;
+  *p_out = p;
+  return TM_OK;
+}
 
+tm_status tm_cortex_m_quantized_linear_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
+  linear_params p;
+  if (ctx->arguments_verified) {
+    verified_params(args, &p);
+  } else {
+    const tm_status st = check_arguments(ctx, args, nargs, &p);
+    if (st != TM_OK) {
+      return st;
+    }
+  }
 #if TM_KERNELS_USE_MVE
   if (p.kernel_sum != NULL) {
     linear_mve_kernel_sum(&p);

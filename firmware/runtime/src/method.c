@@ -14,7 +14,7 @@
 #define ARENA_ALIGN 16u
 
 typedef struct {
-  size_t values, tensors, instrs, argv, ints, ops, io, total;
+  size_t values, tensors, instrs, argv, ints, ops, io, verified, total;
 } meta_layout;
 
 static size_t align_up(size_t n, size_t a) { return (n + a - 1u) & ~(a - 1u); }
@@ -36,6 +36,8 @@ static void layout(const tm_walk *w, meta_layout *m) {
   at = align_up(at + (size_t)w->num_ops * sizeof(tm_kernel_fn), META_ALIGN);
   m->io = at;
   at = align_up(at + ((size_t)w->num_inputs + w->num_outputs) * sizeof(uint32_t), META_ALIGN);
+  m->verified = at; /* one bit per instruction: arguments already accepted by its kernel */
+  at = align_up(at + ((size_t)w->num_instrs + 7u) / 8u, META_ALIGN);
   m->total = at;
 }
 
@@ -177,6 +179,10 @@ tm_status tm_method_init(tm_method *method, tm_program *program, const char *met
   method->num_inputs = fill.num_inputs;
   method->outputs = fill.io + fill.num_inputs;
   method->num_outputs = fill.num_outputs;
+  method->verified = base + m.verified;
+  if (m.total > m.verified) {
+    memset(method->verified, 0, m.total - m.verified); /* no call has succeeded yet */
+  }
   method->ready = 1;
   return TM_OK;
 }
@@ -272,11 +278,14 @@ tm_status tm_method_execute(tm_method *method) {
     switch (ins->kind) {
       case TM_INSTR_KERNEL: {
         TM_PROFILE_MARK(pc); /* this call's count runs to the next mark: checks, kernel, frees */
-        if ((st = check_call(method, ins)) != TM_OK) {
+        uint8_t *verified = &method->verified[pc >> 3];
+        const uint8_t bit = (uint8_t)(1u << (pc & 7u));
+        /* check_call looks at argument metadata only: once passed, it passes again. */
+        if ((*verified & bit) == 0 && (st = check_call(method, ins)) != TM_OK) {
           name_operator(method, ins->a);
           return st;
         }
-        tm_kernel_context ctx = {UINT16_MAX};
+        tm_kernel_context ctx = {UINT16_MAX, (uint8_t)((*verified & bit) != 0)};
         st = ins->fn(&ctx, ins->args, ins->nargs);
         if (st != TM_OK) {
           name_operator(method, ins->a);
@@ -286,12 +295,15 @@ tm_status tm_method_execute(tm_method *method) {
           }
           return fail(method, st, "kernel failed", ins->pos);
         }
+        *verified |= bit; /* same argument values next time: the kernel may skip its checks */
         ++pc;
         break;
       }
       case TM_INSTR_FREE: /* memory is planned ahead: nothing to release */
         ++pc;
         break;
+      /* MoveCall, once executed, changes a value that later calls take as an argument: it must
+       * clear method->verified (every bit) so those kernels check their arguments again. */
       default: /* DelegateCall, MoveCall, JumpFalseCall: not implemented yet */
         return fail(method, TM_ERR_UNSUPPORTED, "instruction kind not supported by this runtime", ins->pos);
     }

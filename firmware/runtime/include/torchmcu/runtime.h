@@ -60,6 +60,7 @@ typedef struct {
   uint32_t num_inputs;
   const uint32_t *outputs;
   uint32_t num_outputs;
+  uint8_t *verified;          /* one bit per instruction (metadata buffer), see tm_kernel_context */
   uint8_t ready;
   tm_diag diag;
 } tm_method;

@@ -101,9 +101,18 @@ typedef struct {
   } u;
 } tm_value;
 
-/* Per-call context: lets a kernel report which argument was wrong. */
+/*
+ * Per-call context: lets a kernel report which argument was wrong, and tells it whether
+ * its arguments were already checked. A KernelCall's arguments are static (tensor metadata,
+ * ints and lists are the same on every execution; only tensor data changes), so the
+ * executor sets arguments_verified once this instruction's kernel has returned TM_OK in
+ * this method instance with the same argument values. A kernel may then skip its argument
+ * checks and take only what it computes with; results must be the same either way.
+ * Callers that cannot vouch for that (a single call, e.g. the host call_kernel) pass 0.
+ */
 typedef struct {
-  uint16_t bad_argument; /* index of the offending argument, set on error */
+  uint16_t bad_argument;      /* index of the offending argument, set on error */
+  uint8_t arguments_verified; /* 1: same arguments as an earlier successful call */
 } tm_kernel_context;
 
 typedef tm_status (*tm_kernel_fn)(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
