@@ -33,11 +33,7 @@ def _export(et_python_cortex_m: Path, name: str, out: Path) -> tuple[bytes, np.n
 
 @pytest.mark.parametrize(
     "name",
-    [
-        "mlp",
-        pytest.param("ds_cnn", marks=pytest.mark.xfail(
-            strict=True, reason="cortex_m::pad kernel rejects out dim_order [0,2,1,3] (C=1) as ExecuTorch emits")),
-    ],
+    ["mlp", "ds_cnn"],  # ds_cnn: a C == 1 pad with dim order [0,2,1,3] and N,H,W,C pads
 )
 def test_executorch_program_runs_bit_exact(et_python_cortex_m: Path, tmp_path: Path, name: str) -> None:
     pte, expected = _export(et_python_cortex_m, name, tmp_path)
