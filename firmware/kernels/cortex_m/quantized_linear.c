@@ -385,70 +385,68 @@ static inline void verified_params(tm_value *const *args, linear_params *p) {
 
 /* The full contract check of every argument (TM_ARG_CHECK names the one at fault); fills p. */
 static tm_status check_arguments(tm_kernel_context *ctx, tm_value *const *args, size_t nargs,
-                                 linear_params *p_out) {
+                                 linear_params *p) {
   if (!plain_arg_list(args, nargs)) {
     const tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
     if (st != TM_OK) {
       return st;
     }
   }
-  linear_params p;
   const tm_tensor *in = contiguous_tensor(args, A_INPUT, TM_CHAR, 1, TM_MAX_DIMS);
   TM_ARG_CHECK(ctx, in != NULL && in->sizes[in->dim - 1] > 0, A_INPUT);
   const tm_tensor *w = contiguous_tensor(args, A_WEIGHTS, TM_CHAR, 2, 2);
   TM_ARG_CHECK(ctx, w != NULL && w->sizes[1] == in->sizes[in->dim - 1] && w->sizes[0] > 0, A_WEIGHTS);
-  p.k = w->sizes[1];
-  p.n = w->sizes[0];
-  p.rows = (int32_t)(in->numel / (uint32_t)p.k);
-  p.bias = NULL;
+  p->k = w->sizes[1];
+  p->n = w->sizes[0];
+  p->rows = (int32_t)(in->numel / (uint32_t)p->k);
+  p->bias = NULL;
   if (!(args[A_BIAS]->tag == TM_VALUE_NONE)) {
     const tm_tensor *b = plain_tensor(args, A_BIAS, TM_INT, 1, TM_MAX_DIMS);
     if (b == NULL) {
       b = tm_tensor_arg(args, A_BIAS, TM_INT, 1, TM_MAX_DIMS);
     }
-    TM_ARG_CHECK(ctx, b != NULL && b->numel == (uint32_t)p.n, A_BIAS);
-    p.bias = (const int32_t *)b->data;
+    TM_ARG_CHECK(ctx, b != NULL && b->numel == (uint32_t)p->n, A_BIAS);
+    p->bias = (const int32_t *)b->data;
   }
-  p.kernel_sum = NULL;
+  p->kernel_sum = NULL;
   if (!(args[A_KERNEL_SUM]->tag == TM_VALUE_NONE)) {
     const tm_tensor *ks = plain_tensor(args, A_KERNEL_SUM, TM_INT, 1, TM_MAX_DIMS);
     if (ks == NULL) {
       ks = tm_tensor_arg(args, A_KERNEL_SUM, TM_INT, 1, TM_MAX_DIMS);
     }
-    TM_ARG_CHECK(ctx, ks != NULL && ks->numel == (uint32_t)p.n, A_KERNEL_SUM);
-    p.kernel_sum = (const int32_t *)ks->data;
+    TM_ARG_CHECK(ctx, ks != NULL && ks->numel == (uint32_t)p->n, A_KERNEL_SUM);
+    p->kernel_sum = (const int32_t *)ks->data;
   }
-  TM_ARG_CHECK(ctx, int_in(args, A_INPUT_OFFSET, -INT8_MAX, -INT8_MIN, &p.input_offset), A_INPUT_OFFSET);
-  TM_ARG_CHECK(ctx, int_in(args, A_FILTER_OFFSET, -INT8_MAX, -INT8_MIN, &p.filter_offset), A_FILTER_OFFSET);
-  TM_ARG_CHECK(ctx, int_in(args, A_OUTPUT_OFFSET, INT8_MIN, INT8_MAX, &p.output_offset), A_OUTPUT_OFFSET);
+  TM_ARG_CHECK(ctx, int_in(args, A_INPUT_OFFSET, -INT8_MAX, -INT8_MIN, &p->input_offset), A_INPUT_OFFSET);
+  TM_ARG_CHECK(ctx, int_in(args, A_FILTER_OFFSET, -INT8_MAX, -INT8_MIN, &p->filter_offset), A_FILTER_OFFSET);
+  TM_ARG_CHECK(ctx, int_in(args, A_OUTPUT_OFFSET, INT8_MIN, INT8_MAX, &p->output_offset), A_OUTPUT_OFFSET);
   uint32_t n_mults = 0, n_shifts = 0;
-  TM_ARG_CHECK(ctx, int_list(args, A_MULTIPLIERS, 1, (uint32_t)p.n, &p.mults, &n_mults) &&
-                        (n_mults == 1 || n_mults == (uint32_t)p.n),
+  TM_ARG_CHECK(ctx, int_list(args, A_MULTIPLIERS, 1, (uint32_t)p->n, &p->mults, &n_mults) &&
+                        (n_mults == 1 || n_mults == (uint32_t)p->n),
                A_MULTIPLIERS);
-  TM_ARG_CHECK(ctx, int_list(args, A_SHIFTS, n_mults, n_mults, &p.shifts, &n_shifts), A_SHIFTS);
-  if (!valid_requant(p.mults, p.shifts, n_mults)) {
+  TM_ARG_CHECK(ctx, int_list(args, A_SHIFTS, n_mults, n_mults, &p->shifts, &n_shifts), A_SHIFTS);
+  if (!valid_requant(p->mults, p->shifts, n_mults)) {
     /* Name the list at fault. */
     for (uint32_t i = 0; i < n_mults; ++i) {
-      TM_ARG_CHECK(ctx, (int64_t)(int32_t)p.mults[i] == p.mults[i], A_MULTIPLIERS);
+      TM_ARG_CHECK(ctx, (int64_t)(int32_t)p->mults[i] == p->mults[i], A_MULTIPLIERS);
     }
     TM_ARG_CHECK(ctx, false, A_SHIFTS);
   }
-  p.per_channel = n_mults > 1 ? 1u : 0u;
-  TM_ARG_CHECK(ctx, int_in(args, A_ACT_MIN, INT8_MIN, INT8_MAX, &p.act_min), A_ACT_MIN);
-  TM_ARG_CHECK(ctx, int_in(args, A_ACT_MAX, p.act_min, INT8_MAX, &p.act_max), A_ACT_MAX);
+  p->per_channel = n_mults > 1 ? 1u : 0u;
+  TM_ARG_CHECK(ctx, int_in(args, A_ACT_MIN, INT8_MIN, INT8_MAX, &p->act_min), A_ACT_MIN);
+  TM_ARG_CHECK(ctx, int_in(args, A_ACT_MAX, p->act_min, INT8_MAX, &p->act_max), A_ACT_MAX);
   const tm_tensor *out = args[A_OUT]->u.tensor; /* a tensor: checked with the argument list */
-  if (!plain_out(out, in, p.rows, p.n)) {
+  if (!plain_out(out, in, p->rows, p->n)) {
     out = contiguous_tensor(args, A_OUT, TM_CHAR, in->dim, in->dim);
-    bool out_ok = out != NULL && out->sizes[out->dim - 1] == p.n;
+    bool out_ok = out != NULL && out->sizes[out->dim - 1] == p->n;
     for (uint8_t d = 0; out_ok && d + 1 < in->dim; ++d) {
       out_ok = out->sizes[d] == in->sizes[d];
     }
     TM_ARG_CHECK(ctx, out_ok, A_OUT);
   }
-  p.input = (const int8_t *)in->data;
-  p.weights = (const int8_t *)w->data;
-  p.out = (int8_t *)out->data;
-  *p_out = p;
+  p->input = (const int8_t *)in->data;
+  p->weights = (const int8_t *)w->data;
+  p->out = (int8_t *)out->data;
   return TM_OK;
 }
 
