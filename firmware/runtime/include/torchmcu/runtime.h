@@ -95,7 +95,9 @@ tm_status tm_method_init(tm_method *method, tm_program *program, const char *met
                          const tm_kernel_registry *registry, void *meta, size_t meta_size,
                          void *arena, size_t arena_size);
 
-/* Input/output tensors (NULL when out of range or not a tensor). */
+/* Input/output tensors (NULL when out of range or not a tensor). Write the tensor's data only:
+ * its metadata (sizes, dim order, data pointer) is static, and kernels skip their argument
+ * checks once a call succeeded with it (tm_kernel_context.arguments_verified). */
 tm_tensor *tm_method_input(tm_method *method, uint32_t index);
 tm_tensor *tm_method_output(tm_method *method, uint32_t index);
 
