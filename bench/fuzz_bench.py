@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from test_fuzz import build_fuzzers, seed_corpus, seeds_for, targets  # noqa: E402
+from test_fuzz import build_fuzzers, seed_corpus, seeds_for, targets
 
 
 def _stat(log: str, key: str) -> int:
@@ -43,14 +43,27 @@ def run_one(build: Path, corpus: Path, target: str, seconds: int, work: Path) ->
     env = dict(os.environ, TM_FUZZ_PROGRAMS=str(corpus / "programs"))
     started = time.perf_counter()
     r = subprocess.run(
-        [str(build / target), f"-max_total_time={seconds}", "-print_final_stats=1", "-timeout=20",
-         f"-artifact_prefix={work}/", str(work / "corpus")],
-        capture_output=True, text=True, env=env,
+        [
+            str(build / target),
+            f"-max_total_time={seconds}",
+            "-print_final_stats=1",
+            "-timeout=20",
+            f"-artifact_prefix={work}/",
+            str(work / "corpus"),
+        ],
+        capture_output=True,
+        check=False,
+        text=True,
+        env=env,
     )
     wall = time.perf_counter() - started
     log = r.stdout + r.stderr
     (work / "log.txt").write_text(log)
-    findings = [p.name for p in work.iterdir() if p.name.split("-")[0] in ("crash", "leak", "timeout", "oom")]
+    findings = [
+        p.name
+        for p in work.iterdir()
+        if p.name.split("-")[0] in ("crash", "leak", "timeout", "oom")
+    ]
     return {
         "target": target,
         "executions": _stat(log, "number_of_executed_units"),
@@ -72,19 +85,30 @@ def main() -> int:
     build, corpus = build_fuzzers(), seed_corpus()
     names = args.targets or targets(build)
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        rows = list(pool.map(
-            lambda t: run_one(build, corpus, t, args.seconds_per_target, build / "bench" / t), names
-        ))
-    print(f"{'target':<18} {'executions':>12} {'exec/s':>8} {'new units':>10} {'seconds':>8}  findings")
+        rows = list(
+            pool.map(
+                lambda t: run_one(build, corpus, t, args.seconds_per_target, build / "bench" / t),
+                names,
+            )
+        )
+    print(
+        f"{'target':<18} {'executions':>12} {'exec/s':>8} {'new units':>10} {'seconds':>8}  findings"
+    )
     for row in rows:
-        found = ", ".join(row["findings"]) or ("none" if row["exit"] == 0 else f"exit {row['exit']}")
-        print(f"{row['target']:<18} {row['executions']:>12,} {row['exec_per_sec']:>8,} {row['new_units']:>10,} "
-              f"{row['seconds']:>8}  {found}")
+        found = ", ".join(row["findings"]) or (
+            "none" if row["exit"] == 0 else f"exit {row['exit']}"
+        )
+        print(
+            f"{row['target']:<18} {row['executions']:>12,} {row['exec_per_sec']:>8,} {row['new_units']:>10,} "
+            f"{row['seconds']:>8}  {found}"
+        )
     total = sum(r["executions"] for r in rows)
     bad = [r for r in rows if r["findings"] or r["exit"] != 0]
     print(f"{'total':<18} {total:>12,}  findings: {sum(len(r['findings']) for r in rows)}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"rows": rows, "total_executions": total}, indent=2) + "\n")
+        Path(args.json).write_text(
+            json.dumps({"rows": rows, "total_executions": total}, indent=2) + "\n"
+        )
     return 1 if bad else 0
 
 

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch import nn
-
 import torchmcu
+from torch import nn
 from torchmcu.boards import BoardError, get_board
 from torchmcu.lower.errors import UnsupportedOpError
 
@@ -42,8 +41,11 @@ class _BigActivation(nn.Module):
 
 
 def _line_of(marker: str) -> int:
-    return next(i for i, ln in enumerate(Path(__file__).read_text().splitlines(), 1)
-                if f"# {marker}" in ln and "_line_of" not in ln)
+    return next(
+        i
+        for i, ln in enumerate(Path(__file__).read_text().splitlines(), 1)
+        if f"# {marker}" in ln and "_line_of" not in ln
+    )
 
 
 def test_unsupported_op_names_op_file_and_line() -> None:
@@ -84,7 +86,9 @@ def test_calibration_shape_mismatch_names_sample_and_input() -> None:
 def test_calibration_input_count_mismatch() -> None:
     model = nn.Sequential(nn.Linear(16, 4)).eval()
     good = (torch.randn(1, 16),)
-    with pytest.raises(ValueError, match=r"calibration sample 0 has 2 input\(s\) but example_inputs has 1"):
+    with pytest.raises(
+        ValueError, match=r"calibration sample 0 has 2 input\(s\) but example_inputs has 1"
+    ):
         torchmcu.export(model, good, calibration=[(torch.randn(1, 16), torch.randn(1, 16))])
 
 
@@ -115,7 +119,8 @@ def test_failed_save_leaves_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 def test_failing_cli_export_leaves_no_pte(tmp_path: Path) -> None:
     src = tmp_path / "big_model.py"
-    src.write_text(textwrap.dedent("""
+    src.write_text(
+        textwrap.dedent("""
         import torch
         from torch import nn
 
@@ -124,10 +129,16 @@ def test_failing_cli_export_leaves_no_pte(tmp_path: Path) -> None:
 
         def calibration_samples():
             return [(torch.rand(1, 3, 384, 384),)]
-    """))
+    """)
+    )
     out = tmp_path / "out"
-    r = subprocess.run([sys.executable, "-m", "torchmcu", "export", f"{src}:make", "-o", str(out)],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "torchmcu", "export", f"{src}:make", "-o", str(out)],
+        capture_output=True,
+        check=False,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode != 0
     assert "arena needs" in r.stdout + r.stderr
     assert not list(out.glob("*.pte")) if out.exists() else True

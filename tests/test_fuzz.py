@@ -42,12 +42,23 @@ def build_fuzzers() -> Path:
         if not (BUILD / "CMakeCache.txt").exists():
             gen = ["-G", "Ninja"] if shutil.which("ninja") else []
             r = subprocess.run(
-                ["cmake", "-S", str(ROOT / "tools" / "fuzz"), "-B", str(BUILD), *gen,
-                 "-DCMAKE_C_COMPILER=clang"],
-                capture_output=True, text=True,
+                [
+                    "cmake",
+                    "-S",
+                    str(ROOT / "tools" / "fuzz"),
+                    "-B",
+                    str(BUILD),
+                    *gen,
+                    "-DCMAKE_C_COMPILER=clang",
+                ],
+                capture_output=True,
+                check=False,
+                text=True,
             )
             assert r.returncode == 0, r.stdout + r.stderr
-        r = subprocess.run(["cmake", "--build", str(BUILD)], capture_output=True, text=True)
+        r = subprocess.run(
+            ["cmake", "--build", str(BUILD)], capture_output=True, check=False, text=True
+        )
         assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     _built["dir"] = BUILD
     return BUILD
@@ -64,7 +75,9 @@ def seed_corpus() -> Path:
         shutil.rmtree(out, ignore_errors=True)
         r = subprocess.run(
             [sys.executable, str(ROOT / "tools" / "fuzz" / "make_corpus.py"), str(out)],
-            capture_output=True, text=True,
+            capture_output=True,
+            check=False,
+            text=True,
         )
         assert r.returncode == 0, r.stderr[-4000:]
     _built["corpus"] = out
@@ -77,20 +90,35 @@ def targets(build: Path) -> list[str]:
 
 
 def seeds_for(target: str, corpus: Path) -> list[Path]:
-    dirs = {"fuzz_run": [corpus / "run"], "fuzz_bundled": [corpus / "bpte"]}.get(target, [corpus / "pte"])
+    dirs = {"fuzz_run": [corpus / "run"], "fuzz_bundled": [corpus / "bpte"]}.get(
+        target, [corpus / "pte"]
+    )
     regress = REGRESSIONS / target
     return [d for d in (*dirs, regress) if d.is_dir()]
 
 
-def run_target(build: Path, corpus: Path, target: str, work: Path, *flags: str) -> subprocess.CompletedProcess:
+def run_target(
+    build: Path, corpus: Path, target: str, work: Path, *flags: str
+) -> subprocess.CompletedProcess:
     """Runs one target on fresh output dir + seeds + regressions; returns the process."""
     out = work / f"{target}-new"
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, TM_FUZZ_PROGRAMS=str(corpus / "programs"))
     return subprocess.run(
-        [str(build / target), *flags, f"-artifact_prefix={work}/{target}-", "-timeout=20",
-         "-print_final_stats=1", str(out), *map(str, seeds_for(target, corpus))],
-        capture_output=True, text=True, env=env, timeout=600,
+        [
+            str(build / target),
+            *flags,
+            f"-artifact_prefix={work}/{target}-",
+            "-timeout=20",
+            "-print_final_stats=1",
+            str(out),
+            *map(str, seeds_for(target, corpus)),
+        ],
+        capture_output=True,
+        check=False,
+        text=True,
+        env=env,
+        timeout=600,
     )
 
 
@@ -108,7 +136,9 @@ def test_every_target_built(fuzz_env: tuple[Path, Path]) -> None:
 
 
 @pytest.mark.parametrize("target", [*TARGETS, "fuzz_bundled"])
-def test_target_short_run_finds_nothing(fuzz_env: tuple[Path, Path], target: str, tmp_path: Path) -> None:
+def test_target_short_run_finds_nothing(
+    fuzz_env: tuple[Path, Path], target: str, tmp_path: Path
+) -> None:
     build, corpus = fuzz_env
     if not (build / target).exists():
         pytest.skip(f"{target} not built (its source is not in the tree yet)")
@@ -116,7 +146,9 @@ def test_target_short_run_finds_nothing(fuzz_env: tuple[Path, Path], target: str
     log = r.stdout + r.stderr
     assert r.returncode == 0, log[-6000:]
     assert "ERROR" not in log and "runtime error" not in log, log[-6000:]
-    assert not list(tmp_path.glob(f"{target}-crash-*")) and not list(tmp_path.glob(f"{target}-leak-*"))
+    assert not list(tmp_path.glob(f"{target}-crash-*")) and not list(
+        tmp_path.glob(f"{target}-leak-*")
+    )
     executed = int(log.split("stat::number_of_executed_units:")[1].split()[0])
     assert executed >= RUNS[target]  # the seeds loaded and the mutations really ran
 
@@ -125,10 +157,18 @@ def test_target_short_run_finds_nothing(fuzz_env: tuple[Path, Path], target: str
 def test_regressions_replay_clean(fuzz_env: tuple[Path, Path], target: str) -> None:
     """Each committed crash input, run alone: the bug it found stays fixed."""
     build, corpus = fuzz_env
-    files = sorted(p for p in (REGRESSIONS / target).glob("*") if p.is_file() and not p.name.startswith("."))
+    files = sorted(
+        p for p in (REGRESSIONS / target).glob("*") if p.is_file() and not p.name.startswith(".")
+    )
     if not files:
         pytest.skip(f"no regression inputs for {target}")
     env = dict(os.environ, TM_FUZZ_PROGRAMS=str(corpus / "programs"))
-    r = subprocess.run([str(build / target), *map(str, files)], capture_output=True, text=True, env=env,
-                       timeout=300)
+    r = subprocess.run(
+        [str(build / target), *map(str, files)],
+        capture_output=True,
+        check=False,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert r.returncode == 0, (r.stdout + r.stderr)[-6000:]

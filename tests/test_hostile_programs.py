@@ -24,7 +24,6 @@ from pathlib import Path
 
 import pytest
 from test_fuzz import seed_corpus
-
 from torchmcu.examples.models import MLPERF_TINY
 from torchmcu.pte import program as pm
 from torchmcu.pte import reader, writer
@@ -49,12 +48,29 @@ def pte_check() -> Path:
         if not (BUILD / "CMakeCache.txt").exists():
             gen = ["-G", "Ninja"] if shutil.which("ninja") else []
             r = subprocess.run(
-                ["cmake", "-S", str(ROOT), "-B", str(BUILD), *gen, "-DCMAKE_C_COMPILER=clang",
-                 "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DTORCHMCU_SANITIZE=ON", "-DTORCHMCU_HOST_TOOLS=ON"],
-                capture_output=True, text=True,
+                [
+                    "cmake",
+                    "-S",
+                    str(ROOT),
+                    "-B",
+                    str(BUILD),
+                    *gen,
+                    "-DCMAKE_C_COMPILER=clang",
+                    "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
+                    "-DTORCHMCU_SANITIZE=ON",
+                    "-DTORCHMCU_HOST_TOOLS=ON",
+                ],
+                capture_output=True,
+                check=False,
+                text=True,
             )
             assert r.returncode == 0, r.stdout + r.stderr
-        r = subprocess.run(["cmake", "--build", str(BUILD), "--target", "pte_check"], capture_output=True, text=True)
+        r = subprocess.run(
+            ["cmake", "--build", str(BUILD), "--target", "pte_check"],
+            capture_output=True,
+            check=False,
+            text=True,
+        )
         assert r.returncode == 0, r.stdout + r.stderr
     return BUILD / "tools" / "host" / "pte_check"
 
@@ -74,9 +90,17 @@ def sweeps(pte_check: Path, models: dict[str, Path]) -> dict[str, tuple[int, str
     """Every model's truncation + byte-change sweep (and real-kernel pass), run concurrently."""
     procs = {}
     for name, path in models.items():
-        cmd = [str(pte_check), "--any-op", "--truncations", "--byte-changes",
-               BYTE_CHANGES.get(name, DEFAULT_CHANGES), str(path)]
-        procs[name] = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+        cmd = [
+            str(pte_check),
+            "--any-op",
+            "--truncations",
+            "--byte-changes",
+            BYTE_CHANGES.get(name, DEFAULT_CHANGES),
+            str(path),
+        ]
+        procs[name] = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV
+        )
         if name in REAL_KERNEL_MODELS:
             cmd = [str(pte_check), "--run", "--byte-changes", "x5a", str(path)]
             procs[name + ":run"] = subprocess.Popen(
@@ -96,8 +120,16 @@ def _program_size(path: Path) -> int:
 
 
 @pytest.mark.parametrize("name", MLPERF_TINY)
-def test_real_program_runs_with_real_kernels(pte_check: Path, models: dict[str, Path], name: str) -> None:
-    r = subprocess.run([str(pte_check), "--run", str(models[name])], capture_output=True, text=True, env=ENV)
+def test_real_program_runs_with_real_kernels(
+    pte_check: Path, models: dict[str, Path], name: str
+) -> None:
+    r = subprocess.run(
+        [str(pte_check), "--run", str(models[name])],
+        capture_output=True,
+        check=False,
+        text=True,
+        env=ENV,
+    )
     _clean(r.stdout, r.stderr)
     assert r.returncode == 0 and ": OK (" in r.stdout, r.stdout + r.stderr[-3000:]
 
@@ -109,14 +141,19 @@ def test_truncations_and_byte_changes(sweeps: dict, models: dict[str, Path], nam
     assert rc == 0, out[-2000:] + err[-3000:]
     path, size = models[name], models[name].stat().st_size
     assert f"{path}: {size} truncations, 0 accepted" in out
-    m = re.search(rf"{re.escape(str(path))}: (\d+) byte changes over (\d+) bytes \((\d+) no-ops skipped\), "
-                  r"(\d+) rejected, (\d+) accepted, no crash", out)
+    m = re.search(
+        rf"{re.escape(str(path))}: (\d+) byte changes over (\d+) bytes \((\d+) no-ops skipped\), "
+        r"(\d+) rejected, (\d+) accepted, no crash",
+        out,
+    )
     assert m, out
     tried, covered, noops, rejected, accepted = map(int, m.groups())
     fb = _program_size(path)
     changes = len(BYTE_CHANGES.get(name, DEFAULT_CHANGES).split(","))
     assert covered == fb and tried + noops == changes * fb  # every byte of the flatbuffer part
-    assert rejected > tried // 2 and accepted > 0  # the verifier rejects most damage; benign changes run
+    assert (
+        rejected > tried // 2 and accepted > 0
+    )  # the verifier rejects most damage; benign changes run
 
 
 @pytest.mark.parametrize("name", REAL_KERNEL_MODELS)
@@ -124,15 +161,21 @@ def test_byte_changes_with_real_kernels(sweeps: dict, models: dict[str, Path], n
     rc, out, err = sweeps[name + ":run"]
     _clean(out, err)
     assert rc == 0, out[-2000:] + err[-3000:]
-    m = re.search(r": (\d+) byte changes over (\d+) bytes .* (\d+) rejected, (\d+) accepted, no crash", out)
+    m = re.search(
+        r": (\d+) byte changes over (\d+) bytes .* (\d+) rejected, (\d+) accepted, no crash", out
+    )
     assert m and int(m.group(2)) == _program_size(models[name]), out
 
 
 # ---- crafted hostile files ------------------------------------------------------------------
 
+
 def _first_call(plan: pm.ExecutionPlan, op: str) -> pm.KernelCall:
     for ins in plan.chains[0].instructions:
-        if isinstance(ins, pm.KernelCall) and plan.operators[ins.op_index].name == f"cortex_m::{op}":
+        if (
+            isinstance(ins, pm.KernelCall)
+            and plan.operators[ins.op_index].name == f"cortex_m::{op}"
+        ):
             return ins
     raise AssertionError(f"no {op} call")
 
@@ -148,6 +191,7 @@ def _crafted(base: pm.Program) -> dict[str, tuple[pm.Program | None, str]]:
             fn(p, plan, _first_call(plan, "quantized_conv2d"))
             cases[name] = (p, expect)
             return fn
+
         return wrap
 
     arena = base.execution_plan[0].non_const_buffer_sizes[1]
@@ -245,7 +289,9 @@ def _crafted(base: pm.Program) -> dict[str, tuple[pm.Program | None, str]]:
 
     @case("out_arg_is_an_int", "INVALID_ARGUMENT|INVALID_PROGRAM")
     def _(p, plan, conv):
-        conv.args[-1] = conv.args[-2] = next(i for i, v in enumerate(plan.values) if isinstance(v, pm.Int))
+        conv.args[-1] = conv.args[-2] = next(
+            i for i, v in enumerate(plan.values) if isinstance(v, pm.Int)
+        )
 
     @case("out_arg_is_a_constant", "INVALID_PROGRAM")
     def _(p, plan, conv):
@@ -261,7 +307,9 @@ def _crafted(base: pm.Program) -> dict[str, tuple[pm.Program | None, str]]:
         # a constant tensor value aliasing the weight's bytes, typed and shaped like the out tensor
         out = plan.values[conv.args[-1]]
         w = plan.values[conv.args[1]]
-        alias = pm.Tensor(out.scalar_type, [1, 1, 1, 1], list(out.dim_order), data_buffer_idx=w.data_buffer_idx)
+        alias = pm.Tensor(
+            out.scalar_type, [1, 1, 1, 1], list(out.dim_order), data_buffer_idx=w.data_buffer_idx
+        )
         plan.values.append(alias)
         conv.args[-1] = conv.args[-2] = len(plan.values) - 1
 
@@ -276,6 +324,7 @@ def _crafted(base: pm.Program) -> dict[str, tuple[pm.Program | None, str]]:
 
 def _byte_edits(data: bytes) -> dict[str, tuple[bytes, str]]:
     """Header-level edits: offsets and sizes pointing outside the file, root pointing at itself."""
+
     def put(fmt: str, pos: int, value: int) -> bytes:
         b = bytearray(data)
         struct.pack_into(fmt, b, pos, value)
@@ -293,7 +342,9 @@ def _byte_edits(data: bytes) -> dict[str, tuple[bytes, str]]:
     }
 
 
-def test_crafted_hostile_files(pte_check: Path, models: dict[str, Path], tmp_path: Path, monkeypatch) -> None:
+def test_crafted_hostile_files(
+    pte_check: Path, models: dict[str, Path], tmp_path: Path, monkeypatch
+) -> None:
     data = models["ds_cnn"].read_bytes()
     monkeypatch.setattr(writer, "validate", lambda p: None)
     monkeypatch.setattr(writer, "_check_writable", lambda p: None, raising=False)
@@ -308,11 +359,20 @@ def test_crafted_hostile_files(pte_check: Path, models: dict[str, Path], tmp_pat
         files[name] = (path, expect)
     paths = [str(p) for p, _ in files.values()]
     for mode in ("--run", "--any-op"):
-        r = subprocess.run([str(pte_check), mode, *paths], capture_output=True, text=True, env=ENV, timeout=600)
+        r = subprocess.run(
+            [str(pte_check), mode, *paths],
+            capture_output=True,
+            check=False,
+            text=True,
+            env=ENV,
+            timeout=600,
+        )
         _clean(r.stdout, r.stderr)
         lines = {ln.split(": ", 1)[0]: ln for ln in r.stdout.splitlines()}
         for name, (path, expect) in files.items():
             line = lines.get(str(path), "")
             if mode == "--any-op" and "INVALID_ARGUMENT" in expect and ": OK (" in line:
                 continue  # probe kernels do not check argument kinds; the real ones must (--run)
-            assert re.search(rf": ({expect}): ", line), f"{name} ({mode}): {line or r.stdout[-3000:]}"
+            assert re.search(rf": ({expect}): ", line), (
+                f"{name} ({mode}): {line or r.stdout[-3000:]}"
+            )

@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import nn
-
 from torchmcu.api import export
 from torchmcu.examples import models
 
@@ -49,7 +48,11 @@ def _small_programs() -> dict[str, tuple[nn.Module, tuple[torch.Tensor, ...], li
     torch.manual_seed(3)
     mixed = _MixedOps().eval()
     example = (torch.rand(1, 3, 8, 8, generator=gen) * 2 - 1,)
-    progs["mixed_ops"] = (mixed, example, [(torch.rand(1, 3, 8, 8, generator=gen) * 2 - 1,) for _ in range(4)])
+    progs["mixed_ops"] = (
+        mixed,
+        example,
+        [(torch.rand(1, 3, 8, 8, generator=gen) * 2 - 1,) for _ in range(4)],
+    )
     return progs
 
 
@@ -67,7 +70,9 @@ def main(out: Path) -> None:
         (out / "programs" / f"{name}.pte").write_bytes(exported.pte_bytes)
         (out / "pte" / f"small_{name}.pte").write_bytes(exported.pte_bytes)
         for k, sample in enumerate(calib[:2]):
-            raw = b"".join(np.ascontiguousarray(t.numpy(), dtype=np.float32).tobytes() for t in sample)
+            raw = b"".join(
+                np.ascontiguousarray(t.numpy(), dtype=np.float32).tobytes() for t in sample
+            )
             (out / "run" / f"{name}_{k}").write_bytes(bytes([index]) + raw)
         (out / "run" / f"{name}_zeros").write_bytes(bytes([index]))
         if hasattr(exported, "bundle"):  # the .bpte writer (torchmcu.pte.bundled)

@@ -42,7 +42,9 @@ def check_calibration_sample(
         if want_shape is None:
             continue  # a non-tensor example input: nothing to compare
         if got_shape != want_shape:
-            got_text = "no shape (not a tensor)" if got_shape is None else f"shape {list(got_shape)}"
+            got_text = (
+                "no shape (not a tensor)" if got_shape is None else f"shape {list(got_shape)}"
+            )
             raise ValueError(
                 f"quantize: calibration sample {index}, input {j}: expected shape "
                 f"{list(want_shape)} (as example_inputs[{j}]) but got {got_text}"
