@@ -221,7 +221,12 @@ static void name_operator(tm_method *m, int32_t op_index) {
   }
 }
 
-/* Generic checks before a kernel runs: the call ends with an out tensor, tensors have memory. */
+/* Generic checks before a kernel runs: the call ends with an out tensor, tensors have memory.
+ * Out of line: it runs on an instruction's first call only, and inlined its loop would cost
+ * the executor loop registers on every call. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
 static tm_status check_call(tm_method *m, const tm_instruction *ins) {
   if (ins->nargs == 0 || ins->args[ins->nargs - 1]->tag != TM_VALUE_TENSOR) {
     return fail(m, TM_ERR_INVALID_PROGRAM, "kernel call does not end with an out tensor", ins->pos);
@@ -278,14 +283,13 @@ tm_status tm_method_execute(tm_method *method) {
     switch (ins->kind) {
       case TM_INSTR_KERNEL: {
         TM_PROFILE_MARK(pc); /* this call's count runs to the next mark: checks, kernel, frees */
-        uint8_t *verified = &method->verified[pc >> 3];
-        const uint8_t bit = (uint8_t)(1u << (pc & 7u));
         /* check_call looks at argument metadata only: once passed, it passes again. */
-        if ((*verified & bit) == 0 && (st = check_call(method, ins)) != TM_OK) {
+        const uint8_t verified = (uint8_t)((method->verified[pc >> 3] >> (pc & 7u)) & 1u);
+        if (!verified && (st = check_call(method, ins)) != TM_OK) {
           name_operator(method, ins->a);
           return st;
         }
-        tm_kernel_context ctx = {UINT16_MAX, (uint8_t)((*verified & bit) != 0)};
+        tm_kernel_context ctx = {UINT16_MAX, verified};
         st = ins->fn(&ctx, ins->args, ins->nargs);
         if (st != TM_OK) {
           name_operator(method, ins->a);
@@ -295,7 +299,8 @@ tm_status tm_method_execute(tm_method *method) {
           }
           return fail(method, st, "kernel failed", ins->pos);
         }
-        *verified |= bit; /* same argument values next time: the kernel may skip its checks */
+        /* Same argument values next time: the kernel may skip its checks. */
+        method->verified[pc >> 3] |= (uint8_t)(1u << (pc & 7u));
         ++pc;
         break;
       }
