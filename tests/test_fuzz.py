@@ -172,3 +172,27 @@ def test_regressions_replay_clean(fuzz_env: tuple[Path, Path], target: str) -> N
         timeout=300,
     )
     assert r.returncode == 0, (r.stdout + r.stderr)[-6000:]
+
+
+PENDING = ROOT / "tools" / "fuzz" / "pending"
+
+
+@pytest.mark.parametrize(
+    "case",
+    sorted(str(p.relative_to(PENDING)) for p in PENDING.glob("fuzz_*/*") if p.is_file()),
+)
+def test_pending_findings(fuzz_env: tuple[Path, Path], case: str) -> None:
+    """Known crashes in code owned elsewhere (tools/fuzz/pending/README.md): xfail until fixed."""
+    build, corpus = fuzz_env
+    target, _ = case.split("/", 1)
+    env = dict(os.environ, TM_FUZZ_PROGRAMS=str(corpus / "programs"))
+    r = subprocess.run(
+        [str(build / target), str(PENDING / case)],
+        capture_output=True,
+        check=False,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    if r.returncode != 0:
+        pytest.xfail(f"still crashes (reported, see tools/fuzz/pending/README.md): {case}")
