@@ -250,7 +250,7 @@ static bool valid_requant(const int64_t *mults, const int64_t *shifts, uint32_t 
   for (uint32_t i = 0; i < len; ++i) {
     const int64_t m = mults[i];
     const int64_t s = shifts[i];
-    if ((int64_t)(int32_t)m != m || (uint64_t)(s + 31) > 62u) {
+    if ((int64_t)(int32_t)m != m || (uint64_t)s + 31u > 62u) {
       return false;
     }
   }
