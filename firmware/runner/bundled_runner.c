@@ -24,6 +24,7 @@
 
 #include "bench_markers.h"
 #include "exit_codes.h"
+#include "load.h"
 #include "tm_cmsis/platform.h"
 #include "torchmcu/bundled.h"
 #include "torchmcu/runtime.h"
@@ -37,10 +38,6 @@
 #ifndef TM_BUNDLE_ATOL_INT
 #define TM_BUNDLE_ATOL_INT 0
 #endif
-
-extern const tm_kernel_registry tm_all_kernels;
-extern uint8_t __tm_meta_start[], __tm_meta_end[];
-extern uint8_t __tm_arena_start[], __tm_arena_end[];
 
 static tm_bundled bundle;
 static tm_program program;
@@ -135,37 +132,8 @@ static int prepare(void) {
     put_diag("load", st, &bundle.diag);
     return TM_EXIT_LOAD_ERROR;
   }
-  st = tm_program_load(&program, bundle.program, bundle.program_size);
-  size_t meta_bytes = 0, arena_bytes = 0;
-  if (st == TM_OK) {
-    st = tm_method_required_memory(&program, NULL, &meta_bytes, &arena_bytes);
-  }
-  if (st != TM_OK) {
-    put_diag("load", st, &program.diag);
-    return TM_EXIT_LOAD_ERROR;
-  }
-  const size_t meta_reserved = (size_t)(__tm_meta_end - __tm_meta_start);
-  const size_t arena_reserved = (size_t)(__tm_arena_end - __tm_arena_start);
-  tm_puts("TM_MEMORY meta=");
-  tm_put_u32((uint32_t)meta_bytes);
-  tm_puts("/");
-  tm_put_u32((uint32_t)meta_reserved);
-  tm_puts(" arena=");
-  tm_put_u32((uint32_t)arena_bytes);
-  tm_puts("/");
-  tm_put_u32((uint32_t)arena_reserved);
-  tm_puts(" program=");
-  tm_put_u32((uint32_t)bundle.program_size);
-  tm_puts(" bundle=");
-  tm_put_u32((uint32_t)bundle_size);
-  tm_puts("\n");
-  st = tm_method_init(&method, &program, NULL, &tm_all_kernels, __tm_meta_start, meta_reserved,
-                      __tm_arena_start, arena_reserved);
-  if (st != TM_OK) {
-    put_diag(st == TM_ERR_MISSING_OPERATOR ? "missing_operator" : "load", st, &method.diag);
-    return st == TM_ERR_MISSING_OPERATOR ? TM_EXIT_MISSING_OPERATOR : TM_EXIT_LOAD_ERROR;
-  }
-  return TM_EXIT_OK;
+  const tm_runner_load_options load = {"bundle", (uint32_t)bundle_size, false, put_diag};
+  return tm_runner_load(&program, &method, bundle.program, bundle.program_size, &load);
 }
 
 static int set_inputs(const tm_bundled_case *tc, uint32_t c) {

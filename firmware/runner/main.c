@@ -19,6 +19,7 @@
 #include "bundled_runner.h"
 #include "exit_codes.h"
 #include "io_blob.h"
+#include "load.h"
 #include "tm_cmsis/platform.h"
 #include "torchmcu/runtime.h"
 
@@ -26,14 +27,9 @@
 #define TM_BOARD_NAME "unknown"
 #endif
 
-extern const tm_kernel_registry tm_all_kernels;
-
 /* The embedded program and inputs (generated assembly, see runner/CMakeLists.txt). */
 extern const uint8_t tm_program_data[], tm_program_end[];
 extern const uint8_t tm_io_data[], tm_io_end[];
-/* Buffers sized from the program's memory plan (linker script). */
-extern uint8_t __tm_meta_start[], __tm_meta_end[];
-extern uint8_t __tm_arena_start[], __tm_arena_end[];
 
 static tm_program program;
 static tm_method method;
@@ -81,6 +77,11 @@ static int fail(int code, const char *what, tm_status status, const tm_diag *dia
   }
   tm_puts("\n");
   return code;
+}
+
+/* fail() as the load helper's error printer (the helper picks the exit code). */
+static void put_fail(const char *what, tm_status status, const tm_diag *diag) {
+  (void)fail(TM_EXIT_LOAD_ERROR, what, status, diag);
 }
 
 /* The default input: a fixed linear congruential sequence, reproduced on the host
@@ -205,41 +206,11 @@ int main(void) {
 #if defined(TM_RUNNER_BUNDLED)
   return tm_runner_bundled(); /* the embedded blob is a .bpte: check its test cases */
 #endif
-  const size_t program_size = (size_t)(tm_program_end - tm_program_data);
-  tm_status st = tm_program_load(&program, tm_program_data, program_size);
-  if (st != TM_OK) {
-    return fail(TM_EXIT_LOAD_ERROR, "load", st, &program.diag);
-  }
-  size_t meta_bytes = 0, arena_bytes = 0;
-  st = tm_method_required_memory(&program, NULL, &meta_bytes, &arena_bytes);
-  if (st != TM_OK) {
-    return fail(TM_EXIT_LOAD_ERROR, "load", st, &program.diag);
-  }
-  const size_t meta_reserved = (size_t)(__tm_meta_end - __tm_meta_start);
-  const size_t arena_reserved = (size_t)(__tm_arena_end - __tm_arena_start);
-  tm_puts("TM_MEMORY meta=");
-  tm_put_u32((uint32_t)meta_bytes);
-  tm_puts("/");
-  tm_put_u32((uint32_t)meta_reserved);
-  tm_puts(" arena=");
-  tm_put_u32((uint32_t)arena_bytes);
-  tm_puts("/");
-  tm_put_u32((uint32_t)arena_reserved);
-  tm_puts(" program=");
-  tm_put_u32((uint32_t)program_size);
-  tm_puts("\n");
-  if (meta_bytes > meta_reserved || arena_bytes > arena_reserved) {
-    tm_puts("TM_ERROR load status=OUT_OF_MEMORY message=the image reserves less memory than the "
-            "program needs (rebuild the firmware for this .pte)\n");
-    return TM_EXIT_LOAD_ERROR;
-  }
-  st = tm_method_init(&method, &program, NULL, &tm_all_kernels, __tm_meta_start, meta_reserved,
-                      __tm_arena_start, arena_reserved);
-  if (st == TM_ERR_MISSING_OPERATOR) {
-    return fail(TM_EXIT_MISSING_OPERATOR, "missing_operator", st, &method.diag);
-  }
-  if (st != TM_OK) {
-    return fail(TM_EXIT_LOAD_ERROR, "load", st, &method.diag);
+  const tm_runner_load_options load = {NULL, 0, true, put_fail};
+  int code = tm_runner_load(&program, &method, tm_program_data,
+                            (size_t)(tm_program_end - tm_program_data), &load);
+  if (code != TM_EXIT_OK) {
+    return code;
   }
 
   tm_io_blob blob;
@@ -252,14 +223,14 @@ int main(void) {
   const uint32_t samples = blob.samples != 0 ? blob.samples : 1u;
   uint32_t mismatches = 0;
   for (uint32_t s = 0; s < samples; ++s) {
-    int code = set_inputs(&blob, s);
+    code = set_inputs(&blob, s);
     if (code != TM_EXIT_OK) {
       return code;
     }
     uint32_t cycles, instructions;
     tm_counters_start();
     tm_bench_begin(); /* one inference between the markers (tools/qemu_icount) */
-    st = tm_method_execute(&method);
+    const tm_status st = tm_method_execute(&method);
     tm_bench_end();
     tm_counters_read(&cycles, &instructions);
     if (st != TM_OK) {
