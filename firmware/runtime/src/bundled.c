@@ -19,17 +19,6 @@ enum { TENSOR_SCALAR_TYPE = 0, TENSOR_SIZES = 1, TENSOR_DATA = 2, TENSOR_DIM_ORD
 #define PROGRAM_ALIGN 32u
 #define DATA_ALIGN 16u
 
-static void diag_reset(tm_diag *d) {
-  d->status = TM_OK;
-  d->message = "";
-  d->op_name = NULL;
-  d->op_overload = NULL;
-  d->instruction = TM_DIAG_NONE;
-  d->value = TM_DIAG_NONE;
-  d->argument = TM_DIAG_NONE;
-  d->byte_offset = TM_DIAG_NO_OFFSET;
-}
-
 static tm_status bad(tm_bundled *b, tm_status st, const char *msg, uint32_t pos) {
   tm_diag_set(&b->diag, st, msg, pos);
   return st;
@@ -153,7 +142,7 @@ static tm_status check_values(tm_bundled *b, tm_fb *fb, const tm_fb_vec *v) {
 
 tm_status tm_bundled_load(tm_bundled *bundle, const void *data, size_t size) {
   memset(bundle, 0, sizeof(*bundle));
-  diag_reset(&bundle->diag);
+  tm_diag_clear(&bundle->diag);
   bundle->data = data;
   bundle->size = size;
   if (data == NULL || size < 8) {

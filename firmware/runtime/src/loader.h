@@ -49,5 +49,7 @@ tm_fb tm_program_fb(const tm_program *program);
 tm_status tm_find_plan(tm_program *program, const char *name, tm_fb_table *plan);
 tm_status tm_walk_plan(tm_program *program, tm_diag *diag, const tm_fb_table *plan, tm_walk *w);
 void tm_diag_set(tm_diag *d, tm_status st, const char *msg, uint32_t pos);
+/* No error: empty message, no op, no index, no byte offset. */
+void tm_diag_clear(tm_diag *d);
 
 #endif /* TM_LOADER_H */

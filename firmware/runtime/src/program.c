@@ -41,7 +41,7 @@ void tm_diag_set(tm_diag *d, tm_status st, const char *msg, uint32_t pos) {
   d->byte_offset = pos;
 }
 
-static void diag_clear(tm_diag *d) {
+void tm_diag_clear(tm_diag *d) {
   d->status = TM_OK;
   d->message = "";
   d->op_name = NULL;
@@ -752,7 +752,7 @@ tm_status tm_program_load(tm_program *program, const void *data, size_t size) {
     return TM_ERR_INVALID_ARGUMENT;
   }
   memset(program, 0, sizeof(*program));
-  diag_clear(&program->diag);
+  tm_diag_clear(&program->diag);
   program->data = data;
   program->size = size;
   if (data == NULL) {
