@@ -1,6 +1,6 @@
 /*
  * Shared pieces of the fuzz targets: exact-size heap copies (so one byte too far is an
- * ASan report) and a registry of probe kernels that touch every byte a call claims.
+ * ASan report) and the probe kernel (tools/host/probe.h) that touches every byte a call claims.
  */
 #ifndef TM_FUZZ_COMMON_H
 #define TM_FUZZ_COMMON_H
@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "probe.h" /* tools/host: tm_probe_kernel */
 #include "torchmcu/runtime.h"
 
 /* A prepared method with its own exact-size buffers (host only: may allocate). */
@@ -29,8 +30,5 @@ typedef struct {
 tm_status tm_fuzz_prepare(tm_fuzz_method *f, const uint8_t *data, size_t size,
                           const tm_kernel_registry *registry, tm_kernel_fn probe);
 void tm_fuzz_release(tm_fuzz_method *f);
-
-/* Probe kernel: reads every byte of each tensor and int list argument, writes the out tensor. */
-tm_status tm_fuzz_probe_kernel(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
 
 #endif

@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   tm_bundled b;
   if (tm_bundled_load(&b, copy, size) == TM_OK) {
     tm_fuzz_method f;
-    tm_status prepared = tm_fuzz_prepare(&f, b.program, b.program_size, NULL, tm_fuzz_probe_kernel);
+    tm_status prepared = tm_fuzz_prepare(&f, b.program, b.program_size, NULL, tm_probe_kernel);
     const char *name = NULL;
     uint32_t suite = 0, cases = 0;
     if (prepared == TM_OK && tm_program_method_name(&f.program, 0, &name) == TM_OK &&

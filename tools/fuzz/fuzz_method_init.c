@@ -14,7 +14,7 @@ static const tm_fuzz_method *g_current;
 
 /* The probe, plus: the out tensor (last argument) must live in the arena and is written. */
 static tm_status probe_and_write(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  tm_status st = tm_fuzz_probe_kernel(ctx, args, nargs);
+  tm_status st = tm_probe_kernel(ctx, args, nargs);
   const tm_tensor *out = args[nargs - 1]->u.tensor; /* the executor checked it is a tensor */
   if (out->nbytes != 0) {
     const uint8_t *a = g_current->arena, *p = out->data;

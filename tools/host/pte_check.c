@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "probe.h"
 #include "torchmcu/runtime.h"
 
 #if defined(__has_feature)
@@ -52,25 +53,6 @@ typedef struct {
   int run;
   int quiet;
 } options;
-
-static volatile uint32_t g_sink; /* keeps the probe's reads alive */
-
-/* Reads every byte a tensor or int list argument claims to own. */
-static tm_status probe_kernel(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  (void)ctx;
-  uint32_t acc = 0;
-  for (size_t k = 0; k < nargs; ++k) {
-    const tm_value *v = args[k];
-    if (v->tag == TM_VALUE_TENSOR && v->u.tensor->data != NULL) {
-      const uint8_t *p = v->u.tensor->data;
-      for (uint32_t i = 0; i < v->u.tensor->nbytes; ++i) acc += p[i];
-    } else if (v->tag == TM_VALUE_INT_LIST) {
-      for (uint32_t i = 0; i < v->u.int_list.length; ++i) acc += (uint32_t)v->u.int_list.items[i];
-    }
-  }
-  g_sink = acc;
-  return TM_OK;
-}
 
 static void print_diag(const char *what, tm_status st, const tm_diag *d) {
   printf("%s: %s: %s", what, tm_status_name(st), d->message ? d->message : "");
@@ -122,7 +104,7 @@ static tm_status check_bytes(const char *what, const uint8_t *copy, size_t size,
       stubs = calloc(n + 1u, sizeof(*stubs));
       for (uint32_t i = 0; stubs != NULL && i < n; ++i) {
         tm_program_operator(&program, o->method, i, &stubs[i].name, &stubs[i].overload);
-        stubs[i].fn = probe_kernel;
+        stubs[i].fn = tm_probe_kernel;
       }
       reg.entries = stubs;
       reg.count = n;
