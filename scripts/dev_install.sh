@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 if [ -z "${PYTHON:-}" ]; then
   if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python; fi
 fi
-exec 9>/tmp/torchmcu-dev-install.lock
+mkdir -p build
+exec 9>build/.dev-install.lock
 flock 9
 "$PYTHON" -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e . "$@"

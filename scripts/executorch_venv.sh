@@ -25,7 +25,7 @@ for arg in "$@"; do
 done
 
 # Serialise concurrent callers (tests may run this from several workers).
-exec 9>"/tmp/torchmcu-executorch-venv.lock"
+exec 9>"$VENV.lock"
 flock 9
 
 BASE_STAMP="$VENV/.torchmcu-base-ok"
