@@ -22,7 +22,6 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "bench_markers.h"
 #include "exit_codes.h"
 #include "load.h"
 #include "tm_cmsis/platform.h"
@@ -259,11 +258,7 @@ int tm_runner_bundled(void) {
       return code;
     }
     uint32_t cycles, instructions;
-    tm_counters_start();
-    tm_bench_begin();
-    st = tm_method_execute(&method);
-    tm_bench_end();
-    tm_counters_read(&cycles, &instructions);
+    st = tm_runner_execute(&method, &cycles, &instructions);
     if (st != TM_OK) {
       put_diag("kernel", st, &method.diag);
       return TM_EXIT_KERNEL_ERROR;
@@ -272,27 +267,12 @@ int tm_runner_bundled(void) {
     if (code != TM_EXIT_OK) {
       return code;
     }
-    tm_puts("TM_RUN ");
-    tm_put_u32(c);
-    tm_puts(" cycles=");
-    tm_put_u32(cycles);
-    tm_puts(" instructions=");
-    tm_put_u32(instructions);
-    tm_puts("\n");
+    tm_runner_put_run(c, cycles, instructions);
   }
   tm_puts(failed == 0 ? "TM_BUNDLE_RESULT status=PASS cases=" : "TM_BUNDLE_RESULT status=FAIL cases=");
   tm_put_u32(cases);
   tm_puts(" failed_outputs=");
   tm_put_u32(failed);
   tm_puts("\n");
-  if (failed != 0) {
-    tm_puts("TM_END status=OUTPUT_MISMATCH mismatches=");
-    tm_put_u32(failed);
-    tm_puts("\n");
-    return TM_EXIT_OUTPUT_MISMATCH;
-  }
-  tm_puts("TM_END status=OK samples=");
-  tm_put_u32(cases);
-  tm_puts("\n");
-  return TM_EXIT_OK;
+  return tm_runner_finish(cases, failed);
 }

@@ -1,5 +1,6 @@
 #include "load.h"
 
+#include "bench_markers.h"
 #include "exit_codes.h"
 #include "tm_cmsis/platform.h"
 
@@ -53,5 +54,37 @@ int tm_runner_load(tm_program *program, tm_method *method, const uint8_t *data, 
     options->put_diag("load", st, &method->diag);
     return TM_EXIT_LOAD_ERROR;
   }
+  return TM_EXIT_OK;
+}
+
+tm_status tm_runner_execute(tm_method *method, uint32_t *cycles, uint32_t *instructions) {
+  tm_counters_start();
+  tm_bench_begin(); /* one inference between the markers (tools/qemu_icount) */
+  const tm_status st = tm_method_execute(method);
+  tm_bench_end();
+  tm_counters_read(cycles, instructions);
+  return st;
+}
+
+void tm_runner_put_run(uint32_t sample, uint32_t cycles, uint32_t instructions) {
+  tm_puts("TM_RUN ");
+  tm_put_u32(sample);
+  tm_puts(" cycles=");
+  tm_put_u32(cycles);
+  tm_puts(" instructions=");
+  tm_put_u32(instructions);
+  tm_puts("\n");
+}
+
+int tm_runner_finish(uint32_t samples, uint32_t mismatches) {
+  if (mismatches != 0) {
+    tm_puts("TM_END status=OUTPUT_MISMATCH mismatches=");
+    tm_put_u32(mismatches);
+    tm_puts("\n");
+    return TM_EXIT_OUTPUT_MISMATCH;
+  }
+  tm_puts("TM_END status=OK samples=");
+  tm_put_u32(samples);
+  tm_puts("\n");
   return TM_EXIT_OK;
 }

@@ -27,4 +27,14 @@ typedef struct {
 int tm_runner_load(tm_program *program, tm_method *method, const uint8_t *data, size_t size,
                    const tm_runner_load_options *options);
 
+/* One inference of `method` between the instruction-count markers, with the core's counters
+ * (0 where it has none) in *cycles / *instructions. */
+tm_status tm_runner_execute(tm_method *method, uint32_t *cycles, uint32_t *instructions);
+
+/* The TM_RUN line of one sample. */
+void tm_runner_put_run(uint32_t sample, uint32_t cycles, uint32_t instructions);
+
+/* The TM_END line; returns TM_EXIT_OUTPUT_MISMATCH when mismatches != 0, else TM_EXIT_OK. */
+int tm_runner_finish(uint32_t samples, uint32_t mismatches);
+
 #endif

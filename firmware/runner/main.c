@@ -15,7 +15,6 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "bench_markers.h"
 #include "bundled_runner.h"
 #include "exit_codes.h"
 #include "io_blob.h"
@@ -228,11 +227,7 @@ int main(void) {
       return code;
     }
     uint32_t cycles, instructions;
-    tm_counters_start();
-    tm_bench_begin(); /* one inference between the markers (tools/qemu_icount) */
-    const tm_status st = tm_method_execute(&method);
-    tm_bench_end();
-    tm_counters_read(&cycles, &instructions);
+    const tm_status st = tm_runner_execute(&method, &cycles, &instructions);
     if (st != TM_OK) {
       return fail(TM_EXIT_KERNEL_ERROR, "kernel", st, &method.diag);
     }
@@ -240,22 +235,7 @@ int main(void) {
     if (code != TM_EXIT_OK) {
       return code;
     }
-    tm_puts("TM_RUN ");
-    tm_put_u32(s);
-    tm_puts(" cycles=");
-    tm_put_u32(cycles);
-    tm_puts(" instructions=");
-    tm_put_u32(instructions);
-    tm_puts("\n");
+    tm_runner_put_run(s, cycles, instructions);
   }
-  if (mismatches != 0) {
-    tm_puts("TM_END status=OUTPUT_MISMATCH mismatches=");
-    tm_put_u32(mismatches);
-    tm_puts("\n");
-    return TM_EXIT_OUTPUT_MISMATCH;
-  }
-  tm_puts("TM_END status=OK samples=");
-  tm_put_u32(samples);
-  tm_puts("\n");
-  return TM_EXIT_OK;
+  return tm_runner_finish(samples, mismatches);
 }
