@@ -51,7 +51,7 @@ def test_vela_options_follow_the_npu() -> None:
     c300 = get_board("corstone-300")
     assert c300.vela_options() == {
         "accelerator_config": "ethos-u55-128",
-        "config": "Arm/vela.ini",
+        "config": "ethos_u/vela.ini",
         "system_config": "Ethos_U55_High_End_Embedded",
         "memory_mode": "Shared_Sram",
     }
