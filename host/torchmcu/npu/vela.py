@@ -26,6 +26,7 @@ from torchmcu.npu.blob import (
     BlobError,
     VelaTensor,
     pack_blob,
+    parse_blob,
 )
 from torchmcu.npu.config import NpuTarget
 
@@ -119,7 +120,17 @@ def _tensors(npz: np.lib.npyio.NpzFile, prefix: str, subgraph: str) -> list[Vela
     ]
 
 
-def _read_npz(path: Path, subgraph: str) -> dict[str, object]:
+@dataclass
+class _RawOutput:
+    cmd: bytes
+    weights: bytes
+    scratch: int
+    fast: int
+    inputs: list[VelaTensor]
+    outputs: list[VelaTensor]
+
+
+def _read_npz(path: Path, subgraph: str) -> _RawOutput:
     # allow_pickle=False: the *_quantization entries are pickled objects and are never read.
     with np.load(path, allow_pickle=False) as npz:
         variables = (
@@ -147,14 +158,14 @@ def _read_npz(path: Path, subgraph: str) -> dict[str, object]:
                 f"subgraph {subgraph!r}: fast scratch in region {int(npz['scratch_fast_region'])}, "
                 f"expected {REGION_FAST_SCRATCH}"
             )
-        return {
-            "cmd": npz["cmd_data"].tobytes(),
-            "weights": npz["weight_data"].tobytes(),
-            "scratch": int(scratch_shape[0]),
-            "fast": fast,
-            "inputs": _tensors(npz, "input", subgraph),
-            "outputs": _tensors(npz, "output", subgraph),
-        }
+        return _RawOutput(
+            cmd=npz["cmd_data"].tobytes(),
+            weights=npz["weight_data"].tobytes(),
+            scratch=int(scratch_shape[0]),
+            fast=fast,
+            inputs=_tensors(npz, "input", subgraph),
+            outputs=_tensors(npz, "output", subgraph),
+        )
 
 
 def compile_tosa(
@@ -214,18 +225,19 @@ def compile_tosa(
         raw = _read_npz(npz_path, name)
         estimate = read_summary(csv_path) if csv_path.is_file() else {}
     try:
-        blob = pack_blob(raw["cmd"], raw["weights"], raw["scratch"], raw["inputs"], raw["outputs"])  # type: ignore[arg-type]
+        blob = pack_blob(raw.cmd, raw.weights, raw.scratch, raw.inputs, raw.outputs)
+        parse_blob(blob)  # what the firmware will check: I/O inside the scratch area, ...
     except BlobError as e:
         raise VelaCompileError(f"subgraph {name!r}: {e}") from e
     return VelaResult(
         blob=blob,
-        command_stream=raw["cmd"],  # type: ignore[arg-type]
-        weights=raw["weights"],  # type: ignore[arg-type]
-        scratch_size=raw["scratch"],  # type: ignore[arg-type]
-        inputs=raw["inputs"],  # type: ignore[arg-type]
-        outputs=raw["outputs"],  # type: ignore[arg-type]
+        command_stream=raw.cmd,
+        weights=raw.weights,
+        scratch_size=raw.scratch,
+        inputs=raw.inputs,
+        outputs=raw.outputs,
         estimate=estimate,
-        fast_scratch_size=raw["fast"],  # type: ignore[arg-type]
+        fast_scratch_size=raw.fast,
         log=console.getvalue(),
     )
 
