@@ -5,7 +5,8 @@ is built twice - normal and profiled - with two samples embedded. The split is c
 against what the profile cannot make up: the kernel calls and operator names read from the
 .pte by the test itself, the normal image's whole-inference count (the per-kernel counts
 plus the executor's remainder equal it plus the marker overhead, which is a few
-instructions per mark), and MAC lower bounds of the heavy kernels.
+instructions per mark, as the runner measures with an empty mark pair), and MAC lower bounds
+of the heavy kernels.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ pytestmark = pytest.mark.skipif(
 
 BOARD = "qemu-an547"
 SAMPLES = 3  # the first call of each instruction also checks its arguments; later ones do not
-# A mark is `movs r0, #pc` (or a register move), the `bl` and the hook's `bx lr`.
-MAX_INSTRUCTIONS_PER_MARK = 4
+# A mark is the index move, the `bl` and the runner's hook (firmware/runner/profile.c): a counter
+# read, two stores of a record and the count: a couple of dozen instructions at most.
+MAX_INSTRUCTIONS_PER_MARK = 24
 
 
 class _Net(nn.Module):
@@ -98,8 +100,12 @@ def test_profile_split_matches_program_and_whole_inference(images: dict[str, Pat
         # One occurrence per kernel call, in program order, with the program's names.
         assert [(k["instruction"], k["op"]) for k in kernels] == calls
         assert all(k["instructions"] > 0 for k in kernels)
+        mark = prof["overhead"][run]  # an empty mark pair, measured in the same run
+        assert 0 < mark <= MAX_INSTRUCTIONS_PER_MARK
         overhead = prof["inference"][run] - plain[run]
-        assert 0 < overhead <= MAX_INSTRUCTIONS_PER_MARK * marks
+        # The marks are the whole difference to the plain image, give or take the executor's
+        # code generation around the call (a few instructions per mark).
+        assert abs(overhead - marks * mark) <= 2 * marks
         split = sum(k["instructions"] for k in kernels)
         # The split plus the executor's entry/exit is the profiled inference...
         assert split + prof["executor"][run] == prof["inference"][run]

@@ -2,6 +2,7 @@
 
 #include "bench_markers.h"
 #include "exit_codes.h"
+#include "profile.h"
 #include "tm_cmsis/platform.h"
 
 extern const tm_kernel_registry tm_all_kernels;
@@ -58,6 +59,7 @@ int tm_runner_load(tm_program *program, tm_method *method, const uint8_t *data, 
 }
 
 tm_status tm_runner_execute(tm_method *method, uint32_t *cycles, uint32_t *instructions) {
+  tm_profile_begin_run(method); /* TORCHMCU_PROFILE only: calibrate the marks (profile.h) */
   tm_counters_start();
   tm_bench_begin(); /* one inference between the markers (tools/qemu_icount) */
   const tm_status st = tm_method_execute(method);
@@ -74,6 +76,7 @@ void tm_runner_put_run(uint32_t sample, uint32_t cycles, uint32_t instructions) 
   tm_puts(" instructions=");
   tm_put_u32(instructions);
   tm_puts("\n");
+  tm_profile_put_run(sample); /* TORCHMCU_PROFILE only: the run's TM_PROF lines */
 }
 
 int tm_runner_finish(uint32_t samples, uint32_t mismatches) {

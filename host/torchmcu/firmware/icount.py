@@ -32,16 +32,23 @@ from torchmcu.firmware.run import EXIT_TIMEOUT, emulator_for, exit_message, qemu
 
 PLUGIN_SOURCES = ("icount.c", "plugin_api.h")
 DEFAULT_REGIONS: dict[str, tuple[str, str]] = {"inference": ("tm_bench_begin", "tm_bench_end")}
-_LINE = re.compile(r"^icount (region|error|summary|total) (.*)$")
+_LINE = re.compile(r"^icount (region|arena|error|summary|total) (.*)$")
 
 
 class IcountError(RuntimeError):
     """The plugin could not be built, a marker is missing, or the counted run failed."""
 
 
+class ArenaBytes(TypedDict):
+    loaded: int  # bytes loaded inside the watched range, every access counted
+    stored: int
+    touched: int  # distinct bytes of the range loaded or stored
+
+
 class Counts(TypedDict):
     total: int  # instructions executed from reset to exit
     regions: dict[str, list[int]]  # region name -> instructions per occurrence, in order
+    arena: dict[str, list[ArenaBytes]]  # with arena=: region name -> per occurrence
     exit_code: int
     console: str  # the firmware's semihosting output
     command: list[str]
@@ -131,8 +138,11 @@ def region_args(
     return args
 
 
-def parse_log(text: str, names: list[str]) -> tuple[int, dict[str, list[int]]]:
-    """The plugin's log lines -> (total, counts per region); plugin-reported problems raise."""
+def parse_log(
+    text: str, names: list[str], arena: dict[str, list[ArenaBytes]] | None = None
+) -> tuple[int, dict[str, list[int]]]:
+    """The plugin's log lines -> (total, counts per region); plugin-reported problems raise.
+    arena: filled with the per-occurrence arena bytes when the plugin watched a range."""
     total: int | None = None
     counts: dict[str, list[int]] = {n: [] for n in names}
     summaries: dict[str, int] = {}
@@ -150,6 +160,16 @@ def parse_log(text: str, names: list[str]) -> tuple[int, dict[str, list[int]]]:
             if occurrence != len(counts[name]):
                 raise IcountError(f"region {name}: occurrence {occurrence} out of order")
             counts[name].append(value)
+        elif kind == "arena":
+            name, occurrence = fields[0], int(fields[1])
+            kv = {k: int(v) for k, v in (f.split("=", 1) for f in fields[2:])}
+            if arena is not None:
+                got = arena.setdefault(name, [])
+                if occurrence != len(got):
+                    raise IcountError(f"region {name}: arena occurrence {occurrence} out of order")
+                got.append(
+                    ArenaBytes(loaded=kv["loaded"], stored=kv["stored"], touched=kv["touched"])
+                )
         elif kind == "summary":
             summaries[fields[0]] = int(fields[1].split("=")[1])
         else:
@@ -171,12 +191,15 @@ def count_instructions(
     *,
     timeout: float = 120.0,
     check: bool = True,
+    arena: tuple[int, int] | None = None,
 ) -> Counts:
     """Run `elf` on QEMU for `board` with the counting plugin; return the counts.
 
     regions: name -> (begin marker, end marker), each a symbol name or an address;
     default: the runner's inference markers. check: raise IcountError unless the firmware
-    exited with 0 (counts of a failed run are rarely meaningful).
+    exited with 0 (counts of a failed run are rarely meaningful). arena: an address range
+    [start, end) whose loaded, stored and touched bytes each region occurrence also reports
+    (Counts["arena"]); the memory callbacks slow QEMU down, so only when asked.
     """
     elf_path = Path(elf).resolve()
     if not elf_path.is_file():
@@ -185,7 +208,10 @@ def count_instructions(
     if emulator_for(board, prefer="qemu") != "qemu":
         raise IcountError(f"{board} does not run on QEMU")
     machine = get_board(board).config["run"]["qemu"]["machine"]
-    plugin = ",".join([str(plugin_path()), *region_args(elf_path, regions)])
+    plugin_args = [str(plugin_path()), *region_args(elf_path, regions)]
+    if arena is not None:
+        plugin_args.append(f"arena={arena[0]:#x}:{arena[1]:#x}")
+    plugin = ",".join(plugin_args)
     with tempfile.TemporaryDirectory(prefix="torchmcu-icount-") as tmp:
         console_file, log_file = Path(tmp) / "console.txt", Path(tmp) / "icount.log"
         cmd = qemu_command(elf_path, machine, console_file, Path(tmp) / "uart0.txt")
@@ -203,11 +229,19 @@ def count_instructions(
     if check and code != 0:
         detail = "\n".join(console.strip().splitlines()[-10:] + [emulator_output.strip()])
         raise IcountError(f"firmware exit {code}: {exit_message(code, timeout)}\n{detail}".strip())
+    arena_bytes: dict[str, list[ArenaBytes]] = {}
     try:
-        total, counts = parse_log(log, list(regions))
+        total, counts = parse_log(log, list(regions), arena_bytes)
     except IcountError as e:
         raise IcountError(f"{e}\n{emulator_output.strip()}".strip()) from None
-    return Counts(total=total, regions=counts, exit_code=code, console=console, command=cmd)
+    return Counts(
+        total=total,
+        regions=counts,
+        arena=arena_bytes,
+        exit_code=code,
+        console=console,
+        command=cmd,
+    )
 
 
 # --- per-kernel profile (firmware built with profile=True) -----------------------------------
@@ -225,6 +259,7 @@ class Profile(TypedDict):
     kernels: list[list[KernelCount]]  # per inference, one entry per kernel call, in order
     inference: list[int]  # whole inference per run between the runner markers (marks included)
     executor: list[int]  # inference - sum of its kernels: executor entry/exit + the bench markers
+    overhead: list[int]  # per inference: one profile mark's own cost (an empty mark pair)
     total: int
     exit_code: int
     console: str
@@ -272,11 +307,15 @@ def profile_instructions(
     """Instructions of each kernel call of an image built with firmware.build(..., profile=True).
 
     The executor calls tm_profile_instruction before each kernel instruction and once after the
-    last; a tick region on it makes every kernel call one occurrence (K per inference), and the
-    tick from one inference's last mark to the next inference's first is dropped. `pte` is the
-    embedded program, read for the operator names. The marks cost a few instructions each: the
-    counts of a profiled image exceed an unprofiled image's by that overhead.
+    last; a tick region on it makes every kernel call one occurrence (K per inference), merged
+    with the runner's own records in order (torchmcu.firmware.profile.merge_ticks). `pte` is the
+    embedded program: the runner's records must name its kernel calls. Each count includes one
+    mark (Profile["overhead"], measured by the runner as an empty mark pair): the counts of a
+    profiled image exceed an unprofiled image's by that overhead. For the arena bytes and the
+    FVP's cycles, see torchmcu.firmware.profile.profile_run.
     """
+    from torchmcu.firmware.profile import ProfileError, merge_ticks, parse_runner
+
     if PROFILE_MARKER not in symbol_addresses(elf):
         raise IcountError(
             f"{elf} has no {PROFILE_MARKER}: build it with firmware.build(..., profile=True) "
@@ -285,21 +324,25 @@ def profile_instructions(
     calls = kernel_calls(pte, method)
     regions = {**DEFAULT_REGIONS, "kernel": (PROFILE_MARKER, PROFILE_MARKER)}
     counts = count_instructions(elf, board, regions, timeout=timeout, check=check)
-    inference, ticks = counts["regions"]["inference"], counts["regions"]["kernel"]
-    runs, k = len(inference), len(calls)
-    expected = runs * k + max(runs - 1, 0)
-    if len(ticks) != expected:
-        raise IcountError(
-            f"{len(ticks)} profile ticks for {runs} inferences of {k} kernel calls (expected "
-            f"{expected}): is {elf} built with this program?"
-        )
+    inference = counts["regions"]["inference"]
+    try:
+        runs = parse_runner(counts["console"])
+        merge_ticks(runs, counts["regions"]["kernel"], None, inference)
+    except ProfileError as e:
+        raise IcountError(f"{e}: is {elf} built with this program?") from None
     kernels: list[list[KernelCount]] = []
-    for run in range(runs):
-        chunk = ticks[run * (k + 1) : run * (k + 1) + k]
+    for run in runs:
+        got = [(op["instruction"], op["op"]) for op in run["operators"]]
+        if got != calls:
+            raise IcountError(
+                f"the runner profiled {len(got)} calls, the program has {len(calls)} kernel calls "
+                f"(first difference near {next((a, b) for a, b in zip(got + [None], calls + [None]) if a != b)}): "
+                f"is {elf} built with this program?"
+            )
         kernels.append(
             [
-                KernelCount(instruction=index, op=op, instructions=n)
-                for (index, op), n in zip(calls, chunk, strict=True)
+                KernelCount(instruction=op["instruction"], op=op["op"], instructions=op["count"] or 0)
+                for op in run["operators"]
             ]
         )
     executor = [
@@ -309,6 +352,7 @@ def profile_instructions(
         kernels=kernels,
         inference=inference,
         executor=executor,
+        overhead=[run["overhead"] or 0 for run in runs],
         total=counts["total"],
         exit_code=counts["exit_code"],
         console=counts["console"],
