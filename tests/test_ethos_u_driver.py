@@ -10,6 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,3 +79,67 @@ def test_driver_cross_compiles_for_the_board(board: str, tmp_path: Path) -> None
         check=False,
     )
     assert build.returncode == 0, build.stderr
+
+
+# ------------------------------------------------------------- Vela's real command data
+def _conv1x1_tosa() -> bytes:
+    """A lone int8 1x1 CONV2D: the smallest graph Vela turns into a command stream."""
+    ts = pytest.importorskip("tosa_serializer")
+    g = ts.TosaSerializer("", targetMajor=1, targetMinor=0, targetPatch=0, targetDraft=False)
+    x = g.addPlaceholder([1, 4, 4, 8], ts.DType.INT8)
+    out = g.addOutput([1, 4, 4, 16], ts.DType.INT32)
+    rng = np.random.default_rng(0)
+    w = g.addConst(
+        [16, 1, 1, 8], ts.DType.INT8, rng.integers(-127, 128, [16, 1, 1, 8]).astype(np.int8)
+    )
+    b = g.addConst([16], ts.DType.INT32, np.zeros(16, np.int32))
+    zi = g.addConst([1], ts.DType.INT8, np.zeros(1, np.int8))
+    zw = g.addConst([1], ts.DType.INT8, np.zeros(1, np.int8))
+    attr = ts.TosaSerializerAttribute()
+    attr.Conv2dAttribute(
+        pad=[0, 0, 0, 0], stride=[1, 1], dilation=[1, 1], local_bound=False, acc_type=ts.DType.INT32
+    )
+    g.addOperator(ts.Op.CONV2D, [x.name, w.name, b.name, zi.name, zw.name], [out.name], attr)
+    return g.serialize()
+
+
+VELA_TARGETS = {
+    "u55": ("corstone-300", "ethos-u55-128"),
+    "u65": ("corstone-300", "ethos-u65-256"),
+    "u85": ("corstone-320", "ethos-u85-256"),
+}
+
+
+def test_parses_velas_command_data(tmp_path: Path) -> None:
+    """Vela's COP1 payload for each product parses, and its optimizer config is accepted by
+    the model of that product only (so the model's ID/CONFIG words are what Vela targets)."""
+    pytest.importorskip("ethosu.vela")
+    from torchmcu.npu.config import resolve_target
+    from torchmcu.npu.vela import compile_tosa
+
+    harness = tmp_path / "harness"
+    build = _build_and_run("gcc", ["-O1"], harness)
+    assert build.returncode == 0, build.stdout
+    tosa = _conv1x1_tosa()
+    for name, (board, npu) in VELA_TARGETS.items():
+        cmd = compile_tosa(tosa, resolve_target(board, npu)).command_stream
+        assert cmd[:4] == b"COP1"
+        path = tmp_path / f"{name}.bin"
+        path.write_bytes(cmd)
+        for product in VELA_TARGETS:
+            run = subprocess.run(
+                [str(harness), "payload", str(path), product],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            assert run.returncode == 0, run.stdout + run.stderr
+            fields = run.stdout.split()
+            got = dict(zip(fields[::2], fields[1::2]))
+            offset, size = int(got["stream_offset"]), int(got["stream_size"])
+            assert size > 0 and size % 4 == 0 and offset + size <= len(cmd)
+            # the action word before the stream holds its length in words (bits 31:16)
+            assert int.from_bytes(cmd[offset - 2 : offset], "little") == size // 4
+            assert got["has_config"] == "1"
+            expected = "0" if product == name else "2"  # TM_OK / TM_ERR_UNSUPPORTED
+            assert got["check"] == expected, (name, product, run.stdout)

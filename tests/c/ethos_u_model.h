@@ -59,7 +59,9 @@ typedef struct {
 #define EU_ID_U65 0x10104201u
 #define EU_CONFIG_U65_256 0x10003008u /* product 1, SHRAM 48 KB, log2(MACs)=8 */
 #define EU_ID_U85 0x20000001u     /* architecture 2.0.0 */
-#define EU_CONFIG_U85_256 0x20000018u /* product 2, cmd stream v1, log2(MACs)=8 */
+/* product 2, cmd stream v1, log2(MACs)=8, bit 8: U85's AXI port field (the word Vela
+ * 4.x compiles ethos-u85-256 for, checked by tests/test_ethos_u_driver.py) */
+#define EU_CONFIG_U85_256 0x20000118u
 
 /* A U55-128 out of reset: STATUS reset bit clear, CMD = clock/power Q enabled. */
 void eu_model_init(eu_model *m);

@@ -626,7 +626,43 @@ static void test_payload(void) {
   CHECK(tm_ethosu_parse_payload((const uint8_t *)w + 2, 8, &p) == TM_ERR_INVALID_ARGUMENT);
 }
 
-int main(void) {
+/* `payload FILE u55|u65|u85`: parse a Vela command data file and check it against a model
+ * of that product (the Python test feeds Vela's real output). Prints one line. */
+static int payload_mode(const char *path, const char *product) {
+  static uint32_t words[1u << 16]; /* 4-byte aligned, 256 KB */
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) return 2;
+  size_t n = fread(words, 1, sizeof(words), f);
+  fclose(f);
+  eu_model m;
+  eu_model_init(&m);
+  if (strcmp(product, "u65") == 0) {
+    m.id = EU_ID_U65;
+    m.config = EU_CONFIG_U65_256;
+  } else if (strcmp(product, "u85") == 0) {
+    m.id = EU_ID_U85;
+    m.config = EU_CONFIG_U85_256;
+  } else if (strcmp(product, "u55") != 0) {
+    return 2;
+  }
+  tm_ethosu_device dev;
+  if (tm_ethosu_init(&dev, model_io(&m), 100) != TM_OK) return 3;
+  tm_ethosu_payload p;
+  tm_status st = tm_ethosu_parse_payload(words, n, &p);
+  if (st != TM_OK) {
+    printf("parse %d offset %u\n", (int)st, (unsigned)p.error_offset);
+    return 1;
+  }
+  printf("stream_offset %u stream_size %u has_config %u config 0x%08x id 0x%08x check %d\n",
+         (unsigned)((const uint8_t *)p.command_stream - (const uint8_t *)words),
+         (unsigned)p.command_stream_size, (unsigned)p.has_optimizer_config,
+         (unsigned)p.optimizer_config, (unsigned)p.optimizer_id,
+         (int)tm_ethosu_check_payload(&dev, &p));
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 4 && strcmp(argv[1], "payload") == 0) return payload_mode(argv[2], argv[3]);
   test_init_u55();
   test_init_non_secure_user();
   test_init_wrong_product();
