@@ -404,6 +404,42 @@ static void test_run_busy(void) {
   check_sequence("busy: one STATUS read, no write", &m, 0, want, 1);
 }
 
+static void test_run_after_foreign_fault(void) {
+  puts("test_run_after_foreign_fault");
+  eu_model m;
+  tm_ethosu_device dev;
+  init_u55(&m, &dev, 100);
+  m.status = ST_BUS; /* sticky bus error from a job we did not run */
+  m.job_polls = 0;
+  tm_ethosu_job job = three_region_job();
+  CHECK(tm_ethosu_run(&dev, &job) == TM_OK);
+  const eu_access idle[] = {R(STATUS, ST_BUS)};
+  check_prefix("sticky fault seen", &m, 0, idle, 1);
+  check_prefix("reset before programming", &m, 1, RESET_U55, RESET_U55_N);
+  check_prefix("then the job", &m, 1 + RESET_U55_N, START_U55 + 1, START_U55_N - 1);
+}
+
+/* Fault bits differ per family (Arm: STATUS bit 7 is the weight decoder fault on U55/U65
+ * and reserved on U85; bit 9 is the branch fault on U85, tested in test_u85). */
+static void test_weight_decoder_fault(void) {
+  puts("test_weight_decoder_fault");
+  run_fault_u55("weight decoder fault", 0x80u, "NPU weight decoder fault");
+  eu_model m;
+  eu_model_init(&m);
+  m.id = EU_ID_U85;
+  m.config = EU_CONFIG_U85_256;
+  m.job_polls = 0;
+  tm_ethosu_device dev;
+  CHECK(tm_ethosu_init(&dev, model_io(&m), 100) == TM_OK);
+  m.status = 0x80u; /* reserved bit on U85: neither a reason to reset nor to fail */
+  uint32_t resets = m.resets;
+  tm_ethosu_job job = three_region_job();
+  job.num_base_addresses = 1;
+  CHECK(tm_ethosu_run(&dev, &job) == TM_OK);
+  CHECK(m.resets == resets);
+  CHECK(tm_ethosu_last_status(&dev) == (0x80u | ST_END));
+}
+
 static void test_run_bad_jobs(void) {
   puts("test_run_bad_jobs");
   eu_model m;
@@ -422,6 +458,9 @@ static void test_run_bad_jobs(void) {
   CHECK(tm_ethosu_run(&dev, &job) == TM_ERR_INVALID_ARGUMENT);
   job = three_region_job();
   job.command_stream = (const void *)(uintptr_t)(CMD_ADDR + 4u); /* not 16-byte aligned */
+  CHECK(tm_ethosu_run(&dev, &job) == TM_ERR_INVALID_ARGUMENT);
+  job = three_region_job();
+  job.command_stream_size = (16u << 20) + 16u; /* QSIZE holds at most 16 MB */
   CHECK(tm_ethosu_run(&dev, &job) == TM_ERR_INVALID_ARGUMENT);
   job = three_region_job();
   job.num_base_addresses = 9;
@@ -676,6 +715,8 @@ int main(int argc, char **argv) {
   test_run_stops_early();
   test_run_qread_short();
   test_run_busy();
+  test_run_after_foreign_fault();
+  test_weight_decoder_fault();
   test_run_bad_jobs();
   test_run_before_init();
   test_u65_40bit();

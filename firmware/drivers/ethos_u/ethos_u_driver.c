@@ -173,8 +173,9 @@ static tm_status check_job(const tm_ethosu_device *dev, const tm_ethosu_job *job
     return TM_ERR_INVALID_ARGUMENT;
   }
   uint64_t limit = ((uint64_t)1 << address_bits(dev)) - 1u; /* highest valid address */
-  uint64_t size = job->command_stream_size; /* QSIZE is a 32-bit register */
-  if ((size >> 32) != 0u || (uint64_t)cmd > limit || size - 1u > limit - (uint64_t)cmd) {
+  uint64_t size = job->command_stream_size;
+  if (size > TM_ETHOSU_MAX_COMMAND_STREAM || (uint64_t)cmd > limit ||
+      size - 1u > limit - (uint64_t)cmd) {
     return TM_ERR_INVALID_ARGUMENT;
   }
   for (uint32_t i = 0; i < job->num_base_addresses; ++i) {
@@ -203,10 +204,16 @@ tm_status tm_ethosu_run(tm_ethosu_device *dev, const tm_ethosu_job *job) {
   tm_status st = check_job(dev, job);
   if (st != TM_OK) return st;
 
+  uint32_t faults = fault_mask(dev);
   uint32_t status = rd(dev, TM_NPU_STATUS);
   if (status & (TM_NPU_STATUS_RUNNING | TM_NPU_STATUS_RESETTING)) {
     dev->last_status = status;
     return TM_ERR_INVALID_STATE;
+  }
+  if (status & faults) {
+    /* A fault left by someone else's job: only a reset clears it. */
+    st = soft_reset(dev);
+    if (st != TM_OK) return st;
   }
   if (dev->io.cache_clean != NULL) {
     dev->io.cache_clean(dev->io.ctx, job->command_stream, job->command_stream_size);
@@ -228,7 +235,6 @@ tm_status tm_ethosu_run(tm_ethosu_device *dev, const tm_ethosu_job *job) {
 
   /* Done when the IRQ bit is up and the NPU has left the running state (the stream's
    * final stop command raises the IRQ); a fault bit ends the wait at once. */
-  uint32_t faults = fault_mask(dev);
   int stopped = 0;
   for (uint32_t n = 0; n < dev->config.timeout_polls; ++n) {
     status = rd(dev, TM_NPU_STATUS);

@@ -36,6 +36,8 @@ extern "C" {
 #endif
 
 #define TM_ETHOSU_MAX_BASE_ADDRESSES 8u
+/* QREAD/QSIZE cover 0..16 MB. */
+#define TM_ETHOSU_MAX_COMMAND_STREAM (16u << 20)
 /* Command stream and base addresses must be aligned to this many bytes. */
 #define TM_ETHOSU_ALIGNMENT 16u
 
@@ -86,7 +88,7 @@ typedef struct {
 /* One command stream run. base_addresses[i] goes to BASEP i (Vela's region i). */
 typedef struct {
   const void *command_stream;
-  size_t command_stream_size; /* bytes, a multiple of 4 */
+  size_t command_stream_size; /* bytes, a multiple of 4, at most 16 MB */
   uint64_t base_addresses[TM_ETHOSU_MAX_BASE_ADDRESSES];
   size_t base_address_sizes[TM_ETHOSU_MAX_BASE_ADDRESSES]; /* bytes, for cache maintenance */
   uint32_t num_base_addresses;
@@ -109,9 +111,11 @@ tm_status tm_ethosu_init_config(tm_ethosu_device *dev, tm_ethosu_io io,
 
 /*
  * Run one command stream to completion (polled).
- * TM_ERR_INVALID_STATE: device not initialised, or the NPU is already running;
- * TM_ERR_INVALID_ARGUMENT: misaligned/empty command stream, too many or misaligned base
- * addresses, an address beyond the NPU's address width (32 bits U55, 40 bits U65/U85);
+ * TM_ERR_INVALID_STATE: device not initialised, or the NPU is already running (a fault
+ * left in STATUS by an earlier job is cleared by a soft reset before the start);
+ * TM_ERR_INVALID_ARGUMENT (before any register access): misaligned, empty or oversized
+ * command stream, too many or misaligned base addresses, an address beyond the NPU's
+ * address width (32 bits U55, 40 bits U65/U85);
  * TM_ERR_DELEGATE: the NPU reported a fault or stopped before the end of the stream;
  * TM_ERR_TIMEOUT: no completion within timeout_polls STATUS reads.
  * On DELEGATE/TIMEOUT the NPU has been soft reset (ready stays 1 if that reset worked).
