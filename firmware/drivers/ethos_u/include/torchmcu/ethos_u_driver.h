@@ -140,7 +140,8 @@ const char *tm_ethosu_product_name(tm_ethosu_product product);
 /*
  * Vela's command data ("driver payload"): a "COP1" word, then driver actions. We read
  * OPTIMIZER_CONFIG (the CONFIG/ID words Vela compiled for), COMMAND_STREAM (the
- * register command stream, used in place) and skip NOP/READ_APB_REG/DUMP_SHRAM.
+ * register command stream, used in place) and skip NOP/READ_APB_REG/DUMP_SHRAM. Exactly
+ * one COMMAND_STREAM and at most one OPTIMIZER_CONFIG (what Vela writes).
  */
 typedef struct {
   const void *command_stream;
