@@ -27,6 +27,26 @@ class ExportedModel:
     # The converted PT2E graph (float ops between quantize/dequantize nodes): torchao's
     # fake-quantized model, the float reference the integer program is measured against.
     quantized_model: Any = None
+    # export(npu=...): the placement decisions and each delegate's sub-Program, TOSA graph and
+    # Vela result (torchmcu.npu.partition.NpuPartition); None for a CPU-only program.
+    npu: Any = None
+
+    def reference_delegate_fn(self) -> Any:
+        """Runs this program's DelegateCalls in the reference interpreter through the carved
+        sub-Programs (torchmcu.reference.interpreter.run_program(..., delegate_fn=...))."""
+        from torchmcu.npu.hostrun import subprogram_delegate_fn
+
+        return subprogram_delegate_fn([s.subprogram for s in self.npu.subgraphs] if self.npu else [])
+
+    def tosa_delegate_fn(self) -> Any:
+        """Runs this program's DelegateCalls with the TOSA reference model (the NPU's stand-in)."""
+        from torchmcu.npu.hostrun import SavedDelegate, delegate_io, tosa_delegate_fn
+
+        saved = []
+        for s in self.npu.subgraphs if self.npu else []:
+            ins, outs = delegate_io(s.subprogram)
+            saved.append(SavedDelegate(s.tosa, ins, outs))
+        return tosa_delegate_fn(saved)
 
     def save(
         self,
@@ -38,6 +58,8 @@ class ExportedModel:
         """Write `<name>.pte`, `<name>.report.json` and `selected_operators.yaml` (the program's
         operators for a selective firmware build) into out_dir; returns the .pte path.
         bundle_samples: also write `<name>.bpte`, the program with these inputs as test cases.
+        An NPU program also gets `<name>.npu/delegate<k>.tosa` + `.json` (each subgraph's TOSA
+        graph and I/O order) for host verification; they are never part of the .pte.
 
         Each file is written to a temporary name and renamed, so an interrupted
         save never leaves a truncated program that looks valid.
@@ -45,6 +67,12 @@ class ExportedModel:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         pte_path = out / f"{name}.pte"
+        if self.npu is not None:
+            from torchmcu.npu.hostrun import save_delegates
+
+            subs = self.npu.subgraphs
+            save_delegates(out / f"{name}.npu", [s.tosa for s in subs],
+                           [s.subprogram for s in subs], _write_atomically)
         _write_atomically(pte_path, self.pte_bytes)
         if bundle_samples is not None:
             from torchmcu.pte.bundled import serialize_bundled
@@ -76,6 +104,9 @@ def export(
     per_channel: bool = True,
     int8_io: bool = False,
     observer: str = "minmax",
+    npu: str | None = None,
+    system_config: str | None = None,
+    memory_mode: str | None = None,
 ) -> ExportedModel:
     """Quantize `model` to int8 with PT2E, lower it to Cortex-M kernels and plan its memory.
 
@@ -83,22 +114,71 @@ def export(
     an empty calibration set is an error. int8_io: program inputs and outputs stay int8 instead of
     being quantized/dequantized inside the program. observer: how activation ranges are
     calibrated, "minmax" (default) or "histogram" (what ExecuTorch's Cortex-M quantizer uses).
+    npu: an Ethos-U NPU ("ethos-u55-128", ...; "default" for the board's): quantized operators
+    the NPU supports run there as EthosUBackend delegates compiled by Vela, the rest on the
+    Cortex-M. system_config/memory_mode override the board's Vela settings (validated).
     """
-    from torchmcu.lower import lower_to_program
-    from torchmcu.pte.writer import serialize
     from torchmcu.quantize import quantize
 
     target = get_board(board)
+    npu_target = _npu_target(board, npu, system_config, memory_mode)  # fail before calibrating
     started = time.perf_counter()
     quantized = quantize(
         model, example_inputs, calibration, per_channel=per_channel, observer=observer
     )
     calibrated = time.perf_counter()
-    program, lowering_report = lower_to_program(quantized, example_inputs, int8_io=int8_io)
+    return export_quantized(
+        quantized, board=target.name, int8_io=int8_io, npu_target=npu_target,
+        started=started, calibrated=calibrated,
+    )
+
+
+def _npu_target(board: str, npu: str | None, system_config: str | None,
+                memory_mode: str | None) -> Any:
+    if npu is None:
+        if system_config is not None or memory_mode is not None:
+            raise ValueError("system_config and memory_mode need npu=... (they are Vela settings)")
+        return None
+    from torchmcu.npu.config import resolve_target
+
+    return resolve_target(board, None if npu == "default" else npu, system_config, memory_mode)
+
+
+def export_quantized(
+    quantized: Any,
+    *,
+    board: str = "corstone-300",
+    int8_io: bool = False,
+    npu_target: Any = None,
+    started: float | None = None,
+    calibrated: float | None = None,
+) -> ExportedModel:
+    """The second half of export: lower a quantized GraphModule (torchmcu.quantize), partition
+    it for npu_target (a torchmcu.npu.config.NpuTarget, or None for CPU only), plan, serialize."""
+    from torchmcu.lower.lowering import finish_lowering, lower_graph
+    from torchmcu.pte.writer import serialize
+
+    target = get_board(board)
+    calibrated = time.perf_counter() if calibrated is None else calibrated
+    started = calibrated if started is None else started
+    ctx = lower_graph(quantized, int8_io=int8_io)
+    partition = None
+    if npu_target is None:
+        program, lowering_report = finish_lowering(ctx)
+    else:
+        from torchmcu.npu.partition import partition as npu_partition
+
+        program, lowering_report, partition = npu_partition(ctx, npu_target)
     pte = serialize(program)
     finished = time.perf_counter()
 
     report: dict[str, Any] = dict(lowering_report.to_dict())
+    if partition is not None:
+        from torchmcu.npu.explain import npu_report
+
+        report["npu"] = npu_report(partition)
+        report["constant_bytes"] = sum(len(c) for c in program.constants)
+        report["delegate_bytes"] = sum(len(s) for s in program.segments_data)
     report.update(
         board=target.name,
         pte_bytes=len(pte),
@@ -107,17 +187,51 @@ def export(
     )
     target.check_fits(arena_bytes=report["arena_bytes"], program_bytes=len(pte))
     return ExportedModel(
-        program=program, pte_bytes=pte, board=target, report=report, quantized_model=quantized
+        program=program, pte_bytes=pte, board=target, report=report, quantized_model=quantized,
+        npu=partition,
     )
 
 
-def run_on_host(pte: str | os.PathLike[str] | bytes, inputs: Sequence[Any]) -> list[np.ndarray]:
-    """Run a .pte with the C runtime built into torchmcu._native (the firmware's own sources)."""
+def run_on_host(
+    pte: str | os.PathLike[str] | bytes,
+    inputs: Sequence[Any],
+    *,
+    npu_dir: str | os.PathLike[str] | None = None,
+) -> list[np.ndarray]:
+    """Run a .pte with the C runtime built into torchmcu._native (the firmware's own sources).
+
+    An NPU program's delegates run with the TOSA reference model on the subgraphs export saved
+    in npu_dir (default: `<name>.npu` beside a .pte path): the C runtime runs the CPU part for
+    real, the TOSA model stands in for the NPU."""
     from torchmcu import native
 
     data = pte if isinstance(pte, bytes) else Path(pte).read_bytes()
     arrays = [np.ascontiguousarray(_to_numpy(x)) for x in inputs]
-    return native.run_program(data, arrays)
+    delegates = _delegate_count(data)
+    if not delegates:
+        return native.run_program(data, arrays)
+    if npu_dir is None:
+        if isinstance(pte, bytes):
+            raise ValueError(
+                f"this program has {delegates} NPU delegate(s): pass npu_dir= (the <name>.npu "
+                "folder export saved beside the .pte) to run them with the TOSA reference model"
+            )
+        npu_dir = Path(pte).with_suffix(".npu")
+    from torchmcu.npu.hostrun import load_delegates, tosa_delegate_fn
+
+    fn = tosa_delegate_fn(load_delegates(npu_dir, delegates))
+    return native.run_program(data, arrays, delegate_fn=native_delegate_fn(fn))
+
+
+def _delegate_count(data: bytes) -> int:
+    from torchmcu.pte.reader import parse
+
+    return sum(len(p.delegates) for p in parse(data).execution_plan)
+
+
+def native_delegate_fn(fn: Any) -> Any:
+    """Adapt a logical-order delegate function (torchmcu.npu.hostrun) to native.run_program."""
+    return fn
 
 
 def _to_numpy(x: Any) -> np.ndarray:

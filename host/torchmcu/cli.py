@@ -2,8 +2,10 @@
 
     torchmcu export examples/models.py:ds_cnn -o out/          # quantize, lower, plan, write out/model.pte
     torchmcu export ... --bundle 4                            # plus out/model.bpte with 4 test cases
+    torchmcu export ... --npu ethos-u55-128 --explain         # Ethos-U delegates; where each node runs
     torchmcu run out/model.pte --host [--inputs x.npz]        # run on the host build of the runtime
     torchmcu build out/model.pte --board corstone-300         # runner firmware: ELF, .bin, .hex
+    torchmcu build a.pte b.pte --ops-yaml merged.yaml         # one image running both programs
     torchmcu run out/model.pte --board qemu-an547             # build, run on QEMU (or an FVP)
     torchmcu run out/model.bpte --board qemu-an547            # check a bundle's test cases on device
     torchmcu info out/model.pte                               # operators, values, memory plan
@@ -91,7 +93,17 @@ def _cmd_export(args: argparse.Namespace) -> int:
         per_channel=not args.per_tensor,
         int8_io=args.int8_io,
         observer=args.observer,
+        npu=args.npu,
+        system_config=args.system_config,
+        memory_mode=args.memory_mode,
     )
+    if args.explain:
+        if exported.npu is None:
+            print("--explain: CPU only (no --npu): every node runs as a Cortex-M kernel")
+        else:
+            from torchmcu.npu.explain import explain
+
+            print(explain(exported.npu))
     bundle_samples = None
     if args.bundle_inputs:
         bundle_samples = [list(s) for s in _load_npz_samples(args.bundle_inputs)]
@@ -106,6 +118,11 @@ def _cmd_export(args: argparse.Namespace) -> int:
         bpte = path.with_suffix(".bpte")
         print(f"wrote {bpte} ({bpte.stat().st_size:,} bytes, {len(bundle_samples)} test cases)")
     print(f"arena {r['arena_bytes']:,} bytes (lower bound {r['arena_lower_bound']:,})")
+    if exported.npu is not None:
+        npu = r["npu"]
+        print(f"NPU {npu['target']['accelerator']}: {len(npu['delegates'])} delegate(s), "
+              f"{npu['operators']['fraction']:.1%} of operators, {npu['macs']['fraction']:.1%} of "
+              f"MACs; TOSA subgraphs in {path.with_suffix('.npu')}")
     return 0
 
 
@@ -128,7 +145,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             else rng.integers(-128, 128, t["sizes"]).astype(t["dtype"])
             for t in info["inputs"]
         ]
-    outputs = torchmcu.run_on_host(data, inputs)
+    outputs = torchmcu.run_on_host(Path(args.pte), inputs)  # an NPU program finds NAME.npu/ beside it
     for i, out in enumerate(outputs):
         flat = out.reshape(-1)
         shown = np.array2string(flat[:16], precision=4, separator=", ")
@@ -150,21 +167,40 @@ def _firmware_samples(info: dict, inputs: str | None) -> list[list[np.ndarray]] 
 def _cmd_build(args: argparse.Namespace) -> int:
     from torchmcu import firmware, native
 
-    if args.pte.endswith(".bpte"):
-        if args.inputs:
+    inputs = args.inputs or []
+    if len(args.pte) > 1:
+        if any(p.endswith(".bpte") for p in args.pte):
+            raise CliError("a .bpte is built into an image of its own: give it alone")
+        if inputs and len(inputs) != len(args.pte):
+            raise CliError(
+                f"{len(inputs)} --inputs for {len(args.pte)} programs (give one per program, in order)"
+            )
+    elif len(inputs) > 1:
+        raise CliError(f"{len(inputs)} --inputs for one program (give one .npz)")
+    pte = args.pte[0]
+    if pte.endswith(".bpte"):
+        if inputs:
             raise CliError("--inputs with a .bpte: the bundle carries its own test inputs")
         build_dir = args.build_dir or f"build/fw-{args.board}"
-        print(f"building the runner for {args.board} with the bundle {args.pte} in {build_dir}...")
-        image = firmware.build(None, args.board, build_dir, bundle=args.pte, ops_yaml=args.ops_yaml)
+        print(f"building the runner for {args.board} with the bundle {pte} in {build_dir}...")
+        image = firmware.build(None, args.board, build_dir, bundle=pte, ops_yaml=args.ops_yaml)
         for path in (image.elf, image.bin, image.program_bin, image.hex):
             print(f"wrote {path} ({path.stat().st_size:,} bytes)")
         return 0
-    info = native.program_info(Path(args.pte).read_bytes())
-    samples = _firmware_samples(info, args.inputs)
-    blob = firmware.write_io_blob(info, samples) if samples else None
+    blobs = []
+    for i, path in enumerate(args.pte):
+        info = native.program_info(Path(path).read_bytes())
+        samples = _firmware_samples(info, inputs[i] if inputs else None)
+        blobs.append(firmware.write_io_blob(info, samples) if samples else None)
     build_dir = args.build_dir or f"build/fw-{args.board}"
-    print(f"building the runner for {args.board} with {args.pte} in {build_dir}...")
-    image = firmware.build(args.pte, args.board, build_dir, inputs=blob, ops_yaml=args.ops_yaml)
+    print(f"building the runner for {args.board} with {', '.join(args.pte)} in {build_dir}...")
+    image = firmware.build(
+        args.pte if len(args.pte) > 1 else pte,
+        args.board,
+        build_dir,
+        inputs=blobs if len(args.pte) > 1 else blobs[0],
+        ops_yaml=args.ops_yaml,
+    )
     for path in (image.elf, image.bin, image.program_bin, image.hex):
         print(f"wrote {path} ({path.stat().st_size:,} bytes)")
     return 0
@@ -284,13 +320,29 @@ def build_parser() -> argparse.ArgumentParser:
         "cases, expected outputs from the host runtime",
     )
     p.add_argument("--bundle-inputs", help=".npz of test inputs for NAME.bpte (leading axis = samples)")
+    p.add_argument(
+        "--npu", help="Ethos-U NPU to delegate to, e.g. ethos-u55-128, ethos-u65-256, "
+        "ethos-u85-256 ('default': the board's)",
+    )
+    p.add_argument("--system-config", help="Vela system config (default: the board's)")
+    p.add_argument("--memory-mode", help="Vela memory mode (default: the board's)")
+    p.add_argument(
+        "--explain", action="store_true",
+        help="print each node, where it runs (NPU subgraph / CPU kernel / float) and why",
+    )
     p.set_defaults(func=_cmd_export)
 
     p = sub.add_parser("build", help="build the runner firmware for a board with a .pte embedded")
-    p.add_argument("pte")
+    p.add_argument(
+        "pte", nargs="+", help=".pte to embed; several: one image running each in turn (or a .bpte)"
+    )
     p.add_argument("--board", default="corstone-300")
     p.add_argument("--build-dir", help="CMake build directory (default: build/fw-BOARD)")
-    p.add_argument("--inputs", help=".npz of inputs to embed (leading axis = samples)")
+    p.add_argument(
+        "--inputs", action="append",
+        help=".npz of inputs to embed (leading axis = samples); with several programs, "
+        "repeat once per program, in order",
+    )
     p.add_argument(
         "--ops-yaml", help="selected_operators.yaml: compile and register only its kernels"
     )

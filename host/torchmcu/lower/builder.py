@@ -17,8 +17,10 @@ import numpy as np
 from torchmcu.pte.program import (
     ELEMENT_SIZE,
     Allocation,
+    BackendDelegate,
     Bool,
     Chain,
+    DelegateCall,
     Double,
     EValue,
     ExecutionPlan,
@@ -71,7 +73,9 @@ class ProgramBuilder:
     values: list[EValue] = field(default_factory=list)
     constants: list[bytes] = field(default_factory=lambda: [b""])
     operators: list[Operator] = field(default_factory=list)
-    instructions: list[KernelCall] = field(default_factory=list)
+    instructions: list[KernelCall | DelegateCall] = field(default_factory=list)
+    delegates: list[BackendDelegate] = field(default_factory=list)
+    segments: list[bytes] = field(default_factory=list)  # delegate blobs (Program.segments_data)
     buffers: dict[str, Buffer] = field(default_factory=dict)
     # value index -> buffer key, for every planned tensor value
     tensor_buffer: dict[int, str] = field(default_factory=dict)
@@ -169,6 +173,24 @@ class ProgramBuilder:
         b.first_use = index if b.first_use is None else min(b.first_use, index)
         b.last_use = index if b.last_use is None else max(b.last_use, index)
 
+    def delegate(self, backend_id: str, blob: bytes, args: Sequence[int]) -> DelegateCall:
+        """A DelegateCall to a new BackendDelegate whose processed data is `blob` (not yet
+        placed in `instructions`: the partitioner orders them)."""
+        self.segments.append(bytes(blob))
+        self.delegates.append(BackendDelegate(backend_id, len(self.segments) - 1))
+        return DelegateCall(len(self.delegates) - 1, list(args))
+
+    def recompute_uses(self) -> None:
+        """Buffer lifetimes from the current instruction list (after the partitioner replaced
+        kernel calls by delegate calls): a buffer no instruction uses drops out of the plan."""
+        for b in self.buffers.values():
+            b.first_use = b.last_use = None
+        for index, ins in enumerate(self.instructions):
+            for vi in ins.args:
+                key = self.tensor_buffer.get(vi)
+                if key is not None:
+                    self.touch(key, index)
+
     # -- finishing ------------------------------------------------------------------------------
     def finish(
         self,
@@ -207,9 +229,11 @@ class ProgramBuilder:
             outputs=list(outputs),
             chains=[Chain(list(inputs), list(outputs), list(self.instructions))],
             operators=self.operators,
+            delegates=list(self.delegates),
             non_const_buffer_sizes=[0, int(plan.arena_bytes)],
         )
-        return Program([ep], constants=self.constants), PlanResult(
+        program = Program([ep], constants=self.constants, segments_data=list(self.segments))
+        return program, PlanResult(
             int(plan.arena_bytes), int(plan.lower_bound)
         )
 

@@ -42,9 +42,14 @@ class Ctx:
     # per value index: cached NHWC / contiguous twins produced by a transpose
     twins: dict[tuple[int, str], LValue] = field(default_factory=dict)
     current: torch.fx.Node | None = None
+    # per instruction index: the FX node it was lowered from (the partitioner reads its
+    # annotation record to place the call on the NPU or the CPU)
+    sources: list[torch.fx.Node | None] = field(default_factory=list)
 
 
 def _record(ctx: Ctx, node: torch.fx.Node | None, op: str, instr: int) -> None:
+    assert instr == len(ctx.sources), "kernel calls are recorded in order"
+    ctx.sources.append(node)
     ctx.report.append(
         NodeReport(
             instruction=instr,

@@ -31,7 +31,7 @@ from torchmcu.lower.rules_misc import emit_pad, emit_softmax, emit_view
 from torchmcu.lower.rules_pool import emit_avg_pool2d, emit_global_pool, emit_max_pool2d
 from torchmcu.pte.program import Program
 
-__all__ = ["EMITTERS", "LoweringOptions", "lower_to_program"]
+__all__ = ["EMITTERS", "LoweringOptions", "finish_lowering", "lower_graph", "lower_to_program"]
 
 _aten = torch.ops.aten
 
@@ -97,6 +97,49 @@ _NODE_KINDS: dict[str, Callable[[Ctx, torch.fx.Node], None]] = {
 }
 
 
+def lower_graph(
+    gm: torch.fx.GraphModule,
+    *,
+    int8_io: bool = False,
+    linear_kernel_sum: bool = False,
+) -> Ctx:
+    """Walk the graph into kernel calls (not yet memory-planned): the lowering state, whose
+    builder the NPU partitioner rewrites before planning. ctx.sources[i] is the FX node that
+    instruction i came from."""
+    ctx = Ctx(gm, LoweringOptions(int8_io=int8_io, linear_kernel_sum=linear_kernel_sum))
+    for node in gm.graph.nodes:
+        ctx.current = node
+        if node in ctx.done:
+            continue
+        handler = _NODE_KINDS.get(node.op)
+        if handler is None:
+            raise unsupported(node, f"graph node kind '{node.op}'")
+        handler(ctx, node)
+    if not ctx.b.instructions:
+        raise LoweringError("the model lowered to no kernel calls")
+    return ctx
+
+
+def finish_lowering(
+    ctx: Ctx, planner: Callable | None = None
+) -> tuple[Program, LoweringReport]:
+    """Plan the arena of a lowered graph and return the Program with its report."""
+    from torchmcu.plan import BufferRequest, plan_memory
+
+    program, plan = ctx.b.finish(ctx.inputs, ctx.outputs, planner or plan_memory, BufferRequest,
+                                 name=ctx.opts.method_name)
+    constant_bytes = sum(len(c) for c in program.constants)
+    report = LoweringReport(
+        nodes=ctx.report,
+        arena_bytes=plan.arena_bytes,
+        arena_lower_bound=plan.lower_bound,
+        constant_bytes=constant_bytes,
+        inputs=ctx.io_info["inputs"],
+        outputs=ctx.io_info["outputs"],
+    )
+    return program, report
+
+
 def lower_to_program(
     gm: torch.fx.GraphModule,
     example_inputs: tuple[Any, ...] | None = None,
@@ -113,28 +156,5 @@ def lower_to_program(
     torchmcu.plan.plan_memory.
     """
     del example_inputs
-    from torchmcu.plan import BufferRequest, plan_memory
-
-    ctx = Ctx(gm, LoweringOptions(int8_io=int8_io, linear_kernel_sum=linear_kernel_sum))
-    for node in gm.graph.nodes:
-        ctx.current = node
-        if node in ctx.done:
-            continue
-        handler = _NODE_KINDS.get(node.op)
-        if handler is None:
-            raise unsupported(node, f"graph node kind '{node.op}'")
-        handler(ctx, node)
-    if not ctx.b.instructions:
-        raise LoweringError("the model lowered to no kernel calls")
-    program, plan = ctx.b.finish(ctx.inputs, ctx.outputs, planner or plan_memory, BufferRequest,
-                                 name=ctx.opts.method_name)
-    constant_bytes = sum(len(c) for c in program.constants)
-    report = LoweringReport(
-        nodes=ctx.report,
-        arena_bytes=plan.arena_bytes,
-        arena_lower_bound=plan.lower_bound,
-        constant_bytes=constant_bytes,
-        inputs=ctx.io_info["inputs"],
-        outputs=ctx.io_info["outputs"],
-    )
-    return program, report
+    ctx = lower_graph(gm, int8_io=int8_io, linear_kernel_sum=linear_kernel_sum)
+    return finish_lowering(ctx, planner)

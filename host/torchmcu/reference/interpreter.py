@@ -4,6 +4,12 @@ The planned activation memory is simulated as one byte buffer: every planned
 tensor is read from and written to its allocation offset, so an overlapping or
 mis-sized memory plan shows up as wrong numbers, as it would on the device.
 Inputs and outputs are numpy arrays in logical (sizes) order.
+
+A DelegateCall (an Ethos-U subgraph) runs through `delegate_fn(delegate_index, args)`: it gets
+every argument tensor of the call in logical order and returns the outputs, which are written to
+the arguments just before the trailing scratch tensor (our [inputs..., outputs..., scratch]
+convention). torchmcu.npu.hostrun.subprogram_delegate_fn runs the carved sub-Programs through
+this same interpreter, so an NPU program's reference result is our integer semantics throughout.
 """
 
 from __future__ import annotations
@@ -266,8 +272,17 @@ def _run_kernel(memory: _Memory, plan: pm.ExecutionPlan, call: pm.KernelCall) ->
     bound.write_out(handler(bound))
 
 
-def run_program(program: pm.Program, inputs: list[np.ndarray], method: str = "forward") -> list[np.ndarray]:
-    """Executes `method` of `program` on logical-order numpy inputs; returns logical-order outputs."""
+DelegateFn = Callable[[int, list[np.ndarray]], list[np.ndarray]]
+
+
+def run_program(
+    program: pm.Program,
+    inputs: list[np.ndarray],
+    method: str = "forward",
+    delegate_fn: DelegateFn | None = None,
+) -> list[np.ndarray]:
+    """Executes `method` of `program` on logical-order numpy inputs; returns logical-order outputs.
+    delegate_fn runs DelegateCalls (see the module docstring); without it they are an error."""
     plans = [p for p in program.execution_plan if p.name == method]
     if not plans:
         raise InterpreterError(f"program has no method {method!r}")
@@ -287,7 +302,7 @@ def run_program(program: pm.Program, inputs: list[np.ndarray], method: str = "fo
         while pc < len(chain.instructions):
             instr = chain.instructions[pc]
             try:
-                pc = _step(memory, plan, instr, pc)
+                pc = _step(memory, plan, instr, pc, delegate_fn)
             except InterpreterError as exc:
                 raise InterpreterError(f"instruction {pc} ({_describe(plan, instr)}): {exc}") from exc
             except (ValueError, KeyError, IndexError, TypeError) as exc:
@@ -302,9 +317,39 @@ def _describe(plan: pm.ExecutionPlan, instr: pm.Instruction) -> str:
     return type(instr).__name__
 
 
-def _step(memory: _Memory, plan: pm.ExecutionPlan, instr: pm.Instruction, pc: int) -> int:
+def _run_delegate(memory: _Memory, plan: pm.ExecutionPlan, call: pm.DelegateCall,
+                  delegate_fn: DelegateFn | None) -> None:
+    if not 0 <= call.delegate_index < len(plan.delegates):
+        raise InterpreterError(f"delegate index {call.delegate_index} out of range "
+                               f"({len(plan.delegates)} delegates)")
+    backend = plan.delegates[call.delegate_index].id
+    if delegate_fn is None:
+        raise InterpreterError(f"delegate {call.delegate_index} ({backend}) needs a delegate_fn to run "
+                               "on the host (e.g. torchmcu.npu.hostrun.subprogram_delegate_fn)")
+    if any(not 0 <= a < len(plan.values) for a in call.args):
+        raise InterpreterError("argument value index out of range")
+    arrays = [memory.read_logical(a) for a in call.args]
+    outputs = delegate_fn(call.delegate_index, arrays)
+    first = len(call.args) - 1 - len(outputs)
+    if first < 1:
+        raise InterpreterError(f"delegate {call.delegate_index} returned {len(outputs)} outputs for a call "
+                               f"of {len(call.args)} arguments")
+    for k, out in enumerate(outputs):
+        index = call.args[first + k]
+        t = memory.tensor(index)
+        out = np.asarray(out)
+        if list(out.shape) != list(t.sizes):
+            raise InterpreterError(f"delegate {call.delegate_index} output {k}: shape {list(out.shape)} does "
+                                   f"not fit argument {first + k} of sizes {t.sizes}")
+        memory.write_logical(index, out.astype(_DTYPES[pm.ScalarType(t.scalar_type)], copy=False))
+
+
+def _step(memory: _Memory, plan: pm.ExecutionPlan, instr: pm.Instruction, pc: int,
+          delegate_fn: DelegateFn | None = None) -> int:
     if isinstance(instr, pm.KernelCall):
         _run_kernel(memory, plan, instr)
+    elif isinstance(instr, pm.DelegateCall):
+        _run_delegate(memory, plan, instr, delegate_fn)
     elif isinstance(instr, pm.MoveCall):
         src = memory.values[instr.move_from]
         if isinstance(src, pm.Tensor):

@@ -1,0 +1,452 @@
+"""Place each lowered kernel call on the Ethos-U NPU or the Cortex-M, then delegate the NPU parts.
+
+Placement is decided per FX node from the annotation record our quantizer left in
+``node.meta["custom"]["torchmcu"]`` (never from dtypes): a quantized node whose kernel calls
+the target's NPU can all run (npu_support) goes to the NPU, anything else stays on the CPU with
+the reason. The program's float input quantize and output dequantize always stay on the CPU.
+Connected NPU calls are grouped into subgraphs such that the program stays acyclic (no subgraph
+both feeds and consumes a CPU call); each subgraph is carved into a sub-Program, lowered to
+TOSA, compiled by Vela and replaced by one DelegateCall ``[inputs..., outputs..., scratch]``
+to an "EthosUBackend" delegate whose blob is a program segment. The arena is planned again
+afterwards, with each delegate's I/O and its Vela scratch region as planned tensors.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import heapq
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch.fx
+
+from torchmcu.lower.context import Ctx
+from torchmcu.lower.graph import is_dq, is_q
+from torchmcu.npu.config import NpuTarget
+from torchmcu.pte import program as pm
+from torchmcu.quantize.annotation import META_KEY, read_annotation
+
+BACKEND_ID = "EthosUBackend"
+_BOUNDARY_OPS = ("cortex_m::quantize_per_tensor", "cortex_m::dequantize_per_tensor")
+
+
+class PartitionError(ValueError):
+    """The graph cannot be partitioned (e.g. a node lacks the quantizer's annotation record)."""
+
+
+@dataclass
+class Placement:
+    """Where one FX node's kernel calls run, and why."""
+
+    node: str
+    target: str
+    instructions: list[int]  # kernel-call indices of the CPU-lowered program
+    ops: list[str]
+    where: str  # "npu" | "cpu" | "float"
+    reason: str
+    subgraph: int | None = None
+    macs: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "node": self.node, "target": self.target, "where": self.where,
+            "subgraph": self.subgraph, "reason": self.reason, "ops": self.ops,
+            "instructions": self.instructions, "macs": self.macs,
+        }
+
+
+@dataclass
+class Subgraph:
+    """One NPU delegate: the calls it replaced and what it became."""
+
+    index: int
+    instructions: list[int]
+    subprogram: pm.Program
+    inputs: list[int]  # main-program value indices, in delegate order
+    outputs: list[int]
+    tosa: Any  # tosa_lower.TosaGraph
+    vela: Any  # vela.VelaResult
+
+
+@dataclass
+class NpuPartition:
+    """The result of partitioning one lowered program for one NPU target."""
+
+    target: NpuTarget
+    placements: list[Placement]
+    subgraphs: list[Subgraph] = field(default_factory=list)
+
+
+# -- which node an instruction belongs to --------------------------------------------------
+
+def record_node(node: torch.fx.Node) -> torch.fx.Node:
+    """The node whose annotation record decides `node`: q/dq nodes (inserted by convert_pt2e,
+    without records) stand for the op whose value they carry."""
+    seen = 0
+    while (is_q(node) or is_dq(node)) and seen < 64:
+        src = node.args[0]
+        if not isinstance(src, torch.fx.Node):
+            break
+        node, seen = src, seen + 1
+    return node
+
+
+def _op_name(plan: pm.ExecutionPlan, ins: pm.KernelCall) -> str:
+    return plan.operators[ins.op_index].name
+
+
+def _is_float(plan: pm.ExecutionPlan, vi: int) -> bool:
+    v = plan.values[vi]
+    return isinstance(v, pm.Tensor) and v.scalar_type == pm.ScalarType.FLOAT
+
+
+def _boundary_reason(plan: pm.ExecutionPlan, ins: pm.KernelCall) -> str | None:
+    """The program's float input quantize / output dequantize stay on the CPU."""
+    op = _op_name(plan, ins)
+    if op == "cortex_m::quantize_per_tensor" and _is_float(plan, ins.args[0]):
+        return "program input quantize (float32 -> int8) runs on the CPU"
+    if op == "cortex_m::dequantize_per_tensor" and _is_float(plan, ins.args[-2]):
+        return "program output dequantize (int8 -> float32) runs on the CPU"
+    return None
+
+
+def _target_name(node: torch.fx.Node) -> str:
+    t = node.target
+    return str(getattr(t, "__name__", t)) if node.op == "call_function" else node.op
+
+
+def instruction_macs(plan: pm.ExecutionPlan, ins: pm.KernelCall) -> int:
+    """Multiply-accumulates of one kernel call (conv, depthwise conv, linear; 0 otherwise)."""
+    op = _op_name(plan, ins)
+    vals = plan.values
+
+    def t(i: int) -> pm.Tensor:
+        v = vals[ins.args[i]]
+        assert isinstance(v, pm.Tensor)
+        return v
+
+    out = t(-2)
+    if op.startswith("cortex_m::quantized_conv2d"):
+        w = t(1)  # OHWI
+        return out.numel * w.sizes[1] * w.sizes[2] * w.sizes[3]
+    if op.startswith("cortex_m::quantized_depthwise_conv2d"):
+        w = t(1)  # [1, KH, KW, C]
+        return out.numel * w.sizes[1] * w.sizes[2]
+    if op == "cortex_m::quantized_linear":
+        return out.numel * t(1).sizes[-1]
+    return 0
+
+
+def decide(
+    ctx: Ctx,
+    program: pm.Program,
+    family: str,
+    support: Callable[[pm.ExecutionPlan, int, str], str | None],
+) -> tuple[list[Placement], dict[int, str]]:
+    """Placement per FX node (in instruction order) and where each instruction runs."""
+    plan = program.execution_plan[0]
+    instrs = plan.chains[0].instructions
+    by_node: dict[str, Placement] = {}
+    order: list[Placement] = []
+    where: dict[int, str] = {}
+    nodes: dict[str, torch.fx.Node] = {}
+    for i, ins in enumerate(instrs):
+        assert isinstance(ins, pm.KernelCall)
+        op = _op_name(plan, ins)
+        source = ctx.sources[i] if i < len(ctx.sources) else None
+        boundary = _boundary_reason(plan, ins)
+        if boundary is not None:
+            name = source.name if source is not None else f"<instruction {i}>"
+            p = Placement(name, op, [i], [op], "cpu", boundary)
+            order.append(p)
+            where[i] = "cpu"
+            continue
+        if source is None:
+            raise PartitionError(f"kernel call {i} ({op}) has no source node to decide its placement")
+        node = record_node(source)
+        if node.name not in by_node:
+            p = Placement(node.name, _target_name(node), [], [], "", "")
+            by_node[node.name] = p
+            nodes[node.name] = node
+            order.append(p)
+        p = by_node[node.name]
+        p.instructions.append(i)
+        p.ops.append(op)
+        p.macs += instruction_macs(plan, ins)
+    for p in order:
+        if p.where:
+            continue
+        node = nodes[p.node]
+        ann = read_annotation(node)
+        if ann is None:
+            raise PartitionError(
+                f"node '{node.name}' ({p.target}) has no torchmcu annotation record "
+                f"(node.meta['custom']['{META_KEY}']): the graph was not quantized by this "
+                "torchmcu's quantizer (an older graph, or a pass dropped the record); quantize it "
+                "again with torchmcu.quantize before partitioning for the NPU"
+            )
+        if not ann.quantized:
+            p.where, p.reason = "float", "left in float by the quantizer (not quantized)"
+        else:
+            reasons = [(i, support(plan, i, family)) for i in p.instructions]
+            bad = [(i, r) for i, r in reasons if r is not None]
+            if bad:
+                i, r = bad[0]
+                p.where = "cpu"
+                p.reason = f"{_op_name(plan, instrs[i])}: {r}"  # type: ignore[arg-type]
+            else:
+                p.where = "npu"
+                p.reason = f"quantized ({ann.pattern or p.target}) and supported by Ethos-{family.upper()}"
+        for i in p.instructions:
+            where[i] = "npu" if p.where == "npu" else "cpu"
+    return order, where
+
+
+# -- dependencies, grouping, ordering --------------------------------------------------------
+
+def _buffer_of(b: Any, vi: int) -> str | None:
+    return b.tensor_buffer.get(vi)
+
+
+def dependencies(b: Any, instrs: Sequence[pm.KernelCall | pm.DelegateCall]) -> list[set[int]]:
+    """preds[i]: instructions whose output (an arena buffer) instruction i reads."""
+    writers: dict[str, list[int]] = {}
+    for i, ins in enumerate(instrs):
+        if isinstance(ins, pm.KernelCall):
+            key = _buffer_of(b, ins.args[-2])
+            if key is not None:
+                writers.setdefault(key, []).append(i)
+    preds: list[set[int]] = []
+    for i, ins in enumerate(instrs):
+        deps: set[int] = set()
+        for vi in ins.args:
+            key = _buffer_of(b, vi)
+            for w in writers.get(key, []) if key is not None else []:
+                if w < i:
+                    deps.add(w)
+        preds.append(deps)
+    return preds
+
+
+def _acyclic(unit_of: Sequence[int], preds: Sequence[set[int]]) -> bool:
+    edges: dict[int, set[int]] = {}
+    for i, ps in enumerate(preds):
+        for p in ps:
+            if unit_of[p] != unit_of[i]:
+                edges.setdefault(unit_of[p], set()).add(unit_of[i])
+    state: dict[int, int] = {}
+    for start in set(unit_of):
+        if start in state:
+            continue
+        stack = [(start, iter(edges.get(start, ())))]
+        state[start] = 1
+        while stack:
+            u, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                state[u] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                return False
+            elif nxt not in state:
+                state[nxt] = 1
+                stack.append((nxt, iter(edges.get(nxt, ()))))
+    return True
+
+
+def group(where: dict[int, str], preds: Sequence[set[int]]) -> list[list[int]]:
+    """Connected NPU instructions as subgraphs; a merge that would make a subgraph both feed and
+    consume a CPU call (a cycle between units) is not made."""
+    n = len(preds)
+    unit_of = list(range(n))  # CPU instructions are their own units; NPU ones get group ids
+
+    def members(u: int) -> list[int]:
+        return [i for i in range(n) if unit_of[i] == u]
+
+    def try_merge(units: set[int], i: int) -> bool:
+        saved = list(unit_of)
+        target = min(units | {unit_of[i]})
+        for j in range(n):
+            if unit_of[j] in units or j == i:
+                unit_of[j] = target
+        if _acyclic(unit_of, preds):
+            return True
+        unit_of[:] = saved
+        return False
+
+    for i in range(n):
+        if where.get(i) != "npu":
+            continue
+        pred_units = {unit_of[p] for p in preds[i] if where.get(p) == "npu"}
+        if pred_units and not try_merge(pred_units, i):
+            for u in sorted(pred_units):
+                if try_merge({u}, i):
+                    break
+    # Siblings: NPU units joined by an edge (either way) that could still merge.
+    changed = True
+    while changed:
+        changed = False
+        npu_units = sorted({unit_of[i] for i in range(n) if where.get(i) == "npu"})
+        for a in npu_units:
+            for b in npu_units:
+                if a >= b or not any(unit_of[i] == a for i in range(n)):
+                    continue
+                linked = any(
+                    unit_of[p] in (a, b) and unit_of[i] in (a, b) and unit_of[p] != unit_of[i]
+                    for i in range(n) for p in preds[i]
+                )
+                if linked and try_merge({a, b}, members(b)[0]):
+                    changed = True
+    groups: dict[int, list[int]] = {}
+    for i in range(n):
+        if where.get(i) == "npu":
+            groups.setdefault(unit_of[i], []).append(i)
+    return sorted(groups.values(), key=lambda g: g[0])
+
+
+def schedule(n: int, groups: Sequence[Sequence[int]], preds: Sequence[set[int]]) -> list[tuple[str, int]]:
+    """Topological order of CPU instructions ("cpu", i) and subgraphs ("npu", k), each as early
+    in the original order as its inputs allow."""
+    unit: dict[int, tuple[str, int]] = {i: ("cpu", i) for i in range(n)}
+    first: dict[tuple[str, int], int] = {}
+    for k, g in enumerate(groups):
+        for i in g:
+            unit[i] = ("npu", k)
+    for i in range(n):
+        first[unit[i]] = min(first.get(unit[i], i), i)
+    succ: dict[tuple[str, int], set[tuple[str, int]]] = {u: set() for u in first}
+    indeg: dict[tuple[str, int], int] = {u: 0 for u in first}
+    for i, ps in enumerate(preds):
+        for p in ps:
+            a, b = unit[p], unit[i]
+            if a != b and b not in succ[a]:
+                succ[a].add(b)
+                indeg[b] += 1
+    ready = [(first[u], u) for u in first if indeg[u] == 0]
+    heapq.heapify(ready)
+    out: list[tuple[str, int]] = []
+    while ready:
+        _, u = heapq.heappop(ready)
+        out.append(u)
+        for v in succ[u]:
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                heapq.heappush(ready, (first[v], v))
+    if len(out) != len(first):
+        raise PartitionError("internal: the partitioned program has a cycle between subgraphs")
+    return out
+
+
+# -- cleaning the rewritten program ----------------------------------------------------------
+
+def compact_values(program: pm.Program) -> pm.Program:
+    """Drop values no instruction, list or method I/O refers to (the delegated calls' weights
+    and intermediates), renumbering the rest, then drop unreferenced constants."""
+    from torchmcu.pte.writer import prune_unused
+
+    plan = program.execution_plan[0]
+    keep: set[int] = set(plan.inputs) | set(plan.outputs)
+    for chain in plan.chains:
+        keep |= set(chain.inputs) | set(chain.outputs)
+        for ins in chain.instructions:
+            if isinstance(ins, (pm.KernelCall, pm.DelegateCall)):
+                keep |= set(ins.args)
+    for vi in list(keep):
+        v = plan.values[vi]
+        if isinstance(v, (pm.IntList, pm.TensorList)):
+            keep |= set(v.items)
+        elif isinstance(v, pm.OptionalTensorList):
+            keep |= {x for x in v.items if x >= 0}
+    order = sorted(keep)
+    remap = {old: new for new, old in enumerate(order)}
+
+    def r(xs: Sequence[int]) -> list[int]:
+        return [remap[x] for x in xs]
+
+    values: list[pm.EValue] = []
+    for old in order:
+        v = plan.values[old]
+        if isinstance(v, pm.IntList):
+            v = pm.IntList(r(v.items))
+        elif isinstance(v, pm.TensorList):
+            v = pm.TensorList(r(v.items))
+        elif isinstance(v, pm.OptionalTensorList):
+            v = pm.OptionalTensorList([remap[x] if x >= 0 else -1 for x in v.items])
+        values.append(v)
+    chains = []
+    for chain in plan.chains:
+        instrs: list[pm.Instruction] = []
+        for ins in chain.instructions:
+            if isinstance(ins, pm.KernelCall):
+                instrs.append(pm.KernelCall(ins.op_index, r(ins.args)))
+            elif isinstance(ins, pm.DelegateCall):
+                instrs.append(pm.DelegateCall(ins.delegate_index, r(ins.args)))
+            else:
+                instrs.append(ins)
+        chains.append(pm.Chain(r(chain.inputs), r(chain.outputs), instrs))
+    used_ops = sorted({i.op_index for c in chains for i in c.instructions if isinstance(i, pm.KernelCall)})
+    op_map = {old: new for new, old in enumerate(used_ops)}
+    for c in chains:
+        for k, ins in enumerate(c.instructions):
+            if isinstance(ins, pm.KernelCall):
+                c.instructions[k] = pm.KernelCall(op_map[ins.op_index], ins.args)
+    new_plan = pm.ExecutionPlan(
+        name=plan.name, values=values, inputs=r(plan.inputs), outputs=r(plan.outputs),
+        chains=chains, operators=[plan.operators[i] for i in used_ops],
+        delegates=list(plan.delegates), non_const_buffer_sizes=list(plan.non_const_buffer_sizes),
+    )
+    return prune_unused(
+        pm.Program([new_plan], constants=program.constants,
+                   segments_data=program.segments_data, version=program.version)
+    )
+
+
+# -- the driver ---------------------------------------------------------------------------
+
+def partition(
+    ctx: Ctx,
+    target: NpuTarget,
+    planner: Callable | None = None,
+) -> tuple[pm.Program, Any, NpuPartition]:
+    """Partition a lowered (unplanned) graph for `target`: returns the final Program (with
+    DelegateCalls, re-planned, unreferenced values and constants dropped), the lowering report
+    of its arena, and the placement decisions with each subgraph's sub-Program, TOSA graph and
+    Vela result."""
+    from torchmcu.lower.lowering import finish_lowering
+    from torchmcu.npu.subprogram import carve
+    from torchmcu.npu.tosa_lower import lower_to_tosa, npu_support
+    from torchmcu.npu.vela import compile_tosa
+
+    cpu_ctx = dataclasses.replace(ctx, b=copy.deepcopy(ctx.b))  # the graph itself is shared
+    cpu_program, _ = finish_lowering(cpu_ctx, planner)
+    placements, where = decide(ctx, cpu_program, target.family, npu_support)
+    instrs = list(ctx.b.instructions)
+    preds = dependencies(ctx.b, instrs)
+    groups = group(where, preds)
+    for k, g in enumerate(groups):
+        for i in g:
+            for p in placements:
+                if i in p.instructions:
+                    p.subgraph = k
+
+    result = NpuPartition(target=target, placements=placements)
+    delegate_calls: list[pm.DelegateCall] = []
+    for k, g in enumerate(groups):
+        carved = carve(cpu_program, g)
+        graph = lower_to_tosa(carved.program)
+        vela = compile_tosa(graph.flatbuffer, target, name=f"delegate{k}")
+        key = ctx.b.new_buffer(f"npu{k}.scratch", int(vela.scratch_size))
+        scratch = ctx.b.planned(key, pm.ScalarType.BYTE, [int(vela.scratch_size)])
+        inputs, outputs = list(carved.inputs), list(carved.outputs)
+        delegate_calls.append(ctx.b.delegate(BACKEND_ID, vela.blob, [*inputs, *outputs, scratch]))
+        result.subgraphs.append(
+            Subgraph(k, list(g), carved.program, inputs, outputs, graph, vela)
+        )
+    order = schedule(len(instrs), groups, preds)
+    ctx.b.instructions = [instrs[i] if kind == "cpu" else delegate_calls[i] for kind, i in order]
+    ctx.b.recompute_uses()
+    program, report = finish_lowering(ctx, planner)
+    program = compact_values(program)
+    return program, report, result
