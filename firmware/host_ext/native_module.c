@@ -228,8 +228,10 @@ static PyObject *native_kernel_names(PyObject *self, PyObject *unused) {
 static PyMethodDef native_methods[] = {
     {"call_kernel", native_call_kernel, METH_VARARGS, "call_kernel(name, overload, args)"},
     {"kernel_names", native_kernel_names, METH_NOARGS, "[(name, overload)] of the registry"},
-    {"run_program", native_run_program, METH_VARARGS, "run_program(pte, inputs, method, runs=1)"},
+    {"run_program", native_run_program, METH_VARARGS,
+     "run_program(pte, inputs, method, runs=1, delegate_bridge=None)"},
     {"program_info", native_program_info, METH_VARARGS, "program_info(pte, method=None)"},
+    {"parse_ethos_u_blob", native_parse_ethos_u_blob, METH_O, "parse_ethos_u_blob(blob) -> dict (C parser)"},
     {"_set_error_type", native_set_error_type, METH_O, "set the exception type raised on errors"},
     {NULL, NULL, 0, NULL},
 };
@@ -250,5 +252,8 @@ PyMODINIT_FUNC PyInit__native(void) {
          tm_host_test_kernels.count * sizeof(tm_kernel_entry));
   tmx_registry.entries = entries;
   tmx_registry.count = n;
+  static const tm_backend *const host_backends[] = {&tmx_ethos_u_host_backend};
+  tmx_registry.backends = host_backends;
+  tmx_registry.num_backends = sizeof(host_backends) / sizeof(host_backends[0]);
   return PyModule_Create(&native_module);
 }

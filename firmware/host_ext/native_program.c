@@ -39,7 +39,10 @@ static void format_diag(const tm_diag *d, char *buf, size_t n) {
   if (d->instruction != TM_DIAG_NONE) { ADD("%sinstruction %d", sep, (int)d->instruction); sep = ", "; }
   if (d->value != TM_DIAG_NONE) { ADD("%svalue %d", sep, (int)d->value); sep = ", "; }
   if (d->argument != TM_DIAG_NONE) { ADD("%sargument %d", sep, (int)d->argument); sep = ", "; }
-  if (d->op_name != NULL) {
+  if (d->delegate != TM_DIAG_NONE) {
+    ADD("%sdelegate %d %s", sep, (int)d->delegate, d->op_name != NULL ? d->op_name : "?");
+    sep = ", ";
+  } else if (d->op_name != NULL) {
     ADD("%soperator %s%s%s", sep, d->op_name, d->op_overload && *d->op_overload ? "." : "",
         d->op_overload ? d->op_overload : "");
     sep = ", ";
@@ -162,9 +165,12 @@ PyObject *native_run_program(PyObject *self, PyObject *args) {
   PyObject *inputs;
   const char *method_name = "forward";
   int runs = 1; /* executions of the one method instance (later ones see verified arguments) */
-  if (!PyArg_ParseTuple(args, "y*O!|si", &pte, &PyList_Type, &inputs, &method_name, &runs)) return NULL;
+  PyObject *bridge = Py_None; /* native.py's wrapper of delegate_fn (host EthosUBackend) */
+  if (!PyArg_ParseTuple(args, "y*O!|siO", &pte, &PyList_Type, &inputs, &method_name, &runs, &bridge)) return NULL;
   session s;
+  tmx_delegate_session ds;
   PyObject *result = NULL;
+  tmx_delegate_begin(&ds, bridge);
   if (session_load(&s, &pte) != 0 || session_init(&s, method_name, &tmx_registry) != 0) goto done;
   tm_method *m = &s.method;
   if ((uint32_t)PyList_GET_SIZE(inputs) != m->num_inputs) {
@@ -183,6 +189,13 @@ PyObject *native_run_program(PyObject *self, PyObject *args) {
   Py_END_ALLOW_THREADS
   if (st != TM_OK) {
     raise_diag(&m->diag, st);
+    if (ds.error != NULL) { /* the delegate_fn's own exception becomes the NativeError's cause */
+      PyObject *type, *value, *tb;
+      PyErr_Fetch(&type, &value, &tb);
+      PyErr_NormalizeException(&type, &value, &tb);
+      if (value != NULL) PyException_SetCause(value, Py_NewRef(ds.error));
+      PyErr_Restore(type, value, tb);
+    }
     goto done;
   }
   result = PyList_New(m->num_outputs);
@@ -192,6 +205,7 @@ PyObject *native_run_program(PyObject *self, PyObject *args) {
     else PyList_SET_ITEM(result, i, o);
   }
 done:
+  tmx_delegate_end(&ds);
   session_close(&s);
   PyBuffer_Release(&pte);
   return result;
@@ -202,13 +216,26 @@ static tm_status stub_kernel(tm_kernel_context *ctx, tm_value *const *args, size
   return TM_ERR_UNSUPPORTED;
 }
 
+/* program_info's backends: accept any blob and call (info needs no backend to size memory). */
+static tm_status stub_delegate_init(tm_delegate_context *ctx, void *state, const tm_delegate_info *info) {
+  (void)ctx; (void)state; (void)info;
+  return TM_OK;
+}
+static tm_status stub_delegate_execute(tm_delegate_context *ctx, void *state, const tm_delegate_call *call) {
+  (void)state; (void)call;
+  ctx->message = "stub backend of program_info";
+  return TM_ERR_UNSUPPORTED;
+}
+
 PyObject *native_program_info(PyObject *self, PyObject *args) {
   (void)self;
   Py_buffer pte;
   const char *method_name = NULL;
   if (!PyArg_ParseTuple(args, "y*|z", &pte, &method_name)) return NULL;
-  PyObject *result = NULL, *ops = NULL, *missing = NULL, *methods = NULL;
+  PyObject *result = NULL, *ops = NULL, *missing = NULL, *methods = NULL, *delegates = NULL;
   tm_kernel_entry *stubs = NULL;
+  tm_backend *stub_backends = NULL;
+  const tm_backend **stub_table = NULL;
   session s;
   memset(&s, 0, sizeof(s));
   if (session_load(&s, &pte) != 0) goto done;
@@ -244,7 +271,25 @@ PyObject *native_program_info(PyObject *self, PyObject *args) {
     }
     Py_DECREF(t);
   }
-  tm_kernel_registry stub_registry = {stubs, nops};
+  uint32_t ndel = 0;
+  const char *did;
+  while (tm_program_delegate(probe, method_name, ndel, &did) == TM_OK) ++ndel;
+  stub_backends = PyMem_Calloc(ndel + 1u, sizeof(tm_backend));
+  stub_table = PyMem_Calloc(ndel + 1u, sizeof(tm_backend *));
+  delegates = PyList_New(0);
+  if (stub_backends == NULL || stub_table == NULL || delegates == NULL) { PyErr_NoMemory(); goto done; }
+  for (uint32_t i = 0; i < ndel; ++i) {
+    tm_program_delegate(probe, method_name, i, &did);
+    stub_backends[i].id = did;
+    stub_backends[i].init = stub_delegate_init;
+    stub_backends[i].execute = stub_delegate_execute;
+    stub_table[i] = &stub_backends[i];
+    PyObject *t = Py_BuildValue("{s:s,s:O}", "id", did, "missing",
+                                tm_registry_find_backend(&tmx_registry, did) == NULL ? Py_True : Py_False);
+    if (t == NULL || PyList_Append(delegates, t) != 0) { Py_XDECREF(t); goto done; }
+    Py_DECREF(t);
+  }
+  tm_kernel_registry stub_registry = {stubs, nops, (const tm_backend *const *)stub_table, ndel};
   if (session_init(&s, method_name, &stub_registry) != 0) goto done;
   tm_method *m = &s.method;
   PyObject *ins = PyList_New(0), *outs = PyList_New(0);
@@ -261,7 +306,8 @@ PyObject *native_program_info(PyObject *self, PyObject *args) {
       Py_DECREF(d);
     }
   }
-  result = Py_BuildValue("{s:O,s:O,s:O,s:I,s:I,s:I,s:n,s:n,s:N,s:N,s:K,s:K}", "methods", methods,
+  result = Py_BuildValue("{s:O,s:O,s:O,s:O,s:I,s:I,s:I,s:n,s:n,s:N,s:N,s:K,s:K}", "delegates", delegates,
+                         "methods", methods,
                          "operators", ops, "missing_operators", missing, "num_values",
                          (unsigned)m->num_values, "num_tensors", (unsigned)m->num_tensors,
                          "num_instructions", (unsigned)m->num_instructions, "meta_bytes",
@@ -271,6 +317,9 @@ PyObject *native_program_info(PyObject *self, PyObject *args) {
 done:
   session_close(&s);
   PyMem_Free(stubs);
+  PyMem_Free(stub_backends);
+  PyMem_Free(stub_table);
+  Py_XDECREF(delegates);
   Py_XDECREF(ops);
   Py_XDECREF(missing);
   Py_XDECREF(methods);

@@ -133,4 +133,5 @@ static const tm_kernel_entry kTestKernels[] = {
     {"torchmcu_test::verified", "out", test_verified},
 };
 
-const tm_kernel_registry tm_host_test_kernels = {kTestKernels, sizeof(kTestKernels) / sizeof(kTestKernels[0])};
+const tm_kernel_registry tm_host_test_kernels = {kTestKernels, sizeof(kTestKernels) / sizeof(kTestKernels[0]),
+                                                  NULL, 0};

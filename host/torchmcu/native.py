@@ -7,7 +7,7 @@ tests can call one kernel (`call_kernel`) or run a whole .pte (`run_program`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,9 +116,15 @@ def _from_physical(data: bytes, scalar_type: int, sizes: Sequence[int], dim_orde
     return np.ascontiguousarray(physical.transpose(np.argsort(dim_order)) if len(sizes) else physical)
 
 
+def parse_ethos_u_blob(blob: bytes) -> dict:
+    """The firmware's C parser/verifier of an EthosUBackend blob: offsets and sizes of its parts,
+    scratch size, inputs/outputs. Raises NativeError naming the block and blob offset."""
+    return _native.parse_ethos_u_blob(bytes(blob))
+
+
 def program_info(pte: bytes, method: str | None = None) -> dict:
-    """Verified facts about a .pte method: operators (and which are missing here), value
-    count, arena/metadata bytes, input/output tensor metadata (scalar_type, dtype name,
+    """Verified facts about a .pte method: operators (and which are missing here), delegates
+    (id, missing here), value count, arena/metadata bytes, input/output tensor metadata (scalar_type, dtype name,
     logical sizes, dim_order, nbytes, planned). Raises NativeError."""
     info = _native.program_info(bytes(pte), method)
     for meta in info["inputs"] + info["outputs"]:
@@ -127,11 +133,51 @@ def program_info(pte: bytes, method: str | None = None) -> dict:
     return info
 
 
-def run_program(pte: bytes, inputs: list[np.ndarray], method: str = "forward", runs: int = 1) -> list[np.ndarray]:
+DelegateFn = Callable[[int, list[np.ndarray]], Sequence[np.ndarray]]
+
+
+def _delegate_bridge(fn: DelegateFn) -> Callable[[int, list, list], list[bytes]]:
+    """Wraps delegate_fn for the C host backend: inputs arrive as (bytes, scalar_type, physical
+    shape), outputs go back as bytes after their count, dtype and shape were checked here."""
+
+    def bridge(index: int, inputs: list, outputs: list) -> list[bytes]:
+        arrays = [
+            np.frombuffer(data, dtype=dtype_of(stype)).reshape(shape).copy() for data, stype, shape in inputs
+        ]
+        results = list(fn(index, arrays))
+        if len(results) != len(outputs):
+            raise ValueError(f"delegate {index}: delegate_fn returned {len(results)} outputs, expected {len(outputs)}")
+        packed = []
+        for k, (res, (stype, shape)) in enumerate(zip(results, outputs)):
+            res = np.asarray(res)
+            want = dtype_of(stype)
+            if res.dtype != want or tuple(res.shape) != tuple(shape):
+                raise ValueError(
+                    f"delegate {index}: output {k} must be {want}{list(shape)} (physical layout), "
+                    f"got {res.dtype}{list(res.shape)}"
+                )
+            packed.append(np.ascontiguousarray(res).tobytes())
+        return packed
+
+    return bridge
+
+
+def run_program(
+    pte: bytes,
+    inputs: list[np.ndarray],
+    method: str = "forward",
+    runs: int = 1,
+    delegate_fn: DelegateFn | None = None,
+) -> list[np.ndarray]:
     """Runs a .pte method with the C runtime; inputs and outputs are in logical sizes
     (channels-last tensors are converted to/from their memory layout here). runs > 1 executes
     the same method instance again on the same inputs (as an inference loop does: later calls
-    take the kernels' verified-arguments path) and returns the last run's outputs."""
+    take the kernels' verified-arguments path) and returns the last run's outputs.
+
+    delegate_fn(delegate_index, inputs) runs each EthosUBackend DelegateCall on the host in
+    place of the NPU: it gets the call's inputs as arrays in physical memory layout (NHWC for
+    4-D activations) and returns its outputs the same way (dtype and physical shape checked).
+    An exception it raises surfaces as NativeError("DELEGATE", ...) with it as __cause__."""
     pte = bytes(pte)
     info = _native.program_info(pte, method)
     if len(inputs) != len(info["inputs"]):
@@ -150,7 +196,8 @@ def run_program(pte: bytes, inputs: list[np.ndarray], method: str = "forward", r
         packed.append((_to_physical(x, meta["dim_order"]), meta["scalar_type"], tuple(x.shape)))
     if runs < 1:
         raise ValueError(f"runs must be >= 1, got {runs}")
-    outs = _native.run_program(pte, packed, method, runs)
+    bridge = _delegate_bridge(delegate_fn) if delegate_fn is not None else None
+    outs = _native.run_program(pte, packed, method, runs, bridge)
     return [
         _from_physical(*o) if isinstance(o, tuple) else o  # non-tensor outputs as Python scalars
         for o in outs

@@ -16,7 +16,7 @@ tm_status tm_fuzz_prepare(tm_fuzz_method *f, const uint8_t *data, size_t size,
   if (st != TM_OK) return st;
   /* A corrupted program may ask for up to 4 GB of arena: give it none (the runtime must say so). */
   size_t arena_size = f->arena_bytes > ((size_t)64 << 20) ? 0 : f->arena_bytes;
-  tm_kernel_registry probes;
+  tm_kernel_registry probes = {NULL, 0, NULL, 0}; /* no delegate backends */
   if (registry == NULL) {
     uint32_t n = 0;
     const char *name, *overload;

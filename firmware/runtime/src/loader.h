@@ -3,7 +3,7 @@
 #define TM_LOADER_H
 
 #include "fb.h"
-#include "torchmcu/runtime.h"
+#include "torchmcu/backend.h"
 
 enum {
   TM_INSTR_KERNEL = 1, /* numbered as program.fbs InstructionArguments */
@@ -21,6 +21,14 @@ struct tm_instruction {
   int32_t a;          /* op index / delegate index / move_from / cond / value index */
   int32_t b;          /* move_to / destination */
   uint8_t kind;
+};
+
+struct tm_delegate_slot {
+  const tm_backend *backend;
+  const char *id;       /* BackendDelegate.id (in the program) */
+  uint32_t blob_offset; /* file offset of its blob (diagnostics) */
+  uint32_t reserved;
+  uint64_t state[TM_DELEGATE_STATE_BYTES / 8u]; /* the backend's state (8-byte aligned) */
 };
 
 /*
@@ -41,13 +49,16 @@ typedef struct {
   const tm_kernel_registry *registry;
   /* counts */
   uint32_t num_values, num_tensors, num_ints, num_instrs, num_args, num_ops;
-  uint32_t num_inputs, num_outputs, num_chains;
+  uint32_t num_inputs, num_outputs, num_chains, num_delegates;
   uint32_t arena_bytes;
 } tm_walk;
 
 tm_fb tm_program_fb(const tm_program *program);
 tm_status tm_find_plan(tm_program *program, const char *name, tm_fb_table *plan);
 tm_status tm_walk_plan(tm_program *program, tm_diag *diag, const tm_fb_table *plan, tm_walk *w);
+/* Delegate `index` of a verified plan: id, blob in place, compile specs. */
+tm_status tm_delegate_at(const tm_program *program, const tm_fb_table *plan, uint32_t index,
+                         tm_delegate_info *info);
 void tm_diag_set(tm_diag *d, tm_status st, const char *msg, uint32_t pos);
 /* No error: empty message, no op, no index, no byte offset. */
 void tm_diag_clear(tm_diag *d);

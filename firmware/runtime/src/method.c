@@ -14,7 +14,7 @@
 #define ARENA_ALIGN 16u
 
 typedef struct {
-  size_t values, tensors, instrs, argv, ints, ops, io, verified, total;
+  size_t values, tensors, instrs, argv, ints, ops, io, delegates, verified, total;
 } meta_layout;
 
 static size_t align_up(size_t n, size_t a) { return (n + a - 1u) & ~(a - 1u); }
@@ -36,6 +36,8 @@ static void layout(const tm_walk *w, meta_layout *m) {
   at = align_up(at + (size_t)w->num_ops * sizeof(tm_kernel_fn), META_ALIGN);
   m->io = at;
   at = align_up(at + ((size_t)w->num_inputs + w->num_outputs) * sizeof(uint32_t), META_ALIGN);
+  m->delegates = at; /* backend + TM_DELEGATE_STATE_BYTES of state per delegate */
+  at = align_up(at + (size_t)w->num_delegates * sizeof(tm_delegate_slot), META_ALIGN);
   m->verified = at; /* one bit per instruction: arguments already accepted by its kernel */
   at = align_up(at + ((size_t)w->num_instrs + 7u) / 8u, META_ALIGN);
   m->total = at;
@@ -112,6 +114,94 @@ static tm_status check_writes(tm_method *m, const tm_walk *w, const uint8_t *are
   return TM_OK;
 }
 
+/* A backend's error in the method's diagnostic: its message, the delegate id and index, the
+ * byte offset in the .pte (blob offset + offset inside the blob) and the argument. */
+static tm_status delegate_fail(tm_method *m, tm_status st, const tm_delegate_context *ctx,
+                               const tm_delegate_slot *slot, uint32_t index, const char *fallback,
+                               tm_value *const *args, size_t nargs) {
+  m->diag.op_name = slot->id;
+  m->diag.op_overload = NULL;
+  m->diag.delegate = (int32_t)index;
+  uint32_t pos = TM_DIAG_NO_OFFSET;
+  if (ctx->blob_offset != TM_DIAG_NO_OFFSET && slot->blob_offset != TM_DIAG_NO_OFFSET &&
+      ctx->blob_offset <= UINT32_MAX - 1u - slot->blob_offset) {
+    pos = slot->blob_offset + ctx->blob_offset;
+  }
+  if (args != NULL && ctx->bad_argument < nargs) {
+    m->diag.argument = ctx->bad_argument;
+    m->diag.value = (int32_t)(args[ctx->bad_argument] - m->values);
+  }
+  if (st == TM_OK) {
+    st = TM_ERR_DELEGATE; /* a backend that fails must say so with an error status */
+  }
+  return fail(m, st, ctx->message != NULL ? ctx->message : fallback, pos);
+}
+
+/* Finds each delegate's backend and lets it verify its blob into its state slot. */
+static tm_status init_delegates(tm_method *m, tm_program *program, const tm_fb_table *plan,
+                                const tm_kernel_registry *registry, tm_delegate_slot *slots, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) {
+    tm_delegate_slot *slot = &slots[i];
+    tm_delegate_info info;
+    memset(slot, 0, sizeof(*slot));
+    if (tm_delegate_at(program, plan, i, &info) != TM_OK) {
+      m->diag.delegate = (int32_t)i;
+      return fail(m, TM_ERR_INVALID_PROGRAM, "delegate unreadable", plan->pos);
+    }
+    slot->id = info.id;
+    slot->blob_offset = info.blob_offset;
+    slot->backend = tm_registry_find_backend(registry, info.id);
+    tm_delegate_context ctx = {NULL, TM_DIAG_NO_OFFSET, UINT16_MAX};
+    if (slot->backend == NULL) {
+      ctx.message = "delegate backend not registered in this image";
+      return delegate_fail(m, TM_ERR_MISSING_OPERATOR, &ctx, slot, i, NULL, NULL, 0);
+    }
+    if (slot->backend->state_size > sizeof(slot->state) || slot->backend->init == NULL ||
+        slot->backend->execute == NULL) {
+      ctx.message = "delegate backend state larger than TM_DELEGATE_STATE_BYTES or entry point missing";
+      return delegate_fail(m, TM_ERR_UNSUPPORTED, &ctx, slot, i, NULL, NULL, 0);
+    }
+    tm_status st = slot->backend->init(&ctx, slot->state, &info);
+    if (st != TM_OK) {
+      return delegate_fail(m, st, &ctx, slot, i, "delegate init failed", NULL, 0);
+    }
+  }
+  return TM_OK;
+}
+
+/* Every DelegateCall: tensor arguments have memory, and its backend accepts the arguments. */
+static tm_status prepare_delegate_calls(tm_method *m, const tm_walk *w, tm_delegate_slot *slots,
+                                        const uint8_t *arena, size_t arena_bytes) {
+  for (uint32_t i = 0; i < w->num_instrs; ++i) {
+    const tm_instruction *ins = &w->instrs[i];
+    if (ins->kind != TM_INSTR_DELEGATE) {
+      continue;
+    }
+    tm_delegate_slot *slot = &slots[ins->a];
+    tm_delegate_context ctx = {NULL, TM_DIAG_NO_OFFSET, UINT16_MAX};
+    m->diag.instruction = (int32_t)i;
+    for (uint32_t k = 0; k < ins->nargs; ++k) {
+      const tm_value *v = ins->args[k];
+      if (v->tag == TM_VALUE_TENSOR && v->u.tensor->data == NULL && v->u.tensor->numel != 0) {
+        ctx.message = "delegate tensor argument has no memory (not planned, not constant)";
+        ctx.bad_argument = (uint16_t)(k < UINT16_MAX ? k : UINT16_MAX);
+        return delegate_fail(m, TM_ERR_INVALID_PROGRAM, &ctx, slot, (uint32_t)ins->a, NULL, ins->args,
+                             ins->nargs);
+      }
+    }
+    if (slot->backend->prepare != NULL) {
+      tm_delegate_call call = {ins->args, ins->nargs, arena, arena_bytes, (uint32_t)ins->a, i};
+      tm_status st = slot->backend->prepare(&ctx, slot->state, &call);
+      if (st != TM_OK) {
+        return delegate_fail(m, st, &ctx, slot, (uint32_t)ins->a, "delegate call arguments rejected",
+                             ins->args, ins->nargs);
+      }
+    }
+  }
+  m->diag.instruction = TM_DIAG_NONE;
+  return TM_OK;
+}
+
 tm_status tm_method_init(tm_method *method, tm_program *program, const char *method_name,
                          const tm_kernel_registry *registry, void *meta, size_t meta_size, void *arena,
                          size_t arena_size) {
@@ -121,6 +211,7 @@ tm_status tm_method_init(tm_method *method, tm_program *program, const char *met
   memset(method, 0, sizeof(*method));
   method->diag.message = "";
   method->diag.instruction = method->diag.value = method->diag.argument = TM_DIAG_NONE;
+  method->diag.delegate = TM_DIAG_NONE;
   method->diag.byte_offset = TM_DIAG_NO_OFFSET;
   tm_fb_table plan;
   tm_walk w;
@@ -167,6 +258,11 @@ tm_status tm_method_init(tm_method *method, tm_program *program, const char *met
   if ((st = check_writes(method, &fill, arena, w.arena_bytes)) != TM_OK) {
     return st;
   }
+  tm_delegate_slot *slots = (tm_delegate_slot *)(void *)(base + m.delegates);
+  if ((st = init_delegates(method, program, &plan, registry, slots, w.num_delegates)) != TM_OK ||
+      (st = prepare_delegate_calls(method, &fill, slots, arena, w.arena_bytes)) != TM_OK) {
+    return st;
+  }
   method->program = program;
   method->plan = plan.pos;
   method->values = fill.values;
@@ -180,6 +276,8 @@ tm_status tm_method_init(tm_method *method, tm_program *program, const char *met
   method->outputs = fill.io + fill.num_inputs;
   method->num_outputs = fill.num_outputs;
   method->verified = base + m.verified;
+  method->delegates = slots;
+  method->num_delegates = w.num_delegates;
   if (m.total > m.verified) {
     memset(method->verified, 0, m.total - m.verified); /* no call has succeeded yet */
   }
@@ -307,9 +405,22 @@ tm_status tm_method_execute(tm_method *method) {
       case TM_INSTR_FREE: /* memory is planned ahead: nothing to release */
         ++pc;
         break;
+      case TM_INSTR_DELEGATE: {
+        TM_PROFILE_MARK(pc);
+        tm_delegate_slot *slot = &method->delegates[ins->a];
+        tm_delegate_context ctx = {NULL, TM_DIAG_NO_OFFSET, UINT16_MAX};
+        const tm_delegate_call call = {ins->args, ins->nargs, NULL, 0, (uint32_t)ins->a, pc};
+        st = slot->backend->execute(&ctx, slot->state, &call);
+        if (st != TM_OK) {
+          return delegate_fail(method, st, &ctx, slot, (uint32_t)ins->a, "delegate failed", ins->args,
+                               ins->nargs);
+        }
+        ++pc;
+        break;
+      }
       /* MoveCall, once executed, changes a value that later calls take as an argument: it must
        * clear method->verified (every bit) so those kernels check their arguments again. */
-      default: /* DelegateCall, MoveCall, JumpFalseCall: not implemented yet */
+      default: /* MoveCall, JumpFalseCall: not implemented yet */
         return fail(method, TM_ERR_UNSUPPORTED, "instruction kind not supported by this runtime", ins->pos);
     }
   }

@@ -49,6 +49,7 @@ void tm_diag_clear(tm_diag *d) {
   d->instruction = TM_DIAG_NONE;
   d->value = TM_DIAG_NONE;
   d->argument = TM_DIAG_NONE;
+  d->delegate = TM_DIAG_NONE;
   d->byte_offset = TM_DIAG_NO_OFFSET;
 }
 
@@ -439,6 +440,12 @@ static tm_status walk_delegates(walk_ctx *c, const tm_fb_table *plan) {
     if (location > 1 || index >= (location == 0 ? inline_data.len : segments.len)) {
       return bad(c->diag, TM_ERR_INVALID_PROGRAM, "delegate data reference out of range", ref.pos);
     }
+    if (location == 0) { /* inline data: its byte vector must be readable */
+      tm_fb_table inl;
+      if (!tm_fb_vec_table(fb, &inline_data, (uint32_t)index, &inl) || !tm_fb_vector(fb, &inl, 0, 1, &bytes)) {
+        return fb_error(c->diag, fb);
+      }
+    }
     for (uint32_t k = 0; k < specs.len; ++k) {
       if (!tm_fb_vec_table(fb, &specs, k, &spec) || !tm_fb_string(fb, &spec, 0, &s, &len) ||
           !tm_fb_vector(fb, &spec, 1, 1, &bytes)) {
@@ -447,7 +454,88 @@ static tm_status walk_delegates(walk_ctx *c, const tm_fb_table *plan) {
     }
   }
   c->num_delegates = dels.len;
+  c->w->num_delegates = dels.len;
   return TM_OK;
+}
+
+tm_status tm_delegate_at(const tm_program *program, const tm_fb_table *plan, uint32_t index,
+                         tm_delegate_info *info) {
+  tm_fb fb = tm_program_fb(program);
+  tm_fb_table root, d, ref, inl, seg;
+  tm_fb_vec dels, specs, vec;
+  bool present;
+  uint32_t len;
+  uint64_t location, ref_index, seg_off, seg_size;
+  memset(info, 0, sizeof(*info));
+  /* The plan was verified at load (walk_delegates): these reads only fail on a bug. */
+  if (!tm_fb_root(&fb, &root) || !tm_fb_vector(&fb, plan, PLAN_DELEGATES, 4, &dels) ||
+      !tm_fb_vec_table(&fb, &dels, index, &d) || !tm_fb_string(&fb, &d, DELEGATE_ID, &info->id, &len) ||
+      !tm_fb_subtable(&fb, &d, DELEGATE_PROCESSED, &ref, &present) || !present ||
+      !tm_fb_vector(&fb, &d, DELEGATE_COMPILE_SPECS, 4, &specs) ||
+      !tm_fb_scalar(&fb, &ref, DATAREF_LOCATION, 1, 0, &location) ||
+      !tm_fb_scalar(&fb, &ref, DATAREF_INDEX, 4, 0, &ref_index)) {
+    return TM_ERR_INVALID_PROGRAM;
+  }
+  info->index = index;
+  info->program = program;
+  info->specs = specs.len != 0 ? specs.pos : 0;
+  info->num_specs = specs.len;
+  if (location == 0) {
+    if (!tm_fb_vector(&fb, &root, PROGRAM_DELEGATE_DATA, 4, &vec) ||
+        !tm_fb_vec_table(&fb, &vec, (uint32_t)ref_index, &inl) || !tm_fb_vector(&fb, &inl, 0, 1, &vec)) {
+      return TM_ERR_INVALID_PROGRAM;
+    }
+    info->blob = program->data + vec.pos;
+    info->blob_size = vec.len;
+    info->blob_offset = vec.pos;
+    return TM_OK;
+  }
+  if (!tm_fb_vector(&fb, &root, PROGRAM_SEGMENTS, 4, &vec) ||
+      !tm_fb_vec_table(&fb, &vec, (uint32_t)ref_index, &seg) ||
+      !tm_fb_scalar(&fb, &seg, SEGMENT_OFFSET, 8, 0, &seg_off) ||
+      !tm_fb_scalar(&fb, &seg, SEGMENT_SIZE, 8, 0, &seg_size)) {
+    return TM_ERR_INVALID_PROGRAM;
+  }
+  /* check_segments: segment_base + seg_off + seg_size lies inside the file. */
+  const uint64_t file_pos = program->segment_base + seg_off;
+  info->blob = program->data + file_pos;
+  info->blob_size = (size_t)seg_size;
+  info->blob_offset = file_pos <= UINT32_MAX ? (uint32_t)file_pos : TM_DIAG_NO_OFFSET;
+  return TM_OK;
+}
+
+tm_status tm_delegate_compile_spec(const tm_delegate_info *info, uint32_t index, tm_compile_spec *spec) {
+  if (info == NULL || spec == NULL || index >= info->num_specs || info->program == NULL) {
+    return TM_ERR_INVALID_ARGUMENT;
+  }
+  tm_fb fb = tm_program_fb(info->program);
+  tm_fb_vec specs = {info->specs, info->num_specs}, bytes;
+  tm_fb_table t;
+  uint32_t len;
+  if (!tm_fb_vec_table(&fb, &specs, index, &t) || !tm_fb_string(&fb, &t, 0, &spec->key, &len) ||
+      !tm_fb_vector(&fb, &t, 1, 1, &bytes)) {
+    return TM_ERR_INVALID_PROGRAM;
+  }
+  spec->value = info->program->data + bytes.pos;
+  spec->size = bytes.len;
+  return TM_OK;
+}
+
+tm_status tm_delegate_find_compile_spec(const tm_delegate_info *info, const char *key,
+                                        tm_compile_spec *spec) {
+  if (info == NULL || key == NULL) {
+    return TM_ERR_INVALID_ARGUMENT;
+  }
+  for (uint32_t i = 0; i < info->num_specs; ++i) {
+    tm_status st = tm_delegate_compile_spec(info, i, spec);
+    if (st != TM_OK) {
+      return st;
+    }
+    if (strcmp(spec->key, key) == 0) {
+      return TM_OK;
+    }
+  }
+  return TM_ERR_INVALID_ARGUMENT;
 }
 
 static tm_status walk_instruction(walk_ctx *c, uint32_t chain, const tm_fb_vec *instrs, uint32_t i) {
@@ -684,6 +772,20 @@ tm_status tm_program_operator(tm_program *program, const char *method_name, uint
       !tm_fb_vector(&fb, &plan, PLAN_OPERATORS, 4, &ops) || index >= ops.len ||
       !tm_fb_vec_table(&fb, &ops, index, &op) || !tm_fb_string(&fb, &op, OPERATOR_NAME, name, &len) ||
       !tm_fb_string(&fb, &op, OPERATOR_OVERLOAD, overload, &len)) {
+    return TM_ERR_INVALID_ARGUMENT;
+  }
+  return TM_OK;
+}
+
+tm_status tm_program_delegate(tm_program *program, const char *method_name, uint32_t index, const char **id) {
+  tm_fb fb = tm_program_fb(program);
+  tm_fb_table plan, d;
+  tm_fb_vec dels;
+  uint32_t len;
+  *id = NULL;
+  if (program->root == 0 || tm_find_plan(program, method_name, &plan) != TM_OK ||
+      !tm_fb_vector(&fb, &plan, PLAN_DELEGATES, 4, &dels) || index >= dels.len ||
+      !tm_fb_vec_table(&fb, &dels, index, &d) || !tm_fb_string(&fb, &d, DELEGATE_ID, id, &len)) {
     return TM_ERR_INVALID_ARGUMENT;
   }
   return TM_OK;

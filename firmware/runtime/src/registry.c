@@ -1,7 +1,7 @@
 /* Kernel lookup and status names: the small pieces shared by the loader and host tools. */
 #include <string.h>
 
-#include "torchmcu/runtime.h"
+#include "torchmcu/backend.h"
 
 const char *tm_status_name(tm_status status) {
   switch (status) {
@@ -13,6 +13,8 @@ const char *tm_status_name(tm_status status) {
     case TM_ERR_OUT_OF_MEMORY: return "OUT_OF_MEMORY";
     case TM_ERR_INVALID_STATE: return "INVALID_STATE";
     case TM_ERR_KERNEL: return "KERNEL";
+    case TM_ERR_DELEGATE: return "DELEGATE";
+    case TM_ERR_TIMEOUT: return "TIMEOUT";
   }
   return "UNKNOWN_STATUS";
 }
@@ -29,4 +31,26 @@ tm_kernel_fn tm_registry_find(const tm_kernel_registry *registry, const char *na
     }
   }
   return NULL;
+}
+
+const tm_backend *tm_registry_find_backend(const tm_kernel_registry *registry, const char *id) {
+  if (registry == NULL || id == NULL) {
+    return NULL;
+  }
+  for (size_t i = 0; i < registry->num_backends; ++i) {
+    const tm_backend *b = registry->backends[i];
+    if (b != NULL && b->id != NULL && strcmp(b->id, id) == 0) {
+      return b;
+    }
+  }
+  return NULL;
+}
+
+bool tm_delegate_in_arena(const tm_delegate_call *call, const void *data, size_t nbytes) {
+  const uint8_t *p = data;
+  if (nbytes == 0) {
+    return true;
+  }
+  return p != NULL && call->arena != NULL && p >= call->arena &&
+         (size_t)(p - call->arena) <= call->arena_bytes && nbytes <= call->arena_bytes - (size_t)(p - call->arena);
 }

@@ -28,7 +28,8 @@ typedef struct {
   const char *op_overload; /* its overload name, or NULL */
   int32_t instruction;     /* instruction index in the chain, or TM_DIAG_NONE */
   int32_t value;           /* value index in the execution plan, or TM_DIAG_NONE */
-  int32_t argument;        /* kernel argument index, or TM_DIAG_NONE */
+  int32_t argument;        /* kernel or delegate call argument index, or TM_DIAG_NONE */
+  int32_t delegate;        /* delegate index in the plan (op_name then holds its id), or TM_DIAG_NONE */
   uint32_t byte_offset;    /* offset in the .pte of the offending item, or TM_DIAG_NO_OFFSET */
 } tm_diag;
 
@@ -46,6 +47,8 @@ typedef struct {
 
 /* One resolved instruction (internal layout; lives in the metadata buffer). */
 typedef struct tm_instruction tm_instruction;
+/* One delegate: its backend and state (internal layout; lives in the metadata buffer). */
+typedef struct tm_delegate_slot tm_delegate_slot;
 
 typedef struct {
   const tm_program *program;
@@ -61,6 +64,8 @@ typedef struct {
   const uint32_t *outputs;
   uint32_t num_outputs;
   uint8_t *verified;          /* one bit per instruction (metadata buffer), see tm_kernel_context */
+  tm_delegate_slot *delegates; /* one per BackendDelegate of the plan (metadata buffer) */
+  uint32_t num_delegates;
   uint8_t ready;
   tm_diag diag;
 } tm_method;
@@ -82,15 +87,20 @@ tm_status tm_program_method_name(const tm_program *program, uint32_t index, cons
 tm_status tm_program_operator(tm_program *program, const char *method_name, uint32_t index,
                               const char **name, const char **overload);
 
+/* Delegate `index` of a method: its backend id (NUL-terminated, inside the program). */
+tm_status tm_program_delegate(tm_program *program, const char *method_name, uint32_t index, const char **id);
+
 /*
- * Memory a method needs: `meta_bytes` for values, tensors and resolved
- * instructions (8-byte aligned buffer), `arena_bytes` for planned tensors
+ * Memory a method needs: `meta_bytes` for values, tensors, resolved instructions and
+ * per-delegate state (TM_DELEGATE_STATE_BYTES each; 8-byte aligned buffer),
+ * `arena_bytes` for planned tensors
  * (16-byte aligned buffer). `method_name` NULL selects the first method.
  */
 tm_status tm_method_required_memory(tm_program *program, const char *method_name,
                                     size_t *meta_bytes, size_t *arena_bytes);
 
-/* Builds the method inside the two buffers; resolves every operator in `registry`. */
+/* Builds the method inside the two buffers; resolves every operator and delegate backend in
+ * `registry`, initialises each delegate and checks each DelegateCall's arguments. */
 tm_status tm_method_init(tm_method *method, tm_program *program, const char *method_name,
                          const tm_kernel_registry *registry, void *meta, size_t meta_size,
                          void *arena, size_t arena_size);

@@ -27,6 +27,8 @@ typedef enum {
   TM_ERR_OUT_OF_MEMORY = 5,    /* a caller-provided buffer is too small */
   TM_ERR_INVALID_STATE = 6,    /* API called in the wrong order */
   TM_ERR_KERNEL = 7,           /* a kernel failed while running */
+  TM_ERR_DELEGATE = 8,         /* a delegate (backend, NPU) failed while running */
+  TM_ERR_TIMEOUT = 9,          /* a device did not finish in time */
 } tm_status;
 
 /* ScalarType numbers of ExecuTorch's scalar_type.fbs (the subset we handle). */
@@ -123,9 +125,18 @@ typedef struct {
   tm_kernel_fn fn;
 } tm_kernel_entry;
 
+/* A delegate backend (DelegateCall executor, torchmcu/backend.h). */
+typedef struct tm_backend tm_backend;
+
+/*
+ * What an image can run: its kernels, and its delegate backends (looked up by the
+ * BackendDelegate id of the program, e.g. "EthosUBackend"). No backends: NULL, 0.
+ */
 typedef struct {
   const tm_kernel_entry *entries;
   size_t count;
+  const tm_backend *const *backends;
+  size_t num_backends;
 } tm_kernel_registry;
 
 #ifdef __cplusplus
