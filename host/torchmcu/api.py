@@ -217,21 +217,16 @@ def run_on_host(
                 "folder export saved beside the .pte) to run them with the TOSA reference model"
             )
         npu_dir = Path(pte).with_suffix(".npu")
-    from torchmcu.npu.hostrun import load_delegates, tosa_delegate_fn
+    from torchmcu.npu.hostrun import load_delegates, tosa_native_fn
 
-    fn = tosa_delegate_fn(load_delegates(npu_dir, delegates))
-    return native.run_program(data, arrays, delegate_fn=native_delegate_fn(fn))
+    fn = tosa_native_fn(load_delegates(npu_dir, delegates))
+    return native.run_program(data, arrays, delegate_fn=fn)
 
 
 def _delegate_count(data: bytes) -> int:
     from torchmcu.pte.reader import parse
 
     return sum(len(p.delegates) for p in parse(data).execution_plan)
-
-
-def native_delegate_fn(fn: Any) -> Any:
-    """Adapt a logical-order delegate function (torchmcu.npu.hostrun) to native.run_program."""
-    return fn
 
 
 def _to_numpy(x: Any) -> np.ndarray:

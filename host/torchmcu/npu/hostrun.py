@@ -4,9 +4,10 @@ The .pte holds only Vela blobs, which nothing here can execute. export keeps two
 forms of every subgraph: the carved sub-Program (run by the reference interpreter: our integer
 semantics) and its TOSA flatbuffer, saved beside the .pte as ``<name>.npu/delegate<k>.tosa``
 with ``delegate<k>.json`` (I/O order, sizes and dim orders), run by the TOSA reference model.
-Both are offered as delegate functions ``fn(delegate_index, args) -> outputs`` taking every
-argument of the DelegateCall in logical order ([inputs..., outputs..., scratch]) and returning
-the outputs in logical order.
+For the reference interpreter both are offered as delegate functions
+``fn(delegate_index, args) -> outputs`` taking every argument of the DelegateCall in logical
+order ([inputs..., outputs..., scratch]) and returning the outputs in logical order; for the C
+runtime (native.run_program) `tosa_native_fn` takes the call's inputs in physical layout.
 """
 
 from __future__ import annotations
@@ -80,6 +81,30 @@ def run_saved(d: SavedDelegate, inputs: Sequence[np.ndarray]) -> list[np.ndarray
                 for x, m in zip(inputs, d.inputs)]
     outs = run_tosa_reference(d.graph, physical)
     return [_logical(o, m) for o, m in zip(outs, d.outputs)]
+
+
+def _physical_shape(meta: dict[str, Any]) -> list[int]:
+    return [meta["sizes"][d] for d in meta["dim_order"]]
+
+
+def tosa_native_fn(delegates: Sequence[SavedDelegate]) -> DelegateFn:
+    """For native.run_program(delegate_fn=...): the C runtime hands each DelegateCall's inputs
+    in physical memory layout and takes the outputs back the same way; the TOSA reference model
+    works in that layout too (NHWC), so only shapes are normalised here."""
+    from torchmcu.npu.tosa_lower import run_tosa_reference
+
+    def run(index: int, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        d = delegates[index]
+        if len(inputs) != len(d.inputs):
+            raise ValueError(f"delegate {index}: the runtime passed {len(inputs)} inputs, the saved "
+                             f"TOSA subgraph takes {len(d.inputs)}")
+        ins = [np.ascontiguousarray(np.asarray(x).reshape(_physical_shape(m)), dtype=m["dtype"])
+               for x, m in zip(inputs, d.inputs)]
+        outs = run_tosa_reference(d.graph, ins)
+        return [np.ascontiguousarray(np.asarray(o).reshape(_physical_shape(m)), dtype=m["dtype"])
+                for o, m in zip(outs, d.outputs)]
+
+    return run
 
 
 def tosa_delegate_fn(delegates: Sequence[SavedDelegate]) -> DelegateFn:
