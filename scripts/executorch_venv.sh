@@ -6,9 +6,11 @@
 # packages that `executorch.exir` needs at import time, so the venv stays small
 # and its torch is the pinned CPU build (an unpinned torch pulls CUDA wheels).
 #
-# Usage: scripts/executorch_venv.sh [--cortex-m]
+# Usage: scripts/executorch_venv.sh [--cortex-m] [--ethos-u]
 #   --cortex-m  also install what ExecuTorch's Cortex-M export flow imports
 #               (torchao, tosa-tools and friends).
+#   --ethos-u   also what its Ethos-U flow needs (the --cortex-m set plus Vela,
+#               pinned to the version torchmcu uses so cycle estimates compare).
 # Prints the venv's python path on the last line of stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,9 +19,11 @@ VENV="${TORCHMCU_ET_VENV:-$ROOT/.venv-executorch}"
 PY="${PYTHON:-python3}"
 
 WITH_CORTEX_M=0
+WITH_ETHOS_U=0
 for arg in "$@"; do
   case "$arg" in
     --cortex-m) WITH_CORTEX_M=1 ;;
+    --ethos-u) WITH_CORTEX_M=1; WITH_ETHOS_U=1 ;;
     *) echo "unknown argument: $arg" >&2; exit 2 ;;
   esac
 done
@@ -30,6 +34,7 @@ flock 9
 
 BASE_STAMP="$VENV/.torchmcu-base-ok"
 CM_STAMP="$VENV/.torchmcu-cortex-m-ok"
+EU_STAMP="$VENV/.torchmcu-ethos-u-ok"
 
 if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV" >&2
@@ -59,6 +64,16 @@ if [ "$WITH_CORTEX_M" = 1 ] && [ "$(cat "$CM_STAMP" 2>/dev/null)" != "$CM_REQS" 
   "$VPY" -c "from executorch.backends.cortex_m.quantizer.quantizer import CortexMQuantizer; \
 from executorch.backends.cortex_m.passes.cortex_m_pass_manager import CortexMPassManager" >&2
   echo "$CM_REQS" > "$CM_STAMP"
+fi
+
+# ExecuTorch's Ethos-U flow (EthosUQuantizer, EthosUPartitioner) runs Vela in-process.
+EU_REQS="ethos-u-vela==5.2.0"
+if [ "$WITH_ETHOS_U" = 1 ] && [ "$(cat "$EU_STAMP" 2>/dev/null)" != "$EU_REQS" ]; then
+  # shellcheck disable=SC2086
+  "$VPY" -m pip install -q $EU_REQS >&2
+  "$VPY" -c "from executorch.backends.arm.ethosu import EthosUCompileSpec, EthosUPartitioner; \
+from executorch.backends.arm.quantizer import EthosUQuantizer; from ethosu.vela import vela" >&2
+  echo "$EU_REQS" > "$EU_STAMP"
 fi
 
 echo "$VPY"

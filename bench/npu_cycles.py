@@ -1,0 +1,395 @@
+"""NPU benchmark: Vela cycle estimates and NPU shares, torchmcu vs ExecuTorch's Ethos-U flow.
+
+For each (model, accelerator) it prints, in one run:
+  - torchmcu: Vela's total and NPU cycles summed over the program's delegates, the number of
+    delegates, the fraction of operators and MACs on the NPU, and the export time (excluding
+    the calibration forward passes), from torchmcu.export(..., npu=...) and its report;
+  - ExecuTorch 1.5.1 (when .venv-executorch has its Ethos-U flow: scripts/executorch_venv.sh
+    --ethos-u): the same Vela figures for its EthosUQuantizer / EthosUPartitioner /
+    to_edge_transform_and_lower on the same net and calibration samples, the operators it
+    leaves on the CPU, and its export time.
+Both use the same Vela (5.2.0) and the same system config and memory mode: by default
+ExecuTorch's defaults (ethos-u55: Ethos_U55_High_End_Embedded + Shared_Sram; ethos-u65:
+Ethos_U65_High_End + Dedicated_Sram_384KB; ethos-u85: Ethos_U85_SYS_DRAM_Mid + Sram_Only).
+
+Usage:  python bench/npu_cycles.py [--models ds_cnn resnet8 ...] [--npus ethos-u55-128 ...]
+        [--calibration 8] [--memory-mode MODE] [--json results.json] [--no-executorch]
+        [--no-warm-up]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import inspect
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+ET_PYTHON = Path(os.environ.get("TORCHMCU_ET_VENV", ROOT / ".venv-executorch")) / "bin" / "python"
+DEFAULT_MODELS = ("ds_cnn", "resnet8", "mobilenet_v1_025", "deep_autoencoder", "mobilenet_v2_like")
+DEFAULT_NPUS = ("ethos-u55-128", "ethos-u85-256")
+# ExecuTorch 1.5.1's EthosUCompileSpec defaults per family (system config, memory mode).
+ET_DEFAULTS = {
+    "u55": ("Ethos_U55_High_End_Embedded", "Shared_Sram"),
+    "u65": ("Ethos_U65_High_End", "Dedicated_Sram_384KB"),
+    "u85": ("Ethos_U85_SYS_DRAM_Mid", "Sram_Only"),
+}
+BOARD_FOR_FAMILY = {"u55": "corstone-300", "u65": "corstone-300", "u85": "corstone-320"}
+
+
+@dataclass
+class Figures:
+    """One flow's result for one (model, NPU); None where it could not be measured."""
+
+    cycles_total: int | None = None
+    cycles_npu: int | None = None
+    delegates: int | None = None
+    ops_fraction: float | None = None
+    macs_fraction: float | None = None
+    seconds: float | None = None
+    cpu_ops: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+def family(npu: str) -> str:
+    return npu.split("-")[1]
+
+
+class _TimedSamples:
+    """Calibration samples that add up the time the consumer spends between them (the forward
+    passes), so it can be subtracted from the export time."""
+
+    def __init__(self, samples: Sequence[tuple[Any, ...]]) -> None:
+        self.samples = samples
+        self.seconds = 0.0
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        self.seconds = 0.0
+        handed_out: float | None = None
+        for sample in self.samples:
+            if handed_out is not None:
+                self.seconds += time.perf_counter() - handed_out
+            handed_out = time.perf_counter()
+            yield sample
+        if handed_out is not None:
+            self.seconds += time.perf_counter() - handed_out
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+
+# ----------------------------------------------------------------------------- torchmcu
+def torchmcu_has_npu() -> str | None:
+    """None when torchmcu.export takes npu=..., else why not."""
+    import torchmcu
+
+    if "npu" not in inspect.signature(torchmcu.export).parameters:
+        return "torchmcu.export has no npu= argument yet"
+    return None
+
+
+def bench_torchmcu(name: str, npu: str, n_cal: int, sys_cfg: str, mode: str) -> Figures:
+    import torchmcu
+    from torchmcu.examples import build, calibration
+
+    model, inputs = build(name)
+    samples = _TimedSamples(calibration(name, n_cal, seed=1))
+    try:
+        started = time.perf_counter()
+        exported = torchmcu.export(
+            model,
+            inputs,
+            calibration=samples,
+            board=BOARD_FOR_FAMILY[family(npu)],
+            npu=npu,
+            system_config=sys_cfg,
+            memory_mode=mode,
+        )
+        elapsed = time.perf_counter() - started - samples.seconds
+    except Exception as exc:  # noqa: BLE001  (report it and go on with the other runs)
+        return Figures(error=f"{type(exc).__name__}: {exc}"[:200])
+    rep = exported.report.get("npu") or {}
+    est = rep.get("estimate", {})
+    return Figures(
+        cycles_total=est.get("cycles_total"),
+        cycles_npu=est.get("cycles_npu"),
+        delegates=len(rep.get("delegates", [])),
+        ops_fraction=rep.get("operators", {}).get("fraction"),
+        macs_fraction=rep.get("macs", {}).get("fraction"),
+        seconds=elapsed,
+        cpu_ops=sorted(
+            {
+                op
+                for p in rep.get("placement", [])
+                if p.get("where") != "npu"
+                for op in p.get("ops", [])
+            }
+        ),
+    )
+
+
+def warm_up(npu: str) -> None:
+    """Import everything and export a tiny model once, so no timed run pays first-call costs."""
+    import torchmcu
+    from torchmcu.examples import build, calibration
+
+    model, inputs = build("mlp")
+    try:
+        torchmcu.export(
+            model,
+            inputs,
+            calibration=calibration("mlp", 2),
+            board=BOARD_FOR_FAMILY[family(npu)],
+            npu=npu,
+        )
+    except Exception as exc:  # noqa: BLE001
+        print(f"(warm-up export failed: {type(exc).__name__}: {str(exc)[:120]})")
+
+
+# ----------------------------------------------------------------------------- ExecuTorch
+def executorch_available() -> str | None:
+    """None if ExecuTorch's Ethos-U flow can run, else why not."""
+    if not ET_PYTHON.exists():
+        return f"{ET_PYTHON} not found (scripts/executorch_venv.sh --ethos-u creates it)"
+    if not (ET_PYTHON.parent.parent / ".torchmcu-ethos-u-ok").exists():
+        return "the ExecuTorch venv lacks its Ethos-U flow (scripts/executorch_venv.sh --ethos-u)"
+    return None
+
+
+def bench_executorch(jobs: list[dict[str, Any]], work: Path, with_warm_up: bool) -> list[Figures]:
+    """Run all ExecuTorch jobs in one worker process (its imports take several seconds);
+    with_warm_up: export a tiny model first, untimed, as on our side."""
+    import numpy as np
+    from torchmcu.examples import calibration
+
+    n = len(jobs)
+    jobs = [{**jobs[0], "warm_up": True, "model": "mlp"}, *jobs] if with_warm_up else list(jobs)
+    for job in jobs:
+        path = work / f"calib_{job['model']}.npz"
+        if not path.exists():
+            samples = calibration(job["model"], job["n_cal"], seed=1)
+            np.savez(
+                path,
+                **{
+                    f"arg{i}": np.stack([s[i].numpy() for s in samples])
+                    for i in range(len(samples[0]))
+                },
+            )
+        job["calibration"] = str(path)
+    out = work / "executorch.json"
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "host"))
+    cmd = [
+        str(ET_PYTHON),
+        str(Path(__file__).resolve()),
+        "--executorch-worker",
+        json.dumps(jobs),
+        "--json",
+        str(out),
+    ]
+    try:
+        done = subprocess.run(
+            cmd,
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=3600,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return [Figures(error="timed out") for _ in range(n)]
+    if done.returncode != 0 or not out.exists():
+        last = (done.stderr or done.stdout).strip().splitlines() or ["no output"]
+        return [Figures(error=f"worker exit {done.returncode}: {last[-1][:160]}") for _ in range(n)]
+    return [Figures(**f) for f in json.loads(out.read_text())]
+
+
+def executorch_worker(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Inside the ExecuTorch venv: its Ethos-U flow per job, Vela's summary per delegate."""
+    import numpy as np
+    import torch
+    from executorch.backends.arm import arm_vela
+    from executorch.backends.arm.ethosu import EthosUCompileSpec, EthosUPartitioner
+    from executorch.backends.arm.quantizer import (
+        EthosUQuantizer,
+        get_symmetric_quantization_config,
+    )
+    from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+    from torchmcu.examples.models import build
+
+    summaries: list[dict[str, str]] = []
+    real_main = arm_vela.vela.main
+
+    def main_with_summary(argv: list[str]) -> Any:
+        status = real_main(argv)
+        out_dir = next(a.split("=", 1)[1] for a in argv if a.startswith("--output-dir="))
+        for path in sorted(Path(out_dir).glob("*_summary_*.csv")):
+            with open(path, newline="") as f:
+                summaries.extend(csv.DictReader(f))
+        return status
+
+    arm_vela.vela.main = main_with_summary
+    results = []
+    for job in jobs:
+        summaries.clear()
+        try:
+            model, example = build(job["model"])
+            with np.load(job["calibration"]) as z:
+                arrays = [z[f"arg{i}"] for i in range(len(z.files))]
+            calib = [tuple(torch.from_numpy(a[s]) for a in arrays) for s in range(len(arrays[0]))]
+            spec = EthosUCompileSpec(
+                job["npu"], system_config=job["system_config"], memory_mode=job["memory_mode"]
+            )
+            with torch.no_grad():
+                t0 = time.perf_counter()
+                captured = torch.export.export(model, tuple(example)).module()
+                quantizer = EthosUQuantizer(spec)
+                quantizer.set_global(get_symmetric_quantization_config(is_per_channel=True))
+                prepared = prepare_pt2e(captured, quantizer)
+                t1 = time.perf_counter()
+                for sample in calib:
+                    prepared(*sample)
+                t2 = time.perf_counter()
+                converted = convert_pt2e(prepared)
+                exported = torch.export.export(converted, tuple(example))
+                edge = to_edge_transform_and_lower(
+                    exported,
+                    partitioner=[EthosUPartitioner(spec)],
+                    compile_config=EdgeCompileConfig(_check_ir_validity=False),
+                )
+                program = edge.to_executorch()
+                bytes(program.buffer)
+                t3 = time.perf_counter()
+            graph = edge.exported_program().graph
+            cpu_ops = sorted(
+                {
+                    str(getattr(n.target, "__name__", n.target))
+                    for n in graph.nodes
+                    if n.op == "call_function"
+                    and "call_delegate" not in str(n.target)
+                    and "getitem" not in str(n.target)
+                }
+            )
+            delegates = sum(1 for n in graph.nodes if "call_delegate" in str(n.target))
+            results.append(
+                asdict(
+                    Figures(
+                        cycles_total=sum(int(float(s["cycles_total"])) for s in summaries),
+                        cycles_npu=sum(int(float(s["cycles_npu"])) for s in summaries),
+                        delegates=delegates,
+                        seconds=(t1 - t0) + (t3 - t2),
+                        cpu_ops=cpu_ops,
+                    )
+                )
+            )
+        except Exception as exc:  # noqa: BLE001  (report it, go on)
+            results.append(asdict(Figures(error=f"{type(exc).__name__}: {exc}"[:200])))
+    return [r for r, job in zip(results, jobs, strict=True) if not job.get("warm_up")]
+
+
+# ----------------------------------------------------------------------------- output
+def _fmt(v: float | None, spec: str) -> str:
+    return "n/a" if v is None else format(v, spec)
+
+
+def print_table(rows: list[tuple[str, str, Figures, Figures | None]]) -> None:
+    print(
+        f"{'model':<18} {'npu':<14} {'flow':<10} {'cycles':>10} {'npu cyc':>10} {'deleg':>5} "
+        f"{'ops%':>6} {'MACs%':>6} {'export s':>8}  notes"
+    )
+    for model, npu, ours, theirs in rows:
+        for flow, f in (("torchmcu", ours), ("executorch", theirs)):
+            if f is None:
+                continue
+            notes = f.error or (("CPU: " + ", ".join(f.cpu_ops)) if f.cpu_ops else "")
+            pct = lambda x: None if x is None else 100 * x
+            print(
+                f"{model:<18} {npu:<14} {flow:<10} {_fmt(f.cycles_total, ',d'):>10} "
+                f"{_fmt(f.cycles_npu, ',d'):>10} {_fmt(f.delegates, 'd'):>5} "
+                f"{_fmt(pct(f.ops_fraction), '.1f'):>6} {_fmt(pct(f.macs_fraction), '.1f'):>6} "
+                f"{_fmt(f.seconds, '.2f'):>8}  {notes[:90]}"
+            )
+        if ours.cycles_total and theirs is not None and theirs.cycles_total:
+            print(
+                f"{'':<18} {'':<14} {'ratio':<10} {ours.cycles_total / theirs.cycles_total:>10.3f}"
+                "  (torchmcu / ExecuTorch total cycles; target <= 1)"
+            )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", nargs="+", default=list(DEFAULT_MODELS))
+    ap.add_argument("--npus", nargs="+", default=list(DEFAULT_NPUS))
+    ap.add_argument("--calibration", type=int, default=8, help="calibration samples")
+    ap.add_argument("--memory-mode", help="override the memory mode for every NPU")
+    ap.add_argument("--json", type=Path, help="write the figures here")
+    ap.add_argument("--no-executorch", action="store_true")
+    ap.add_argument("--no-warm-up", action="store_true", help="time first-call costs too")
+    ap.add_argument("--executorch-worker", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+
+    if args.executorch_worker:  # running inside the ExecuTorch venv
+        results = executorch_worker(json.loads(args.executorch_worker))
+        args.json.write_text(json.dumps(results))
+        return 0
+
+    sys.path.insert(0, str(ROOT / "host"))  # works without an installed torchmcu too
+    runs = []
+    for model in args.models:
+        for npu in args.npus:
+            sys_cfg, mode = ET_DEFAULTS[family(npu)]
+            runs.append(
+                {
+                    "model": model,
+                    "npu": npu,
+                    "system_config": sys_cfg,
+                    "memory_mode": args.memory_mode or mode,
+                    "n_cal": args.calibration,
+                }
+            )
+    why_not = torchmcu_has_npu()
+    if why_not is None and not args.no_warm_up:
+        warm_up(args.npus[0])
+    ours = [
+        Figures(error=why_not)
+        if why_not
+        else bench_torchmcu(r["model"], r["npu"], r["n_cal"], r["system_config"], r["memory_mode"])
+        for r in runs
+    ]
+    theirs: list[Figures | None] = [None] * len(runs)
+    et_missing = None if not args.no_executorch else "--no-executorch"
+    et_missing = et_missing or executorch_available()
+    if et_missing is None:
+        with tempfile.TemporaryDirectory(prefix="npu-bench-") as tmp:
+            theirs = list(bench_executorch(runs, Path(tmp), not args.no_warm_up))
+    for r in runs:
+        print(f"# {r['model']} {r['npu']}: {r['system_config']} + {r['memory_mode']}")
+    print_table([(r["model"], r["npu"], o, t) for r, o, t in zip(runs, ours, theirs, strict=True)])
+    if et_missing:
+        print(f"(ExecuTorch not run: {et_missing})")
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                [
+                    {**r, "torchmcu": asdict(o), "executorch": None if t is None else asdict(t)}
+                    for r, o, t in zip(runs, ours, theirs, strict=True)
+                ],
+                indent=1,
+            )
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
