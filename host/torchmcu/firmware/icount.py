@@ -334,14 +334,16 @@ def profile_instructions(
     for run in runs:
         got = [(op["instruction"], op["op"]) for op in run["operators"]]
         if got != calls:
+            diff = next(i for i, (a, b) in enumerate(zip([*got, None], [*calls, None])) if a != b)
             raise IcountError(
                 f"the runner profiled {len(got)} calls, the program has {len(calls)} kernel calls "
-                f"(first difference near {next((a, b) for a, b in zip(got + [None], calls + [None]) if a != b)}): "
-                f"is {elf} built with this program?"
+                f"(they differ from call {diff} on): is {elf} built with this program?"
             )
         kernels.append(
             [
-                KernelCount(instruction=op["instruction"], op=op["op"], instructions=op["count"] or 0)
+                KernelCount(
+                    instruction=op["instruction"], op=op["op"], instructions=op["count"] or 0
+                )
                 for op in run["operators"]
             ]
         )

@@ -235,10 +235,8 @@ def profile_run(
             raise ProfileError(f"{elf} printed no profile (TM_PROFILE lines)")
         if any(r["counter"] == "none" for r in runs):
             raise ProfileError(f"the cycle counter of {board} did not advance (no PMU/DWT?)")
-        unit_source = runs[0]["counter"]
-        return Profile(unit="cycles", source=unit_source, board=board, arena=[], runs=runs), (
-            result.console
-        )
+        cycles = Profile(unit="cycles", source=runs[0]["counter"], board=board, arena=[], runs=runs)
+        return cycles, result.console
     lo, hi = arena_range(elf)
     regions = {"inference": ("tm_bench_begin", "tm_bench_end"), "kernel": (PROFILE_MARKER,) * 2}
     counts = count_instructions(elf, board, regions, timeout=timeout, check=check, arena=(lo, hi))
@@ -251,9 +249,10 @@ def profile_run(
         counts["arena"]["kernel"],
         counts["regions"]["inference"],
     )
-    return Profile(unit="instructions", source="qemu-plugin", board=board, arena=[lo, hi], runs=runs), (
-        counts["console"]
+    profile = Profile(
+        unit="instructions", source="qemu-plugin", board=board, arena=[lo, hi], runs=runs
     )
+    return profile, counts["console"]
 
 
 def table(profile: Profile, run: int = 0) -> str:
