@@ -593,3 +593,19 @@ def test_our_ini_equals_velas_numbers() -> None:
     for board in ("corstone-300", "corstone-320"):
         for npu in get_board(board).config["npu"]["choices"]:
             resolve_target(board, npu)
+
+
+def test_parse_blob_never_fails_other_than_blob_error() -> None:
+    """Every truncation and every single-byte change of a valid blob either parses or raises
+    BlobError (no struct/index/unicode error escapes)."""
+    raw, _ = _hand_blob()
+    variants = [raw[:n] for n in range(len(raw))]
+    variants += [_edit(raw, i, bytes([v])) for i in range(len(raw)) for v in (0x00, 0x80, 0xFF)]
+    rejected = 0
+    for bad in variants:
+        try:
+            parse_blob(bad)
+        except BlobError:
+            rejected += 1
+    # All truncations are rejected; some byte changes (data bytes) are still valid blobs.
+    assert rejected >= len(raw)
