@@ -83,8 +83,10 @@ def trace_storage(plan: pm.ExecutionPlan) -> StorageTrace:
         for s, e, storage in reversed(live):
             if s < end and start < e:
                 if (s, e) != (start, end):
-                    raise CarveError(f"{where}: value {vi} views bytes [{start}, {end}) that only partly "
-                                     f"overlap the tensor written there ([{s}, {e}))")
+                    raise CarveError(
+                        f"{where}: value {vi} views bytes [{start}, {end}) that only partly "
+                        f"overlap the tensor written there ([{s}, {e}))"
+                    )
                 return storage
         raise CarveError(f"{where}: value {vi} reads arena bytes [{start}, {end}) nothing wrote")
 
@@ -95,7 +97,9 @@ def trace_storage(plan: pm.ExecutionPlan) -> StorageTrace:
         if isinstance(instr, pm.FreeCall):
             continue
         if not isinstance(instr, pm.KernelCall):
-            raise CarveError(f"instruction {i}: {type(instr).__name__} cannot be traced (KernelCalls only)")
+            raise CarveError(
+                f"instruction {i}: {type(instr).__name__} cannot be traced (KernelCalls only)"
+            )
         where = f"instruction {i}"
         reads[i] = {}
         for pos, vi in enumerate(instr.args[:-2]):
@@ -122,7 +126,7 @@ def carve(program: pm.Program, instruction_indices: list[int]) -> Carved:
         raise CarveError("program has no execution plan")
     plan = program.execution_plan[0]
     instructions = plan.chains[0].instructions
-    chosen = sorted(set(int(i) for i in instruction_indices))
+    chosen = sorted({int(i) for i in instruction_indices})
     if not chosen:
         raise CarveError("no instructions to carve")
     if len(chosen) != len(instruction_indices):
@@ -174,8 +178,10 @@ def _check_convex(trace: StorageTrace, inside: set[int], count: int) -> None:
         if i in inside:
             bad = sources & tainted
             if bad:
-                raise CarveError(f"instruction {i} reads the result of instruction {min(bad)}, which is "
-                                 "outside the set but depends on it: the set is not convex")
+                raise CarveError(
+                    f"instruction {i} reads the result of instruction {min(bad)}, which is "
+                    "outside the set but depends on it: the set is not convex"
+                )
         elif sources & (inside | tainted):
             tainted.add(i)
 
@@ -204,8 +210,9 @@ class _SubBuilder:
         if key not in self._views:
             t = self.plan.values[vi]
             assert isinstance(t, pm.Tensor)
-            self._views[key] = self.b.planned(self.storage_buffer[storage], pm.ScalarType(t.scalar_type),
-                                              t.sizes, t.dim_order)
+            self._views[key] = self.b.planned(
+                self.storage_buffer[storage], pm.ScalarType(t.scalar_type), t.sizes, t.dim_order
+            )
         return self._views[key]
 
     def _constant(self, vi: int) -> int:
@@ -215,9 +222,15 @@ class _SubBuilder:
             if t.data_buffer_idx >= len(self.parent.constants):
                 raise CarveError(f"value {vi}: constant buffer {t.data_buffer_idx} does not exist")
             self.b.constants.append(self.parent.constants[t.data_buffer_idx])
-            self._const[vi] = self.b.add(pm.Tensor(t.scalar_type, list(t.sizes), list(t.dim_order),
-                                                   data_buffer_idx=len(self.b.constants) - 1,
-                                                   storage_offset=t.storage_offset))
+            self._const[vi] = self.b.add(
+                pm.Tensor(
+                    t.scalar_type,
+                    list(t.sizes),
+                    list(t.dim_order),
+                    data_buffer_idx=len(self.b.constants) - 1,
+                    storage_offset=t.storage_offset,
+                )
+            )
         return self._const[vi]
 
     def _scalar(self, vi: int) -> int:
@@ -232,7 +245,9 @@ class _SubBuilder:
                 self._scalars[vi] = self.b.add(type(v)(**vars(v)))
         return self._scalars[vi]
 
-    def copy_call(self, index: int, call: pm.KernelCall, reads: dict[int, Storage], out: Storage) -> None:
+    def copy_call(
+        self, index: int, call: pm.KernelCall, reads: dict[int, Storage], out: Storage
+    ) -> None:
         op = self.plan.operators[call.op_index]
         new_index = len(self.b.instructions)
         args: list[int] = []
@@ -246,7 +261,9 @@ class _SubBuilder:
                 key = self.b.new_buffer(f"scratch{index}", v.nbytes)
                 args.append(self.b.planned(key, pm.ScalarType(v.scalar_type), v.sizes, v.dim_order))
             elif isinstance(v, pm.Tensor):
-                raise CarveError(f"instruction {index}: value {vi} has neither data nor an allocation")
+                raise CarveError(
+                    f"instruction {index}: value {vi} has neither data nor an allocation"
+                )
             else:
                 args.append(self._scalar(vi))
         self.new_storage(out, self.plan.values[call.args[-2]])

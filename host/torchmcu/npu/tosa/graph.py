@@ -1,0 +1,300 @@
+"""Building blocks of the TOSA 1.0 lowering: the serializer wrapper and call argument access.
+
+Everything the op families share lives here: constants, RESCALE in the one rounding
+mode we use (DOUBLE_ROUND, which equals CMSIS-NN's requantization), CLAMP, RESHAPE,
+SLICE, and the window arithmetic TOSA's exact-output-size rule needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from torchmcu.pte import program as pm
+
+_NP = {
+    pm.ScalarType.BYTE: np.uint8,
+    pm.ScalarType.CHAR: np.int8,
+    pm.ScalarType.SHORT: np.int16,
+    pm.ScalarType.INT: np.int32,
+    pm.ScalarType.LONG: np.int64,
+}
+
+
+class TosaLoweringError(ValueError):
+    """A KernelCall the TOSA lowering cannot express exactly (names the instruction)."""
+
+
+def ts():
+    """The tosa_serializer module (imported late: it is only needed when lowering)."""
+    import tosa_serializer
+
+    return tosa_serializer
+
+
+def attr(kind: str, *args) -> object:
+    """An initialised attribute (TOSA 1.0 needs one on every operator)."""
+    a = ts().TosaSerializerAttribute()
+    getattr(a, kind)(*args)
+    return a
+
+
+@dataclass
+class Tensor:
+    """A TOSA tensor of the graph being built, with its shape and dtype name."""
+
+    obj: object
+    shape: tuple[int, ...]
+    dtype: str  # "INT8" | "INT32"
+
+    @property
+    def name(self) -> str:
+        return self.obj.name  # type: ignore[attr-defined]
+
+
+def physical_shape(t: pm.Tensor) -> tuple[int, ...]:
+    return tuple(int(t.sizes[d]) for d in t.dim_order)
+
+
+def _strides(sizes: Sequence[int], order: Sequence[int]) -> dict[int, int]:
+    strides, step = {}, 1
+    for d in reversed(order):
+        strides[d] = step
+        step *= sizes[d]
+    return strides
+
+
+def laid_out_as(t: pm.Tensor, order: Sequence[int]) -> bool:
+    """t's bytes are in `order` (dims of size 1 do not matter)."""
+    if len(t.sizes) != len(order):
+        return False
+    a, b = _strides(t.sizes, t.dim_order), _strides(t.sizes, order)
+    return all(a[d] == b[d] for d in range(len(t.sizes)) if t.sizes[d] > 1)
+
+
+class Graph:
+    """One TOSA 1.0 graph under construction."""
+
+    def __init__(self) -> None:
+        self.g = ts().TosaSerializer(
+            "", targetMajor=1, targetMinor=0, targetPatch=0, targetDraft=False
+        )
+
+    def dtype(self, name: str):
+        return getattr(ts().DType, name)
+
+    # -- tensors ------------------------------------------------------------------------------
+    def placeholder(self, shape: Sequence[int], dtype: str = "INT8") -> Tensor:
+        return Tensor(self.g.addPlaceholder(list(shape), self.dtype(dtype)), tuple(shape), dtype)
+
+    def intermediate(self, shape: Sequence[int], dtype: str) -> Tensor:
+        return Tensor(self.g.addIntermediate(list(shape), self.dtype(dtype)), tuple(shape), dtype)
+
+    def const(self, array: np.ndarray, dtype: str) -> Tensor:
+        arr = np.ascontiguousarray(array)
+        shape = list(arr.shape) or [1]
+        return Tensor(
+            self.g.addConst(shape, self.dtype(dtype), arr.reshape(shape)), tuple(shape), dtype
+        )
+
+    def scalar(self, value: int, dtype: str) -> Tensor:
+        """A one-element tensor (zero points, MUL's shift)."""
+        np_type = {"INT8": np.int8, "INT32": np.int32}[dtype]
+        return self.const(np.array([value], dtype=np_type), dtype)
+
+    def shape_const(self, values: Sequence[int]) -> Tensor:
+        vals = [int(v) for v in values]
+        return Tensor(
+            self.g.addConst([len(vals)], self.dtype("SHAPE"), np.array(vals, dtype=np.int64)),
+            (len(vals),),
+            "SHAPE",
+        )
+
+    def mark_output(self, t: Tensor) -> None:
+        self.g.addOutputTensor(t.obj)
+
+    def op(
+        self, op: str, inputs: Sequence[Tensor], out_shape: Sequence[int], out_dtype: str, attribute
+    ) -> Tensor:
+        out = self.intermediate(out_shape, out_dtype)
+        self.g.addOperator(getattr(ts().Op, op), [t.name for t in inputs], [out.name], attribute)
+        return out
+
+    def serialize(self) -> bytes:
+        return bytes(self.g.serialize())
+
+    # -- shared operators ------------------------------------------------------------------------
+    def reshape(self, x: Tensor, shape: Sequence[int]) -> Tensor:
+        shape = tuple(int(s) for s in shape)
+        if shape == x.shape:
+            return x
+        if int(np.prod(shape)) != int(np.prod(x.shape)):
+            raise TosaLoweringError(f"cannot reshape {list(x.shape)} to {list(shape)}")
+        return self.op(
+            "RESHAPE", [x, self.shape_const(shape)], shape, x.dtype, attr("ReshapeAttribute")
+        )
+
+    def slice(self, x: Tensor, start: Sequence[int], size: Sequence[int]) -> Tensor:
+        if tuple(size) == x.shape:
+            return x
+        return self.op(
+            "SLICE",
+            [x, self.shape_const(start), self.shape_const(size)],
+            size,
+            x.dtype,
+            attr("SliceAttribute"),
+        )
+
+    def rescale(
+        self,
+        x: Tensor,
+        out_dtype: str,
+        multipliers: Sequence[int],
+        tosa_shifts: Sequence[int],
+        input_zp: int = 0,
+        output_zp: int = 0,
+    ) -> Tensor:
+        """RESCALE with DOUBLE_ROUND: out = ((v - input_zp) * m + r) >> shift + output_zp, where r is
+        2^(shift-1), plus or minus 2^30 when shift > 31 (TOSA's definition); per channel when
+        several multipliers are given (the last axis)."""
+        mults = [int(m) for m in multipliers]
+        shifts = [int(s) for s in tosa_shifts]
+        for m, s in zip(mults, shifts):
+            if not (0 <= m < (1 << 31)) or not 2 <= s <= 62:
+                raise TosaLoweringError(
+                    f"RESCALE multiplier {m} / shift {s} outside TOSA's range "
+                    "(0 <= m < 2^31, 2 <= shift <= 62)"
+                )
+        mt = self.const(np.array(mults, dtype=np.int32), "INT32")
+        st = self.const(np.array(shifts, dtype=np.int8), "INT8")
+        izp = self.scalar(input_zp, x.dtype)
+        ozp = self.scalar(output_zp, out_dtype)
+        a = attr(
+            "RescaleAttribute", True, ts().RoundingMode.DOUBLE_ROUND, len(mults) > 1, False, False
+        )
+        return self.op("RESCALE", [x, mt, st, izp, ozp], x.shape, out_dtype, a)
+
+    def requantize(
+        self,
+        acc: Tensor,
+        multipliers: Sequence[int],
+        shifts: Sequence[int],
+        output_zp: int,
+        act_min: int = -128,
+        act_max: int = 127,
+    ) -> Tensor:
+        """int32 accumulator -> int8 with our (multiplier, shift) pairs (shift > 0: left), the
+        CMSIS-NN requantization: TOSA shift = 31 - shift with DOUBLE_ROUND is the same function."""
+        mults = [int(m) for m in multipliers]
+        ours = [int(s) for s in shifts]
+        if len(ours) == 1 and len(mults) > 1:
+            ours = ours * len(mults)
+        if len(mults) == 1 and len(ours) > 1:
+            mults = mults * len(ours)
+        if len(mults) > 1 and len(mults) != acc.shape[-1]:
+            raise TosaLoweringError(f"{len(mults)} multipliers for {acc.shape[-1]} channels")
+        if len(set(zip(mults, ours))) == 1:
+            mults, ours = mults[:1], ours[:1]
+        out = self.rescale(acc, "INT8", mults, [31 - s for s in ours], 0, output_zp)
+        return self.clamp(out, act_min, act_max)
+
+    def clamp(self, x: Tensor, lo: int, hi: int) -> Tensor:
+        """CLAMP of an int8 tensor; nothing when the range is all of int8."""
+        if lo <= -128 and hi >= 127:
+            return x
+        lo_b = list(np.array([lo], dtype=np.int8).view(np.uint8).tolist())
+        hi_b = list(np.array([hi], dtype=np.int8).view(np.uint8).tolist())
+        a = attr("ClampAttribute", lo_b, hi_b, ts().NanPropagationMode.PROPAGATE)
+        return self.op("CLAMP", [x], x.shape, x.dtype, a)
+
+
+class Args:
+    """Argument access for one KernelCall of a sub-Program."""
+
+    def __init__(
+        self, program: pm.Program, plan: pm.ExecutionPlan, call: pm.KernelCall, where: str
+    ) -> None:
+        self.program = program
+        self.plan = plan
+        self.args = list(call.args)
+        self.where = where
+
+    def error(self, message: str) -> TosaLoweringError:
+        return TosaLoweringError(f"{self.where}: {message}")
+
+    def value(self, i: int) -> pm.EValue:
+        return self.plan.values[self.args[i]]
+
+    def is_none(self, i: int) -> bool:
+        return isinstance(self.value(i), pm.Null)
+
+    def scalar(self, i: int):
+        v = self.value(i)
+        if isinstance(v, (pm.Int, pm.Bool, pm.Double)):
+            return v.value
+        if isinstance(v, pm.IntList):
+            return [self.plan.values[k].value for k in v.items]  # type: ignore[union-attr]
+        if isinstance(v, pm.Null):
+            return None
+        raise self.error(
+            f"argument {i} (value {self.args[i]}) is {type(v).__name__}, expected a scalar"
+        )
+
+    def tensor(self, i: int) -> pm.Tensor:
+        v = self.value(i)
+        if not isinstance(v, pm.Tensor):
+            raise self.error(
+                f"argument {i} (value {self.args[i]}) is {type(v).__name__}, not a Tensor"
+            )
+        return v
+
+    def constant(self, i: int) -> np.ndarray:
+        """A constant tensor argument as an array in its memory order (physical shape)."""
+        t = self.tensor(i)
+        if t.data_buffer_idx <= 0:
+            raise self.error(f"argument {i} (value {self.args[i]}) must be a constant tensor")
+        data = self.program.constants[t.data_buffer_idx]
+        dtype = _NP[pm.ScalarType(t.scalar_type)]
+        arr = np.frombuffer(
+            data, dtype=dtype, count=t.numel, offset=t.storage_offset * np.dtype(dtype).itemsize
+        )
+        return arr.reshape(physical_shape(t)).copy()
+
+    def ints(self, i: int) -> list[int]:
+        """An int list or a constant int tensor argument (per-channel parameters)."""
+        if isinstance(self.value(i), pm.Tensor):
+            return [int(v) for v in self.constant(i).reshape(-1)]
+        value = self.scalar(i)
+        return [int(v) for v in (value if isinstance(value, list) else [value])]
+
+    def nhwc_shape(self, i: int) -> tuple[int, int, int, int]:
+        """(N, H, W, C) of a 4-D activation whose memory is NHWC (legacy or _nhwc sizes)."""
+        t = self.tensor(i)
+        if len(t.sizes) != 4:
+            raise self.error(f"argument {i} (value {self.args[i]}) is not 4-D: sizes {t.sizes}")
+        if laid_out_as(t, (0, 2, 3, 1)):
+            n, c, h, w = t.sizes
+            return n, h, w, c
+        raise self.error(
+            f"argument {i} (value {self.args[i]}) is not NHWC in memory: sizes {t.sizes} "
+            f"dim_order {t.dim_order}"
+        )
+
+
+def pair(values: Sequence[int] | int) -> tuple[int, int]:
+    items = [int(v) for v in (values if isinstance(values, (list, tuple)) else [values])]
+    if len(items) == 1:
+        return items[0], items[0]
+    return items[0], items[1]
+
+
+def fit_window(
+    size: int, out: int, kernel: int, stride: int, dilation: int, pad_before: int
+) -> tuple[int, int]:
+    """(pad_after, crop) so that TOSA's exact rule (size - crop) + pad_before + pad_after -
+    dilation*(kernel-1) - 1 == (out - 1) * stride holds: rows past the last window are cropped
+    instead of padded. Both are >= 0."""
+    need = (out - 1) * stride + dilation * (kernel - 1) + 1 - size - pad_before
+    return (need, 0) if need >= 0 else (0, -need)

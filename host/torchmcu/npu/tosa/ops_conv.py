@@ -1,0 +1,155 @@
+"""quantized_conv2d, quantized_depthwise_conv2d and quantized_linear as TOSA CONV2D /
+DEPTHWISE_CONV2D (int32 accumulator) followed by the requantizing RESCALE.
+
+Our accumulator is sum((x + input_offset) * w) + bias; TOSA's is sum((x - input_zp) *
+(w - weight_zp)) + bias, with padding taps contributing zero in both, so input_zp =
+-input_offset. A linear layer is a 1x1 CONV2D over [1, 1, rows, K].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from torchmcu.npu.tosa.graph import Args, Graph, Tensor, fit_window, pair
+
+Read = Callable[[int], Tensor]
+
+
+def _bias(a: Args, i: int, channels: int) -> np.ndarray:
+    if a.is_none(i):
+        return np.zeros(channels, dtype=np.int32)
+    b = a.constant(i).reshape(-1).astype(np.int32)
+    if b.size != channels:
+        raise a.error(f"bias has {b.size} items, expected {channels}")
+    return b
+
+
+def _windowed_input(
+    g: Graph,
+    a: Args,
+    x: Tensor,
+    out_hw: tuple[int, int],
+    kernel: tuple[int, int],
+    stride: tuple[int, int],
+    dilation: tuple[int, int],
+    padding: tuple[int, int],
+) -> tuple[Tensor, list[int]]:
+    """The input (cropped where needed) and TOSA's [top, bottom, left, right] padding."""
+    n, h, w, c = x.shape
+    pb, crop_h = fit_window(h, out_hw[0], kernel[0], stride[0], dilation[0], padding[0])
+    pr, crop_w = fit_window(w, out_hw[1], kernel[1], stride[1], dilation[1], padding[1])
+    if crop_h or crop_w:
+        x = g.slice(x, [0, 0, 0, 0], [n, h - crop_h, w - crop_w, c])
+    return x, [padding[0], pb, padding[1], pr]
+
+
+def conv2d(g: Graph, a: Args, read: Read) -> Tensor:
+    n, h, w, cin = a.nhwc_shape(0)
+    x = g.reshape(read(0), (n, h, w, cin))
+    weight = a.constant(1)  # OHWI
+    cout, kh, kw, cin_w = weight.shape
+    if cin_w != cin:
+        raise a.error(
+            f"grouped convolution (weight Cin {cin_w}, input C {cin}) has no TOSA lowering here"
+        )
+    _, oh, ow, _ = a.nhwc_shape(len(a.args) - 2)
+    stride, padding, dilation = pair(a.scalar(3)), pair(a.scalar(4)), pair(a.scalar(5))
+    x, pad = _windowed_input(g, a, x, (oh, ow), (kh, kw), stride, dilation, padding)
+    acc = g.op(
+        "CONV2D",
+        [
+            x,
+            g.const(weight.astype(np.int8), "INT8"),
+            g.const(_bias(a, 2, cout), "INT32"),
+            g.scalar(-int(a.scalar(6)), "INT8"),
+            g.scalar(0, "INT8"),
+        ],
+        (n, oh, ow, cout),
+        "INT32",
+        _conv_attr("Conv2dAttribute", pad, stride, dilation),
+    )
+    return g.requantize(
+        acc, a.ints(8), a.ints(9), int(a.scalar(7)), int(a.scalar(10)), int(a.scalar(11))
+    )
+
+
+def depthwise_conv2d(g: Graph, a: Args, read: Read) -> Tensor:
+    n, h, w, cin = a.nhwc_shape(0)
+    x = g.reshape(read(0), (n, h, w, cin))
+    weight = a.constant(1)  # [1, KH, KW, C*M]
+    one, kh, kw, cout = weight.shape
+    multiplier = int(a.scalar(6))
+    if one != 1 or multiplier < 1 or cout != cin * multiplier:
+        raise a.error(
+            f"depthwise weight {list(weight.shape)} does not match C={cin} x multiplier {multiplier}"
+        )
+    _, oh, ow, _ = a.nhwc_shape(len(a.args) - 2)
+    stride, padding, dilation = pair(a.scalar(3)), pair(a.scalar(4)), pair(a.scalar(5))
+    x, pad = _windowed_input(g, a, x, (oh, ow), (kh, kw), stride, dilation, padding)
+    # Output channel c*M + m reads input channel c: exactly TOSA's [KH, KW, C, M] order.
+    tosa_weight = weight.reshape(kh, kw, cin, multiplier).astype(np.int8)
+    acc = g.op(
+        "DEPTHWISE_CONV2D",
+        [
+            x,
+            g.const(tosa_weight, "INT8"),
+            g.const(_bias(a, 2, cout), "INT32"),
+            g.scalar(-int(a.scalar(7)), "INT8"),
+            g.scalar(0, "INT8"),
+        ],
+        (n, oh, ow, cout),
+        "INT32",
+        _conv_attr("DepthwiseConv2dAttribute", pad, stride, dilation),
+    )
+    return g.requantize(
+        acc, a.ints(9), a.ints(10), int(a.scalar(8)), int(a.scalar(11)), int(a.scalar(12))
+    )
+
+
+def linear(g: Graph, a: Args, read: Read) -> Tensor:
+    x = read(0)
+    weight = a.constant(1)  # [N, K]
+    n_out, k = weight.shape
+    if x.shape[-1] != k:
+        raise a.error(f"input's last dim {x.shape[-1]} != weights' in_features {k}")
+    rows = int(np.prod(x.shape[:-1]))
+    input_offset, filter_offset = int(a.scalar(4)), int(a.scalar(5))
+    if filter_offset != 0:
+        raise a.error(f"filter_offset {filter_offset} != 0 (int8 weights are symmetric)")
+    if not a.is_none(3):
+        # kernel_sum = input_offset * sum(w) + bias already: the input is taken as is.
+        bias, input_zp = _bias(a, 3, n_out), 0
+    else:
+        bias, input_zp = _bias(a, 2, n_out), -input_offset
+    acc = g.op(
+        "CONV2D",
+        [
+            g.reshape(x, (1, 1, rows, k)),
+            g.const(weight.reshape(n_out, 1, 1, k).astype(np.int8), "INT8"),
+            g.const(bias, "INT32"),
+            g.scalar(input_zp, "INT8"),
+            g.scalar(0, "INT8"),
+        ],
+        (1, 1, rows, n_out),
+        "INT32",
+        _conv_attr("Conv2dAttribute", [0, 0, 0, 0], (1, 1), (1, 1)),
+    )
+    out = g.requantize(
+        acc, a.ints(7), a.ints(8), int(a.scalar(6)), int(a.scalar(10)), int(a.scalar(9))
+    )
+    return g.reshape(out, (*x.shape[:-1], n_out))
+
+
+def _conv_attr(kind: str, pad, stride, dilation):
+    from torchmcu.npu.tosa.graph import attr, ts
+
+    return attr(
+        kind,
+        [int(p) for p in pad],
+        [int(s) for s in stride],
+        [int(d) for d in dilation],
+        False,
+        ts().DType.INT32,
+    )

@@ -1,0 +1,69 @@
+"""cortex_m::pad and cortex_m::transpose on the tensors' memory layout (TOSA tensors are
+the physical, dim-ordered shapes of our tensors)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from torchmcu.npu.tosa.graph import Args, Graph, Tensor, attr, physical_shape
+from torchmcu.reference.ops_layout import is_channels_last, pad_dims
+
+Read = Callable[[int], Tensor]
+
+
+def pad(g: Graph, a: Args, read: Read) -> Tensor:
+    t, out = a.tensor(0), a.tensor(len(a.args) - 2)
+    nhwc = is_channels_last(t.sizes, t.dim_order)
+    try:
+        dims = pad_dims(t.sizes, t.dim_order, nhwc)
+        out_dims = pad_dims(out.sizes, out.dim_order, nhwc)
+    except ValueError as exc:
+        raise a.error(str(exc)) from None
+    pre, post = [int(v) for v in a.scalar(1)], [int(v) for v in a.scalar(2)]
+    rank = len(dims)
+    lead = 4 - rank
+    if (
+        len(pre) != 4
+        or len(post) != 4
+        or any(pre[:lead])
+        or any(post[:lead])
+        or min(pre + post) < 0
+    ):
+        raise a.error(f"pad amounts {pre} / {post} do not fit a rank-{rank} tensor")
+    amounts = [v for p, q in zip(pre[lead:], post[lead:]) for v in (p, q)]
+    x = g.reshape(read(0), dims)
+    value = g.const(np.array([int(a.scalar(3))], dtype=np.int8), "INT8")
+    padded = g.op("PAD", [x, g.shape_const(amounts), value], out_dims, "INT8", attr("PadAttribute"))
+    expected = tuple(d + p + q for d, p, q in zip(dims, pre[lead:], post[lead:]))
+    if expected != tuple(out_dims):
+        raise a.error(f"out pad dims {list(out_dims)} differ from the padded dims {list(expected)}")
+    return padded
+
+
+def transpose_perm(a: Args) -> list[int]:
+    """The permutation of physical axes that cortex_m::transpose performs on memory."""
+    t, out = a.tensor(0), a.tensor(len(a.args) - 2)
+    rank = len(t.sizes)
+    perm = [int(p) % rank for p in a.scalar(1)]
+    if sorted(perm) != list(range(rank)) or len(out.sizes) != rank:
+        raise a.error(f"perm {a.scalar(1)} is not a permutation of a rank-{rank} tensor")
+    inverse_in = [0] * rank
+    for axis, d in enumerate(t.dim_order):
+        inverse_in[d] = axis
+    # out physical axis k holds logical out dim out.dim_order[k] = logical input dim
+    # perm[out.dim_order[k]], stored at input physical axis inverse_in[...].
+    return [inverse_in[perm[d]] for d in out.dim_order]
+
+
+def transpose(g: Graph, a: Args, read: Read) -> Tensor:
+    x = read(0)
+    perm = transpose_perm(a)
+    shape = tuple(x.shape[p] for p in perm)
+    if physical_shape(a.tensor(len(a.args) - 2)) != shape:
+        raise a.error(f"transposed shape {list(shape)} does not fit the out tensor")
+    moved = [p for p in perm if x.shape[p] > 1]
+    if moved == sorted(moved):  # only size-1 axes move: the bytes stay where they are
+        return g.reshape(x, shape)
+    return g.op("TRANSPOSE", [x], shape, x.dtype, attr("TransposeAttribute", perm))

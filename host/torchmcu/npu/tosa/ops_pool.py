@@ -1,0 +1,135 @@
+"""quantized_avg_pool2d and quantized_max_pool2d in TOSA.
+
+Average pool: CMSIS-NN divides the int32 window sum by the tap count rounding half away
+from zero; TOSA's AVG_POOL2D rounds its own way at ties. So the sum is taken by a
+DEPTHWISE_CONV2D with constant weights w (acc = w * sum) and divided by one RESCALE
+(DOUBLE_ROUND) whose (multiplier, shift) is chosen so that it equals the half-away
+division for every sum an int8 window can have - checked exhaustively when chosen.
+This needs the same count for every window (no padding, no partial ceil-mode window).
+
+A window covering the whole (possibly cropped) input is lowered with stride 1: the
+output is 1x1 either way, and Ethos-U55 accepts no pooling stride above 3.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+
+import numpy as np
+
+from torchmcu.npu.tosa.graph import Args, Graph, Tensor, attr, fit_window, pair, ts
+from torchmcu.reference.ops_pool import pool_output_size
+from torchmcu.reference.quant import round_half_away
+
+Read = Callable[[int], Tensor]
+
+
+def tosa_double_round(value: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
+    """TOSA 1.0 apply_scale_32 with double rounding (the RESCALE arithmetic), int64."""
+    v = np.asarray(value, dtype=np.int64)
+    rounding = np.full(v.shape, 1 << (shift - 1), dtype=np.int64)
+    if shift > 31:
+        rounding = rounding + np.where(v >= 0, 1 << 30, -(1 << 30))
+    return (v * multiplier + rounding) >> shift
+
+
+@cache
+def divisor(count: int) -> tuple[int, int, int]:
+    """(weight, multiplier, tosa shift) with rescale(weight * s) == round_half_away(s / count)
+    for every s in [-128 * count, 127 * count]."""
+    sums = np.arange(-128 * count, 127 * count + 1, dtype=np.int64)
+    want = round_half_away(sums, count)
+    for weight in (64, 127, 32, 16, 8, 4, 2, 1):
+        for shift in range(62, 1, -1):
+            multiplier = -(
+                -(1 << shift) // (weight * count)
+            )  # ceil: never rounds the quotient down
+            if multiplier >= 1 << 31:
+                continue
+            if np.array_equal(tosa_double_round(sums * weight, multiplier, shift), want):
+                return weight, multiplier, shift
+            break  # the largest usable shift failed; smaller ones are no more precise
+    raise ValueError(f"no exact RESCALE divides by {count}")
+
+
+def _window_geometry(a: Args, h: int, w: int, oh: int, ow: int, padding_allowed: bool):
+    kh, kw = pair(a.scalar(1))
+    sh, sw = pair(a.scalar(2))
+    ph, pw = pair(a.scalar(3))
+    if not padding_allowed and (ph or pw):
+        raise a.error(
+            "average pool with padding divides border windows by fewer taps; no exact NPU lowering"
+        )
+    return (kh, kw), (sh, sw), (ph, pw)
+
+
+def avg_pool2d(g: Graph, a: Args, read: Read) -> Tensor:
+    n, h, w, c = a.nhwc_shape(0)
+    _, oh, ow, _ = a.nhwc_shape(len(a.args) - 2)
+    (kh, kw), (sh, sw), _ = _window_geometry(a, h, w, oh, ow, padding_allowed=False)
+    # ceil_mode is fine as long as no window hangs over the edge
+    if bool(a.scalar(4)) and ((oh - 1) * sh + kh > h or (ow - 1) * sw + kw > w):
+        raise a.error("ceil-mode average pool has partial windows; no exact NPU lowering")
+    if (pool_output_size(h, kh, sh, 0, False), pool_output_size(w, kw, sw, 0, False)) != (oh, ow):
+        raise a.error(f"output {oh}x{ow} does not match the pooling geometry")
+    x = g.reshape(read(0), (n, h, w, c))
+    if oh == 1:
+        sh = 1
+    if ow == 1:
+        sw = 1
+    pb, crop_h = fit_window(h, oh, kh, sh, 1, 0)
+    pr, crop_w = fit_window(w, ow, kw, sw, 1, 0)
+    if pb or pr:
+        raise a.error("average pool window past the input edge")
+    if crop_h or crop_w:
+        x = g.slice(x, [0, 0, 0, 0], [n, h - crop_h, w - crop_w, c])
+    weight, multiplier, shift = divisor(kh * kw)
+    ones = np.full((kh, kw, c, 1), weight, dtype=np.int8)
+    acc = g.op(
+        "DEPTHWISE_CONV2D",
+        [
+            x,
+            g.const(ones, "INT8"),
+            g.const(np.zeros(c, dtype=np.int32), "INT32"),
+            g.scalar(0, "INT8"),
+            g.scalar(0, "INT8"),
+        ],
+        (n, oh, ow, c),
+        "INT32",
+        attr("DepthwiseConv2dAttribute", [0, 0, 0, 0], [sh, sw], [1, 1], False, ts().DType.INT32),
+    )
+    return g.rescale(acc, "INT8", [multiplier], [shift])
+
+
+def max_pool2d(g: Graph, a: Args, read: Read) -> Tensor:
+    n, h, w, c = a.nhwc_shape(0)
+    _, oh, ow, _ = a.nhwc_shape(len(a.args) - 2)
+    (kh, kw), (sh, sw), (ph, pw) = _window_geometry(a, h, w, oh, ow, padding_allowed=True)
+    if pair(a.scalar(4)) != (1, 1) or bool(a.scalar(5)):
+        raise a.error("max pool with dilation or ceil_mode")
+    if int(a.scalar(6)) != int(a.scalar(7)):
+        raise a.error("max pool with different input and output zero points")
+    x = g.reshape(read(0), (n, h, w, c))
+    if oh == 1 and ph == 0:
+        sh = 1
+    if ow == 1 and pw == 0:
+        sw = 1
+    pb, crop_h = fit_window(h, oh, kh, sh, 1, ph)
+    pr, crop_w = fit_window(w, ow, kw, sw, 1, pw)
+    if crop_h or crop_w:
+        x = g.slice(x, [0, 0, 0, 0], [n, h - crop_h, w - crop_w, c])
+    out = g.op(
+        "MAX_POOL2D",
+        [x],
+        (n, oh, ow, c),
+        "INT8",
+        attr(
+            "MaxPool2dAttribute",
+            [kh, kw],
+            [sh, sw],
+            [ph, pb, pw, pr],
+            ts().NanPropagationMode.PROPAGATE,
+        ),
+    )
+    return g.clamp(out, int(a.scalar(8)), int(a.scalar(9)))

@@ -1,0 +1,145 @@
+"""Which KernelCalls the Ethos-U NPUs take: our lowering's own limits plus Vela 5.2's
+documented constraints for its TOSA input (`vela --supported-ops-report`), per family.
+
+Vela 5.2 actually accepts a pooling stride above 3 on U55/U65 by splitting the pool into
+one NPU operation per output position; we keep to the documented limit instead (the
+split costs one NPU op per output) except where our lowering makes it moot: a window
+covering the whole input gives a 1x1 output and is lowered with stride 1.
+"""
+
+from __future__ import annotations
+
+from torchmcu.pte import program as pm
+
+FAMILIES = ("u55", "u65", "u85")
+STRIDE_LIMIT = {"u55": 3, "u65": 3}  # pooling and convolution strides (U85: none documented)
+CONV_KERNEL_Y_MAX = 64
+CONV_KERNEL_AREA_MAX = 4096
+POOL_KERNEL_Y_MAX = 256
+POOL_KERNEL_AREA_MAX = 65536
+DIM_MAX = 65536
+
+FLOAT_OPS = {"cortex_m::quantize_per_tensor", "cortex_m::dequantize_per_tensor"}
+CONV_OPS = {"cortex_m::quantized_conv2d", "cortex_m::quantized_conv2d_nhwc"}
+DEPTHWISE_OPS = {
+    "cortex_m::quantized_depthwise_conv2d",
+    "cortex_m::quantized_depthwise_conv2d_nhwc",
+}
+AVG_POOL_OPS = {"cortex_m::quantized_avg_pool2d", "cortex_m::quantized_avg_pool2d_nhwc"}
+MAX_POOL_OPS = {"cortex_m::quantized_max_pool2d", "cortex_m::quantized_max_pool2d_nhwc"}
+
+
+def _pair(v: list[int]) -> tuple[int, int]:
+    return (v[0], v[0]) if len(v) == 1 else (v[0], v[1])
+
+
+def _values(plan: pm.ExecutionPlan, call: pm.KernelCall, i: int):
+    v = plan.values[call.args[i]]
+    if isinstance(v, pm.IntList):
+        return [plan.values[k].value for k in v.items]  # type: ignore[union-attr]
+    return getattr(v, "value", None)
+
+
+def _stride_reason(
+    kind: str, family: str, stride: tuple[int, int], out_hw: tuple[int, int]
+) -> str | None:
+    limit = STRIDE_LIMIT.get(family)
+    if limit is None:
+        return None
+    for s, o in zip(stride, out_hw):
+        if s > limit and o > 1:
+            return f"{kind} stride {s} exceeds {family.upper()}'s limit of {limit}"
+    return None
+
+
+def _tensor_reason(plan: pm.ExecutionPlan, call: pm.KernelCall) -> str | None:
+    for vi in call.args[:-1]:
+        t = plan.values[vi]
+        if (
+            isinstance(t, pm.Tensor)
+            and t.data_buffer_idx == 0
+            and t.scalar_type != pm.ScalarType.BYTE
+        ):
+            if t.scalar_type != pm.ScalarType.CHAR:
+                return f"value {vi} is {pm.ScalarType(t.scalar_type).name}, the NPU path takes int8 activations"
+            if any(s > DIM_MAX for s in t.sizes):
+                return f"value {vi} has a dimension above {DIM_MAX}"
+    return None
+
+
+def npu_support(plan: pm.ExecutionPlan, instruction_index: int, family: str) -> str | None:
+    """None if the KernelCall can run on an Ethos-U of `family`, else the reason it cannot."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown NPU family {family!r}; valid: {', '.join(FAMILIES)}")
+    instructions = plan.chains[0].instructions
+    if not 0 <= instruction_index < len(instructions):
+        raise IndexError(
+            f"instruction {instruction_index} out of range (plan has {len(instructions)})"
+        )
+    call = instructions[instruction_index]
+    if not isinstance(call, pm.KernelCall):
+        return f"{type(call).__name__} is not a kernel call"
+    name = plan.operators[call.op_index].name
+    if name in FLOAT_OPS:
+        return f"{name.split('::')[-1]} works on float tensors; no Ethos-U runs float"
+    from torchmcu.npu.tosa_lower import LOWERINGS
+
+    if name not in LOWERINGS:
+        return f"{name} has no TOSA lowering"
+    reason = _tensor_reason(plan, call)
+    if reason:
+        return reason
+    nhwc = name.endswith("_nhwc")
+    out = plan.values[call.args[-2]]
+    assert isinstance(out, pm.Tensor)
+    out_hw = (
+        ((out.sizes[1], out.sizes[2]) if nhwc else (out.sizes[2], out.sizes[3]))
+        if len(out.sizes) == 4
+        else (1, 1)
+    )
+    if name in CONV_OPS or name in DEPTHWISE_OPS:
+        weight = plan.values[call.args[1]]
+        assert isinstance(weight, pm.Tensor)
+        kh, kw = weight.sizes[1], weight.sizes[2]
+        if kh > CONV_KERNEL_Y_MAX or kh * kw > CONV_KERNEL_AREA_MAX:
+            return (
+                f"convolution kernel {kh}x{kw} exceeds the NPU's limit (height <= 64, area <= 4096)"
+            )
+        if name in CONV_OPS:
+            x = plan.values[call.args[0]]
+            assert isinstance(x, pm.Tensor)
+            cin = x.sizes[3] if nhwc else x.sizes[1]
+            if weight.sizes[3] != cin:
+                return "grouped convolution is not lowered to the NPU"
+        return _stride_reason("convolution", family, _pair(_values(plan, call, 3)), out_hw)
+    if name == "cortex_m::quantized_linear":
+        if _values(plan, call, 5) != 0:
+            return "quantized_linear with a non-zero filter offset"
+        return None
+    if name in AVG_POOL_OPS or name in MAX_POOL_OPS:
+        kind = "avg pool" if name in AVG_POOL_OPS else "max pool"
+        kh, kw = _pair(_values(plan, call, 1))
+        if kh > POOL_KERNEL_Y_MAX or kh * kw > POOL_KERNEL_AREA_MAX:
+            return f"{kind} kernel {kh}x{kw} exceeds the NPU's limit (height <= 256, area <= 65536)"
+        padding = _pair(_values(plan, call, 3))
+        if kind == "avg pool":
+            if any(padding):
+                return "avg pool with padding divides border windows by fewer taps (not exact on the NPU)"
+            if kh * kw > CONV_KERNEL_AREA_MAX or kh > CONV_KERNEL_Y_MAX:
+                return (
+                    f"avg pool kernel {kh}x{kw} exceeds the depthwise convolution it is lowered to"
+                )
+            x = plan.values[call.args[0]]
+            assert isinstance(x, pm.Tensor)
+            in_hw = (x.sizes[1], x.sizes[2]) if nhwc else (x.sizes[2], x.sizes[3])
+            sh, sw = _pair(_values(plan, call, 2))
+            if (out_hw[0] - 1) * sh + kh > in_hw[0] or (out_hw[1] - 1) * sw + kw > in_hw[1]:
+                return (
+                    "ceil-mode avg pool with a partial window (fewer taps) is not exact on the NPU"
+                )
+        else:
+            if _pair(_values(plan, call, 4)) != (1, 1) or _values(plan, call, 5):
+                return "max pool with dilation or ceil_mode"
+        stride = _pair(_values(plan, call, 2))
+        return _stride_reason(kind, family, stride, out_hw)
+    return None

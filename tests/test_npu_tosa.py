@@ -1,0 +1,626 @@
+"""TOSA 1.0 lowering of NPU sub-Programs (torchmcu.npu.tosa_lower) and carving (subprogram).
+
+The TOSA reference model's output must equal our reference interpreter's, bit for bit,
+on the same sub-Program and inputs: for the six example models' whole int8 part and for
+targeted programs (avg-pool ties, add/mul scales, per-channel conv geometry, depthwise
+channel counts, layout ops). Vela must compile each model's graph for U55 and U85.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TOSA_MODEL_NO_BACKTRACE", "1")  # before tosa_reference_model is imported
+
+import numpy as np
+import pytest
+from torchmcu.lower.builder import NHWC_DIM_ORDER, ProgramBuilder
+from torchmcu.npu.subprogram import CarveError, carve
+from torchmcu.npu.tosa.ops_pool import divisor, tosa_double_round
+from torchmcu.npu.tosa_lower import (
+    TosaLoweringError,
+    lower_to_tosa,
+    npu_support,
+    run_tosa_reference,
+)
+from torchmcu.plan import BufferRequest, plan_memory
+from torchmcu.pte import program as pm
+from torchmcu.reference.interpreter import run_program
+from torchmcu.reference.quant import quantize_multiplier, round_half_away
+
+pytest.importorskip("tosa_serializer")
+pytest.importorskip("tosa_reference_model")
+
+MODELS = ("mlp", "small_cnn", "ds_cnn", "resnet8", "mobilenet_v1_025", "deep_autoencoder")
+FLOAT_OPS = ("cortex_m::quantize_per_tensor", "cortex_m::dequantize_per_tensor")
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+
+def physical(x: np.ndarray, t: pm.Tensor) -> np.ndarray:
+    return np.ascontiguousarray(np.transpose(x, t.dim_order))
+
+
+def random_inputs(program: pm.Program, rng: np.random.Generator) -> list[np.ndarray]:
+    plan = program.execution_plan[0]
+    return [rng.integers(-128, 128, plan.values[i].sizes).astype(np.int8) for i in plan.inputs]  # type: ignore[union-attr]
+
+
+def assert_tosa_matches(program: pm.Program, samples: int = 3, seed: int = 0, inputs=None) -> None:
+    """TOSA reference model == reference interpreter on `samples` random int8 inputs."""
+    plan = program.execution_plan[0]
+    graph = lower_to_tosa(program)
+    assert graph.inputs == plan.inputs and graph.outputs == plan.outputs
+    rng = np.random.default_rng(seed)
+    cases = inputs if inputs is not None else [random_inputs(program, rng) for _ in range(samples)]
+    for xs in cases:
+        expected = run_program(program, xs)
+        got = run_tosa_reference(
+            graph, [physical(x, plan.values[i]) for x, i in zip(xs, plan.inputs)]
+        )
+        assert len(got) == len(expected)
+        for k, (e, g, vi) in enumerate(zip(expected, got, plan.outputs)):
+            want = physical(e, plan.values[vi])  # type: ignore[arg-type]
+            assert g.dtype == np.int8 and g.shape == want.shape, f"output {k}: {g.dtype}{g.shape}"
+            diff = np.flatnonzero(g != want)
+            assert diff.size == 0, (
+                f"output {k}: {diff.size} of {want.size} differ, first at {diff[0]}: "
+                f"tosa {g.reshape(-1)[diff[0]]} reference {want.reshape(-1)[diff[0]]}"
+            )
+
+
+def vela_compile(flatbuffer: bytes, accelerator: str) -> dict:
+    """Compiles with Vela through torchmcu.npu.vela (our shipped ini); returns the estimate."""
+    from torchmcu.npu.config import resolve_target
+    from torchmcu.npu.vela import compile_tosa
+
+    result = compile_tosa(flatbuffer, resolve_target(None, accelerator))
+    assert result.command_stream[:4] == b"COP1"
+    return result.estimate
+
+
+class Net:
+    """A hand-built single-plan program (ProgramBuilder), independent of torch export."""
+
+    def __init__(self) -> None:
+        self.b = ProgramBuilder()
+        self.inputs: list[int] = []
+
+    def act(self, sizes, nhwc: bool = True, key: str = "t") -> int:
+        buf = self.b.new_buffer(key, int(np.prod(sizes)))
+        order = NHWC_DIM_ORDER if nhwc and len(sizes) == 4 else list(range(len(sizes)))
+        return self.b.planned(buf, pm.ScalarType.CHAR, sizes, order)
+
+    def input(self, sizes, nhwc: bool = True) -> int:
+        vi = self.act(sizes, nhwc, "in")
+        self.inputs.append(vi)
+        return vi
+
+    def scratch(self, nbytes: int = 64) -> int:
+        return self.b.planned(self.b.new_buffer("scratch", nbytes), pm.ScalarType.BYTE, [nbytes])
+
+    def ints(self, values) -> int:
+        return self.b.constant(np.asarray(values, dtype=np.int32))
+
+    def finish(self, outputs: list[int]) -> pm.Program:
+        program, _ = self.b.finish(self.inputs, outputs, plan_memory, BufferRequest)
+        return program
+
+
+def requant_params(rng: np.random.Generator, n: int, lo: float = 1e-4, hi: float = 4e-3):
+    pairs = [quantize_multiplier(float(s)) for s in rng.uniform(lo, hi, n)]
+    return [m for m, _ in pairs], [s for _, s in pairs]
+
+
+def conv(
+    net: Net,
+    x: int,
+    rng,
+    cout: int,
+    k,
+    stride,
+    padding,
+    dilation=(1, 1),
+    act=(-128, 127),
+    in_off=5,
+    out_off=-3,
+) -> int:
+    t = net.b.tensor(x)
+    n, cin, h, w = t.sizes
+    kh, kw = k
+    oh = (h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
+    ow = (w + 2 * padding[1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+    out = net.act([n, cout, oh, ow])
+    weight = net.b.constant(rng.integers(-127, 128, (cout, kh, kw, cin)).astype(np.int8))
+    bias = net.b.constant(rng.integers(-3000, 3000, cout).astype(np.int32))
+    mults, shifts = requant_params(rng, cout)
+    b = net.b
+    args = [
+        x,
+        weight,
+        bias,
+        b.int_list(stride),
+        b.int_list(padding),
+        b.int_list(dilation),
+        b.int_(in_off),
+        b.int_(out_off),
+        net.ints(mults),
+        net.ints(shifts),
+        b.int_(act[0]),
+        b.int_(act[1]),
+        net.scratch(),
+    ]
+    b.call("cortex_m::quantized_conv2d", args, out)
+    return out
+
+
+def depthwise(net: Net, x: int, rng, multiplier: int, k, stride, padding, act=(-128, 127)) -> int:
+    t = net.b.tensor(x)
+    n, c, h, w = t.sizes
+    kh, kw = k
+    oh = (h + 2 * padding[0] - kh) // stride[0] + 1
+    ow = (w + 2 * padding[1] - kw) // stride[1] + 1
+    cout = c * multiplier
+    out = net.act([n, cout, oh, ow])
+    weight = net.b.constant(rng.integers(-127, 128, (1, kh, kw, cout)).astype(np.int8))
+    bias = net.b.constant(rng.integers(-3000, 3000, cout).astype(np.int32))
+    mults, shifts = requant_params(rng, cout, 1e-3, 2e-2)
+    b = net.b
+    args = [
+        x,
+        weight,
+        bias,
+        b.int_list(stride),
+        b.int_list(padding),
+        b.int_list([1, 1]),
+        b.int_(multiplier),
+        b.int_(-7),
+        b.int_(2),
+        net.ints(mults),
+        net.ints(shifts),
+        b.int_(act[0]),
+        b.int_(act[1]),
+        net.scratch(),
+    ]
+    b.call("cortex_m::quantized_depthwise_conv2d", args, out)
+    return out
+
+
+def avg_pool(net: Net, x: int, k, stride, padding=(0, 0), ceil_mode: bool = False) -> int:
+    n, c, h, w = net.b.tensor(x).sizes
+    oh = (h + 2 * padding[0] - k[0]) // stride[0] + 1
+    ow = (w + 2 * padding[1] - k[1]) // stride[1] + 1
+    out = net.act([n, c, oh, ow])
+    b = net.b
+    args = [
+        x,
+        b.int_list(k),
+        b.int_list(stride),
+        b.int_list(padding),
+        b.bool_(ceil_mode),
+        b.int_(-128),
+        b.int_(1 << 30),
+        b.int_(0),
+        net.scratch(0),
+    ]
+    b.call("cortex_m::quantized_avg_pool2d", args, out)
+    return out
+
+
+def max_pool(net: Net, x: int, k, stride, padding=(0, 0), act=(-128, 127)) -> int:
+    n, c, h, w = net.b.tensor(x).sizes
+    oh = (h + 2 * padding[0] - k[0]) // stride[0] + 1
+    ow = (w + 2 * padding[1] - k[1]) // stride[1] + 1
+    out = net.act([n, c, oh, ow])
+    b = net.b
+    args = [
+        x,
+        b.int_list(k),
+        b.int_list(stride),
+        b.int_list(padding),
+        b.int_list([1, 1]),
+        b.bool_(False),
+        b.int_(-20),
+        b.int_(-20),
+        b.int_(act[0]),
+        b.int_(act[1]),
+    ]
+    b.call("cortex_m::quantized_max_pool2d", args, out)
+    return out
+
+
+# --- the six models ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def exported():
+    torch = pytest.importorskip("torch")
+    import torchmcu
+    from torchmcu.examples import models
+
+    torch.manual_seed(0)
+    programs = {}
+    for name in MODELS:
+        model, example = models.build(name, seed=0)
+        result = torchmcu.export(
+            model, example, calibration=models.calibration(name, 4, seed=1), int8_io=True
+        )
+        programs[name] = result.program
+    return programs
+
+
+def int8_part(program: pm.Program) -> list[int]:
+    plan = program.execution_plan[0]
+    return [
+        i
+        for i, instr in enumerate(plan.chains[0].instructions)
+        if isinstance(instr, pm.KernelCall) and plan.operators[instr.op_index].name not in FLOAT_OPS
+    ]
+
+
+@pytest.fixture(scope="module")
+def carved(exported):
+    return {name: carve(program, int8_part(program)) for name, program in exported.items()}
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_model_bit_exact(name, exported, carved):
+    sub = carved[name].program
+    # The sub-Program computes what the whole program computes (int8_io: the whole program is int8).
+    rng = np.random.default_rng(1)
+    xs = random_inputs(sub, rng)
+    assert all(
+        np.array_equal(a, b) for a, b in zip(run_program(exported[name], xs), run_program(sub, xs))
+    )
+    assert_tosa_matches(sub, samples=3, seed=MODELS.index(name))
+
+
+def test_carved_program_runs_on_native_runtime(carved):
+    native = pytest.importorskip("torchmcu.native")
+    from torchmcu.pte.writer import serialize
+
+    for name in ("small_cnn", "resnet8"):
+        sub = carved[name].program
+        xs = random_inputs(sub, np.random.default_rng(2))
+        got = native.run_program(serialize(sub), xs)
+        assert all(np.array_equal(a, b) for a, b in zip(run_program(sub, xs), got)), name
+
+
+@pytest.mark.parametrize("accelerator", ["ethos-u55-128", "ethos-u85-256"])
+def test_vela_compiles_models(accelerator, carved):
+    pytest.importorskip("ethosu.vela")
+    for name in MODELS:
+        estimate = vela_compile(lower_to_tosa(carved[name].program).flatbuffer, accelerator)
+        assert estimate["cycles_npu"] > 0, name
+
+
+# --- carving -----------------------------------------------------------------------------------------
+
+
+def test_carve_middle_chunk(exported):
+    program = exported["resnet8"]
+    plan = program.execution_plan[0]
+    ops = [plan.operators[i.op_index].name for i in plan.chains[0].instructions]
+    assert ops[1:5] == ["cortex_m::quantized_conv2d"] * 3 + ["cortex_m::quantized_add"]
+    c = carve(program, [2, 3, 4])  # conv, conv, add: reads conv 1's output twice
+    conv1_out = plan.chains[0].instructions[1].args[-2]
+    add_out = plan.chains[0].instructions[4].args[-2]
+    assert c.inputs == [conv1_out] and c.outputs == [add_out]
+    sub_plan = c.program.execution_plan[0]
+    assert len(sub_plan.chains[0].instructions) == 3
+    assert sub_plan.values[sub_plan.inputs[0]].sizes == plan.values[conv1_out].sizes  # type: ignore[union-attr]
+    assert_tosa_matches(c.program, samples=2)
+
+
+def test_carve_output_read_later_outside(exported):
+    # conv1 (instruction 1) feeds conv2 and the residual add; carving conv1+conv2 must
+    # export both results, in production order.
+    program = exported["resnet8"]
+    plan = program.execution_plan[0]
+    c = carve(program, [1, 2])
+    outs = [plan.chains[0].instructions[i].args[-2] for i in (1, 2)]
+    assert c.outputs == outs
+
+
+def test_carve_rejects_non_convex_and_bad_indices(exported):
+    program = exported["resnet8"]
+    with pytest.raises(CarveError, match="not convex"):
+        carve(program, [2, 4])  # 4 reads 3, which is outside and reads 2
+    with pytest.raises(CarveError, match="not a KernelCall"):
+        carve(program, [999])
+    with pytest.raises(CarveError, match="duplicate"):
+        carve(program, [2, 2])
+
+
+# --- targeted ops ----------------------------------------------------------------------------------
+
+
+def test_divisor_rescale_is_exact():
+    for count in (1, 2, 3, 4, 6, 9, 16, 25, 49, 64, 125, 196):
+        weight, multiplier, shift = divisor(count)
+        sums = np.arange(-128 * count, 127 * count + 1)
+        assert np.array_equal(
+            tosa_double_round(sums * weight, multiplier, shift), round_half_away(sums, count)
+        )
+
+
+def test_avg_pool_negative_ties():
+    # 2x2 windows: sums -2, 2, -10, 10, -6 -> means -0.5, 0.5, -2.5, 2.5, -1.5: half away from zero.
+    windows = [[-1, -1, 0, 0], [1, 1, 0, 0], [-3, -3, -3, -1], [3, 3, 3, 1], [-2, -2, -1, -1]]
+    expected = [-1, 1, -3, 3, -2]
+    x = np.zeros((1, 2, 2 * len(windows), 1), dtype=np.int8)  # NHWC
+    for k, win in enumerate(windows):
+        x[0, :, 2 * k : 2 * k + 2, 0] = np.array(win).reshape(2, 2)
+    net = Net()
+    xi = net.input([1, 1, 2, 2 * len(windows)])
+    out = avg_pool(net, xi, (2, 2), (2, 2))
+    program = net.finish([out])
+    logical = np.transpose(x, (0, 3, 1, 2))
+    got = run_tosa_reference(lower_to_tosa(program), [x])[0]
+    assert got.reshape(-1).tolist() == expected
+    assert run_program(program, [logical])[0].reshape(-1).tolist() == expected
+
+
+@pytest.mark.parametrize(
+    ("shape", "k", "stride"),
+    [
+        ((1, 5, 12, 9), (3, 3), (3, 3)),  # count 9, C not a multiple of 4
+        ((1, 7, 25, 5), (25, 5), (25, 5)),  # DS-CNN-like global pool, count 125, stride 25 -> 1
+        ((1, 16, 8, 8), (8, 8), (8, 8)),  # ResNet8-like global pool
+        ((1, 3, 9, 7), (2, 3), (2, 2)),  # crop: rows/cols past the last window
+        ((1, 4, 6, 6), (5, 5), (5, 5)),  # window smaller than the input, 1x1 output
+    ],
+)
+def test_avg_pool_shapes(shape, k, stride):
+    net = Net()
+    xi = net.input(list(shape))
+    program = net.finish([avg_pool(net, xi, k, stride)])
+    assert_tosa_matches(program, samples=4)
+    # Ties on purpose: inputs from a few values make exact halves common.
+    rng = np.random.default_rng(3)
+    ties = [[rng.choice(np.array([-3, -1, 0, 1, 2], dtype=np.int8), size=shape)] for _ in range(3)]
+    assert_tosa_matches(program, inputs=ties)
+
+
+def test_global_pool_stride_over_3_lowers_for_u55():
+    pytest.importorskip("ethosu.vela")
+    net = Net()
+    xi = net.input([1, 16, 8, 8])
+    program = net.finish([avg_pool(net, xi, (8, 8), (8, 8))])
+    assert npu_support(program.execution_plan[0], 0, "u55") is None
+    vela_compile(lower_to_tosa(program).flatbuffer, "ethos-u55-128")
+
+
+@pytest.mark.parametrize(
+    ("geometry"),
+    [
+        {"shape": (1, 3, 16, 16), "cout": 8, "k": (3, 3), "stride": (1, 1), "padding": (1, 1)},
+        {
+            "shape": (1, 6, 15, 16),
+            "cout": 5,
+            "k": (3, 3),
+            "stride": (2, 2),
+            "padding": (1, 1),
+        },  # odd/even sizes
+        {
+            "shape": (1, 8, 16, 16),
+            "cout": 16,
+            "k": (1, 1),
+            "stride": (2, 2),
+            "padding": (0, 0),
+        },  # crop needed
+        {
+            "shape": (1, 1, 49, 10),
+            "cout": 12,
+            "k": (10, 4),
+            "stride": (2, 2),
+            "padding": (5, 1),
+        },  # DS-CNN first conv
+        {
+            "shape": (1, 4, 12, 11),
+            "cout": 6,
+            "k": (3, 2),
+            "stride": (3, 1),
+            "padding": (1, 0),
+            "dilation": (2, 1),
+        },
+    ],
+)
+def test_conv_per_channel_geometry(geometry):
+    rng = np.random.default_rng(4)
+    net = Net()
+    xi = net.input(list(geometry["shape"]))
+    out = conv(
+        net,
+        xi,
+        rng,
+        geometry["cout"],
+        geometry["k"],
+        geometry["stride"],
+        geometry["padding"],
+        geometry.get("dilation", (1, 1)),
+        act=(-100, 90),
+    )
+    assert_tosa_matches(net.finish([out]), samples=3)
+
+
+@pytest.mark.parametrize(("channels", "multiplier"), [(3, 1), (5, 1), (7, 2), (1, 3), (13, 1)])
+def test_depthwise_channel_counts(channels, multiplier):
+    rng = np.random.default_rng(5)
+    net = Net()
+    xi = net.input([1, channels, 10, 9])
+    out = depthwise(net, xi, rng, multiplier, (3, 3), (2, 2), (1, 1), act=(-128, 100))
+    assert_tosa_matches(net.finish([out]), samples=3)
+
+
+def _add(net: Net, a: int, b: int, out_sizes, params) -> int:
+    out = net.act(list(out_sizes))
+    args = [
+        a,
+        net.b.int_(params["za"]),
+        net.b.int_(params["ma"]),
+        net.b.int_(params["sa"]),
+        b,
+        net.b.int_(params["zb"]),
+        net.b.int_(params["mb"]),
+        net.b.int_(params["sb"]),
+        net.b.int_(params["zo"]),
+        net.b.int_(params["mo"]),
+        net.b.int_(params["so"]),
+        net.b.int_(params.get("lo", -128)),
+        net.b.int_(params.get("hi", 127)),
+    ]
+    net.b.call("cortex_m::quantized_add", args, out)
+    return out
+
+
+def _add_params(
+    scale_a: float, scale_b: float, scale_out: float, za: int, zb: int, zo: int, **extra
+) -> dict:
+    """CMSIS-NN/TFLite add parameters: inputs to 2 * max scale with a 2^20 headroom."""
+    twice_max = 2 * max(scale_a, scale_b)
+    ma, sa = quantize_multiplier(scale_a / twice_max)
+    mb, sb = quantize_multiplier(scale_b / twice_max)
+    mo, so = quantize_multiplier(twice_max / ((1 << 20) * scale_out))
+    return dict(za=za, zb=zb, zo=zo, ma=ma, sa=sa, mb=mb, sb=sb, mo=mo, so=so, **extra)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        _add_params(0.05, 0.02, 0.06, 5, -128, -128),
+        _add_params(0.013, 0.11, 0.09, -7, 3, 11, lo=-100, hi=80),
+        _add_params(0.02, 0.02, 0.5, 0, 0, 0),
+        _add_params(0.9, 0.003, 0.01, 100, -100, -20),  # output scale smaller than the inputs'
+    ],
+)
+def test_add_different_scales(params):
+    net = Net()
+    a = net.input([1, 6, 5, 7])
+    b = net.input([1, 6, 5, 7])
+    program = net.finish([_add(net, a, b, [1, 6, 5, 7], params)])
+    assert_tosa_matches(program, samples=4)
+
+
+def test_add_per_channel_operand():
+    net = Net()
+    a = net.input([1, 6, 4, 4])
+    b = net.input([6], nhwc=False)
+    program = net.finish([_add(net, a, b, [1, 6, 4, 4], _add_params(0.03, 0.07, 0.05, 1, -2, 3))])
+    assert_tosa_matches(program, samples=3)
+
+
+@pytest.mark.parametrize(
+    ("scale", "za", "zb", "zo"), [(0.004, 3, -128, 0), (0.05, -9, 7, -100), (1.7e-5, 0, 0, 12)]
+)
+def test_mul_different_scales(scale, za, zb, zo):
+    net = Net()
+    a = net.input([1, 5, 3, 4])
+    b = net.input([1, 5, 3, 4])
+    out = net.act([1, 5, 3, 4])
+    m, s = quantize_multiplier(scale)
+    b_ = net.b
+    b_.call(
+        "cortex_m::quantized_mul",
+        [a, b_.int_(za), b, b_.int_(zb), b_.int_(zo), b_.int_(m), b_.int_(s)],
+        out,
+    )
+    assert_tosa_matches(net.finish([out]), samples=4)
+
+
+def test_max_pool_padding_and_clamp():
+    net = Net()
+    xi = net.input([1, 5, 9, 8])
+    out = max_pool(net, xi, (3, 3), (2, 2), (1, 1), act=(-50, 60))
+    assert_tosa_matches(net.finish([out]), samples=4)
+
+
+def test_linear_bias_kernel_sum_and_rank3():
+    rng = np.random.default_rng(6)
+    for kernel_sum in (False, True):
+        net = Net()
+        x = net.input([2, 3, 24], nhwc=False)
+        out = net.act([2, 3, 10], nhwc=False)
+        w = rng.integers(-127, 128, (10, 24)).astype(np.int8)
+        bias = rng.integers(-2000, 2000, 10).astype(np.int32)
+        b = net.b
+        ks = (bias + 9 * w.astype(np.int64).sum(axis=1)).astype(np.int32) if kernel_sum else None
+        mults, shifts = requant_params(rng, 10)
+        args = [
+            x,
+            b.constant(w),
+            b.none() if kernel_sum else b.constant(bias),
+            b.constant(ks) if kernel_sum else b.none(),
+            b.int_(9),
+            b.int_(0),
+            b.int_(-4),
+            b.int_list(mults),
+            b.int_list(shifts),
+            b.int_(120),
+            b.int_(-110),
+        ]
+        b.call("cortex_m::quantized_linear", args, out)
+        assert_tosa_matches(net.finish([out]), samples=3)
+
+
+def test_pad_and_transpose():
+    net = Net()
+    x = net.input([1, 3, 5, 4], nhwc=False)  # contiguous NCHW, as a program input
+    t = net.act([1, 5, 4, 3], nhwc=False)
+    b = net.b
+    b.call("cortex_m::transpose", [x, b.int_list([0, 2, 3, 1])], t)
+    # The same bytes as an NHWC-ordered [1, 3, 5, 4] (a view), padded in H and W.
+    view = b.planned(b.tensor_buffer[t], pm.ScalarType.CHAR, [1, 3, 5, 4], NHWC_DIM_ORDER)
+    padded = net.act([1, 3, 8, 5])
+    b.call(
+        "cortex_m::pad",
+        [view, b.int_list([0, 1, 0, 0]), b.int_list([0, 2, 1, 0]), b.int_(-7)],
+        padded,
+    )
+    assert_tosa_matches(net.finish([padded]), samples=3)
+
+
+# --- npu_support ------------------------------------------------------------------------------------------
+
+
+def test_npu_support_pool_stride_limit():
+    net = Net()
+    xi = net.input([1, 8, 16, 16])
+    out = avg_pool(net, xi, (2, 2), (4, 4))  # 4x4 output, stride 4
+    plan = net.finish([out]).execution_plan[0]
+    reason = npu_support(plan, 0, "u55")
+    assert reason is not None and "stride 4" in reason and "U55" in reason
+    assert "U65" in (npu_support(plan, 0, "u65") or "")
+    assert npu_support(plan, 0, "u85") is None
+    with pytest.raises(ValueError, match="u55"):
+        npu_support(plan, 0, "u99")
+
+
+def test_npu_support_reasons():
+    rng = np.random.default_rng(7)
+    net = Net()
+    xi = net.input([1, 4, 9, 9])
+    padded_pool = avg_pool(net, xi, (3, 3), (1, 1), padding=(1, 1))
+    c = conv(net, padded_pool, rng, 4, (3, 3), (1, 1), (1, 1))
+    program = net.finish([c])
+    plan = program.execution_plan[0]
+    assert "padding" in (npu_support(plan, 0, "u85") or "")
+    assert npu_support(plan, 1, "u55") is None
+    with pytest.raises(TosaLoweringError, match="padding"):
+        lower_to_tosa(program)
+
+
+def test_npu_support_float_ops():
+    import torchmcu
+    from torchmcu.examples import models
+
+    model, example = models.build("mlp", seed=0)
+    program = torchmcu.export(
+        model, example, calibration=models.calibration("mlp", 2, seed=1)
+    ).program
+    plan = program.execution_plan[0]
+    names = [plan.operators[i.op_index].name for i in plan.chains[0].instructions]
+    q = names.index("cortex_m::quantize_per_tensor")
+    assert "float" in (npu_support(plan, q, "u55") or "")
+    assert npu_support(plan, names.index("cortex_m::quantized_linear"), "u55") is None
