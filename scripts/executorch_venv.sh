@@ -54,6 +54,20 @@ if [ ! -f "$BASE_STAMP" ]; then
   touch "$BASE_STAMP"
 fi
 
+# ExecuTorch's selective-build tools (codegen/tools gen_oplist, gen_all_oplist,
+# gen_selected_op_variants; codegen/gen.py through torchgen, which ships in the
+# torch wheel) import PyYAML, which the base set above does not bring. Kept
+# separate from the base stamp so venvs built before this step get it too.
+TOOLS_REQS="pyyaml"
+TOOLS_STAMP="$VENV/.torchmcu-tools-ok"
+if [ "$(cat "$TOOLS_STAMP" 2>/dev/null)" != "$TOOLS_REQS" ]; then
+  # shellcheck disable=SC2086
+  "$VPY" -m pip install -q $TOOLS_REQS >&2
+  "$VPY" -c "import executorch.codegen.gen, executorch.codegen.tools.gen_oplist, \
+executorch.codegen.tools.gen_all_oplist, executorch.codegen.tools.gen_selected_op_variants" >&2
+  echo "$TOOLS_REQS" > "$TOOLS_STAMP"
+fi
+
 # ExecuTorch's Cortex-M flow (CortexMQuantizer, CortexMPassManager) imports
 # torchao and, through the Arm backend's passes, tosa_serializer (measured:
 # packaging (its TOSA spec module); ethos-u-vela is only needed for its Ethos-U flow).
