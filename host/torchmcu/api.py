@@ -89,10 +89,19 @@ class ExportedModel:
 
     def bundle(self, samples: Sequence[Sequence[Any]]) -> Any:
         """A BundledProgram (torchmcu.pte.bundled): one test case per sample, expected outputs
-        from the host runtime (the program's own integer semantics)."""
+        from the host runtime (the program's own integer semantics); for an NPU program, from
+        the CPU-only lowering of the same graph in the reference interpreter."""
         from torchmcu.pte.bundled import bundle
 
-        return bundle(self.pte_bytes, samples, io_quant=self.report.get("inputs"))
+        expected = None
+        if self.npu is not None:
+            # No NPU here: the expected outputs are the CPU-only program's, in the reference
+            # interpreter (the integer semantics the NPU program must reproduce).
+            from torchmcu.npu.hostrun import reference_outputs
+
+            expected = [reference_outputs(self.npu.cpu_program, list(s), self.report.get("inputs"))
+                        for s in samples]
+        return bundle(self.pte_bytes, samples, expected=expected, io_quant=self.report.get("inputs"))
 
 
 def export(

@@ -133,6 +133,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return _run_on_board(args)
     from torchmcu import native
 
+    if args.pte.endswith(".bpte"):
+        return _check_bundle_on_host(args)
     data = Path(args.pte).read_bytes()
     info = native.program_info(data)
     if args.inputs:
@@ -151,6 +153,24 @@ def _cmd_run(args: argparse.Namespace) -> int:
         shown = np.array2string(flat[:16], precision=4, separator=", ")
         print(f"output {i}: shape {list(out.shape)} {out.dtype} {shown}{' ...' if flat.size > 16 else ''}")
     return 0
+
+
+def _check_bundle_on_host(args: argparse.Namespace) -> int:
+    """Every test case of a .bpte on the host runtime (NPU delegates: TOSA reference model on
+    the NAME.npu/ subgraphs beside it), compared bit for bit with its expected outputs."""
+    from torchmcu.npu.hostrun import check_bundle
+    from torchmcu.pte.bundled import parse_bundled
+
+    if args.inputs:
+        raise CliError("--inputs with a .bpte: the bundle carries its own test inputs")
+    path = Path(args.pte)
+    data = path.read_bytes()
+    cases = sum(len(s.test_cases) for s in parse_bundled(data).method_test_suites)
+    failures = check_bundle(data, path.with_suffix(".npu"))
+    for line in failures:
+        print(f"FAIL {line}")
+    print(f"{cases - len({f.split(' output')[0] for f in failures})}/{cases} test cases pass")
+    return 1 if failures else 0
 
 
 def _firmware_samples(info: dict, inputs: str | None) -> list[list[np.ndarray]] | None:
@@ -350,7 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run a .pte on the host, or a .pte/.elf on a board's emulator")
     p.add_argument("pte", help=".pte (built into firmware first unless --host) or a runner .elf")
-    p.add_argument("--host", action="store_true", help="run on the host build of the runtime")
+    p.add_argument("--host", action="store_true", help="run on the host build of the runtime (a .bpte: check its test cases)")
     p.add_argument("--board", default="qemu-an547", help="board to build for and emulate")
     p.add_argument("--build-dir", help="CMake build directory (default: build/fw-BOARD)")
     p.add_argument("--emulator", choices=("qemu", "fvp"), help="default: QEMU if it can")

@@ -148,3 +148,49 @@ def load_delegates(npu_dir: str | Path, count: int) -> list[SavedDelegate]:
                           inputs=list(meta["tosa_inputs"]), outputs=list(meta["tosa_outputs"]))
         result.append(SavedDelegate(graph, meta["inputs"], meta["outputs"]))
     return result
+
+
+def reference_outputs(cpu_program: pm.Program, sample: Sequence[Any],
+                      io_quant: Sequence[dict[str, Any]] | None) -> list[np.ndarray]:
+    """Outputs of the CPU-only program in the reference interpreter for one sample (float
+    samples of int8 inputs are quantized with the export report's input qparams)."""
+    from torchmcu.pte.bundled import _quantize_input
+    from torchmcu.reference.interpreter import _DTYPES, run_program
+
+    plan = cpu_program.execution_plan[0]
+    arrays = []
+    for i, (x, vi) in enumerate(zip(sample, plan.inputs)):
+        arr = np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x)
+        t = plan.values[vi]
+        assert isinstance(t, pm.Tensor)
+        if t.scalar_type == pm.ScalarType.CHAR and arr.dtype.kind == "f":
+            if io_quant is None:
+                raise ValueError(f"input {i}: float data for an int8 input needs its qparams")
+            arr = _quantize_input(arr, io_quant[i])
+        arrays.append(arr.astype(_DTYPES[pm.ScalarType(t.scalar_type)], copy=False))
+    return run_program(cpu_program, arrays)
+
+
+def check_bundle(bpte: bytes, npu_dir: str | Path) -> list[str]:
+    """Run every test case of a bundled NPU program on the C host runtime, delegates through
+    the TOSA reference model on the subgraphs in npu_dir; the mismatches (empty: all pass,
+    bit-exact)."""
+    from torchmcu import native
+    from torchmcu.pte.bundled import parse_bundled
+    from torchmcu.pte.reader import parse
+
+    bp = parse_bundled(bpte)
+    count = sum(len(p.delegates) for p in parse(bp.program).execution_plan)
+    fn = tosa_native_fn(load_delegates(npu_dir, count)) if count else None
+    failures = []
+    for suite in bp.method_test_suites:
+        for c, case in enumerate(suite.test_cases):
+            inputs = [v.to_numpy() for v in case.inputs]  # type: ignore[union-attr]
+            got = native.run_program(bp.program, inputs, suite.method_name, delegate_fn=fn)
+            for k, (g, e) in enumerate(zip(got, case.expected_outputs)):
+                want = e.to_numpy()  # type: ignore[union-attr]
+                if g.shape != want.shape or not np.array_equal(g, want):
+                    diff = int(np.count_nonzero(g != want)) if g.shape == want.shape else -1
+                    failures.append(f"{suite.method_name} case {c} output {k}: "
+                                    f"{diff if diff >= 0 else 'shape'} mismatch")
+    return failures

@@ -77,6 +77,9 @@ class NpuPartition:
     target: NpuTarget
     placements: list[Placement]
     subgraphs: list[Subgraph] = field(default_factory=list)
+    # The same graph lowered for the CPU only (planned): the integer reference an NPU program
+    # must reproduce (bundle expected outputs come from it).
+    cpu_program: pm.Program | None = None
 
 
 # -- which node an instruction belongs to --------------------------------------------------
@@ -431,7 +434,7 @@ def partition(
                 if i in p.instructions:
                     p.subgraph = k
 
-    result = NpuPartition(target=target, placements=placements)
+    result = NpuPartition(target=target, placements=placements, cpu_program=copy.deepcopy(cpu_program))
     delegate_calls: list[pm.DelegateCall] = []
     for k, g in enumerate(groups):
         carved = carve(cpu_program, g)
