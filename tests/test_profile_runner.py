@@ -223,3 +223,21 @@ def test_corstone_image_on_fvp_counts_cycles(corstone_image: Path) -> None:
     counts = np.array([op["count"] for op in run["operators"]])
     assert (counts > run["overhead"]).all()
     assert 0 <= run["unattributed"] <= run["overhead"] + 4 * EXECUTOR_ENTRY_EXIT
+
+
+def test_report_and_json_carry_the_runner_profile(profiles: dict, tmp_path: Path) -> None:
+    from torchmcu import htmlreport
+    from torchmcu.firmware.profile import read_json, write_json
+
+    pte, profile = profiles["ds_cnn"]
+    saved = read_json(write_json(profile, tmp_path / "profile.json"))
+    assert saved == profile
+    data = htmlreport.collect(reader.load(pte), pte.stat().st_size, {}, saved)
+    (run,) = profile["runs"]
+    assert [(r.instruction, r.instructions, r.arena_measured) for r in data.rows] == [
+        (op["instruction"], op["count"], op["arena_touched"]) for op in run["operators"]
+    ]
+    assert data.inference == run["inference"] and data.mark == run["overhead"]
+    assert data.overhead == run["unattributed"]
+    page = htmlreport.render(data)
+    assert "arena bytes touched (measured)" in page and 'id="time-chart"' in page

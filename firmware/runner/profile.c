@@ -125,6 +125,11 @@ static void put_operator(const tm_instruction *ins) {
       tm_puts(".");
       tm_puts(overload);
     }
+  } else if (ins->kind == TM_INSTR_DELEGATE &&
+             tm_program_delegate((tm_program *)(uintptr_t)profiled->program, NULL, (uint32_t)ins->a,
+                                 &name) == TM_OK) {
+    tm_puts("delegate:");
+    tm_puts(name);
   } else {
     tm_puts(ins->kind == TM_INSTR_DELEGATE ? "delegate" : "instruction");
   }

@@ -4,7 +4,7 @@
  * and once after the last (firmware/runtime/src/method.c); this module defines that hook: it
  * stores the instruction index and a cycle counter reading (the PMU cycle counter with
  * TORCHMCU_PMU, else the DWT's CYCCNT) per mark, and prints one record per instruction after
- * the run. Before each run it measures its own cost: the counter between two marks with
+ * the run (one per kernel or delegate call). Before each run it measures its own cost: the counter between two marks with
  * nothing in between. Where the counter does not advance (QEMU) counts print as "-": the
  * host takes them from the instruction-count plugin, which sees the same marks
  * (torchmcu.firmware.icount.profile_run). Output, after the run's TM_RUN line:
@@ -12,6 +12,8 @@
  *   TM_PROFILE <sample> counter=<pmu_cycles|dwt_cycles|none> overhead=<n|-> marks=<n>
  *              arena=<arena start, hex>
  *   TM_PROF <sample> <instruction index> <operator.overload> <count|-> <planned arena bytes>
+ *
+ * (a DelegateCall, marked too, prints as "delegate:<backend id>", e.g. delegate:EthosUBackend).
  *
  * `overhead` is one mark's cost in the counter's unit; each count holds one mark. The planned
  * arena bytes are the union of the arena byte ranges of the instruction's tensor arguments.

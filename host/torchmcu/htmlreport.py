@@ -1,7 +1,11 @@
 """`torchmcu report`: one self-contained HTML page (no scripts, no network) and a terminal
 summary of an exported program: a per-operator table (what export recorded, plus the
-instructions each kernel call took when a profile is given), a bar chart of where the time
-goes, and the memory plan drawn as a lifetime chart (arena offset against instruction).
+instructions or cycles each kernel call took and the arena bytes it touched when a profile is
+given), a bar chart of where the time goes, and the memory plan drawn as a lifetime chart
+(arena offset against instruction).
+
+The profile is the runner's (torchmcu.firmware.profile: `torchmcu run --profile` writes it as
+profile.json), or the older per-kernel form of torchmcu.firmware.icount.profile_instructions.
 
 Everything about memory is read from the .pte itself (planned tensors, their offsets and the
 instructions that use them), so the page shows what the device will do, not what the planner
@@ -37,7 +41,8 @@ class OpRow:
     node: str = ""
     where: str = ""
     arena_bytes: int = 0  # distinct planned tensors the call reads or writes
-    instructions: int | None = None  # from a profile
+    instructions: int | None = None  # from a profile (instructions or cycles: ReportData.unit)
+    arena_measured: int | None = None  # arena bytes the call touched, measured (QEMU profile)
 
 
 @dataclass
@@ -59,6 +64,8 @@ class ReportData:
     export: dict[str, Any] = field(default_factory=dict)
     inference: int | None = None  # whole-inference instructions from the profile
     overhead: int | None = None  # inference - sum of kernel calls (executor and markers)
+    unit: str = "instructions"  # of the profile's counts: "instructions" or "cycles"
+    mark: int | None = None  # one profiler mark's own cost (each count includes one)
 
 
 def _tensor_args(plan, args: list[int]) -> set[int]:
@@ -80,13 +87,13 @@ def collect(
     profile: dict[str, Any] | None = None,
 ) -> ReportData:
     """The report's contents from a Program, export's report.json and an optional profile
-    (torchmcu.firmware.icount.profile_instructions; its first inference is shown)."""
+    (the runner's, torchmcu.firmware.profile, or icount.profile_instructions'); its first
+    run is shown."""
     plan = program.execution_plan[0]
     instructions = plan.chains[0].instructions if plan.chains else []
     nodes = {n["instruction"]: n for n in (export_report or {}).get("nodes", [])}
-    counts: dict[int, int] = {}
-    if profile is not None and profile.get("kernels"):
-        counts = {k["instruction"]: int(k["instructions"]) for k in profile["kernels"][0]}
+    timing = _timing(profile)
+    counts, measured = timing["counts"], timing["measured"]
     rows: list[OpRow] = []
     uses: dict[int, list[int]] = {}
     for i, ins in enumerate(instructions):
@@ -105,6 +112,7 @@ def collect(
                 where=str(n.get("module") or n.get("source") or ""),
                 arena_bytes=sum(plan.values[t].nbytes for t in tensors),
                 instructions=counts.get(i),
+                arena_measured=measured.get(i),
             )
         )
     end = len(instructions)
@@ -117,13 +125,47 @@ def collect(
         last = end if idx in plan.outputs else (max(used) if used else first)
         lifetimes.append(Lifetime(idx, v.allocation.offset, v.nbytes, first, last))
     arena = plan.non_const_buffer_sizes[1] if len(plan.non_const_buffer_sizes) > 1 else 0
-    inference = overhead = None
-    if profile is not None and profile.get("inference"):
-        inference = int(profile["inference"][0])
-        overhead = int(profile["executor"][0])
     return ReportData(
-        rows, lifetimes, int(arena), end, pte_bytes, dict(export_report or {}), inference, overhead
+        rows,
+        lifetimes,
+        int(arena),
+        end,
+        pte_bytes,
+        dict(export_report or {}),
+        timing["inference"],
+        timing["overhead"],
+        timing["unit"],
+        timing["mark"],
     )
+
+
+def _timing(profile: dict[str, Any] | None) -> dict[str, Any]:
+    """Counts, measured arena bytes, whole inference and overheads of a profile's first run."""
+    out: dict[str, Any] = {
+        "counts": {}, "measured": {}, "inference": None, "overhead": None,
+        "unit": "instructions", "mark": None,
+    }  # fmt: skip
+    if not profile:
+        return out
+    if profile.get("runs"):  # the runner's profile (profile.json)
+        run = profile["runs"][0]
+        ops = run["operators"]
+        out["counts"] = {o["instruction"]: int(o["count"]) for o in ops if o["count"] is not None}
+        out["measured"] = {
+            o["instruction"]: int(o["arena_touched"])
+            for o in ops
+            if o.get("arena_touched") is not None
+        }
+        out["inference"], out["overhead"] = run.get("inference"), run.get("unattributed")
+        out["unit"], out["mark"] = profile.get("unit", "instructions"), run.get("overhead")
+    elif profile.get("kernels"):  # icount.profile_instructions
+        out["counts"] = {k["instruction"]: int(k["instructions"]) for k in profile["kernels"][0]}
+        if profile.get("inference"):
+            out["inference"] = int(profile["inference"][0])
+            out["overhead"] = int(profile["executor"][0])
+        if profile.get("overhead"):
+            out["mark"] = int(profile["overhead"][0])
+    return out
 
 
 # --- SVG charts -------------------------------------------------------------------------------
@@ -138,7 +180,7 @@ def _short(op: str) -> str:
 
 
 def time_chart(data: ReportData) -> str:
-    """Horizontal bars, one per kernel call, length = instructions (empty without a profile)."""
+    """Horizontal bars, one per kernel call, length = its count (empty without a profile)."""
     rows = [r for r in data.rows if r.instructions is not None]
     if not rows:
         return (
@@ -150,7 +192,7 @@ def time_chart(data: ReportData) -> str:
     h = bar_h * len(rows) + 30
     parts = [
         f'<svg id="time-chart" width="{width}" height="{h}" role="img" '
-        + 'aria-label="instructions per kernel call">'
+        + f'aria-label="{data.unit} per kernel call">'
     ]
     for k, r in enumerate(rows):
         y = 10 + k * bar_h
@@ -233,9 +275,11 @@ def summary(data: ReportData) -> str:
     if data.inference is not None:
         kernels = sum(r.instructions or 0 for r in data.rows)
         lines.append(
-            f"inference {data.inference:,} instructions: kernels {kernels:,}, "
+            f"inference {data.inference:,} {data.unit}: kernels {kernels:,}, "
             f"executor and markers {data.overhead:,}"
         )
+        if data.mark is not None:
+            lines.append(f"profiler overhead {data.mark:,} {data.unit} per mark (one per call)")
         by_op: dict[str, int] = {}
         for r in data.rows:
             by_op[r.op] = by_op.get(r.op, 0) + (r.instructions or 0)
@@ -247,7 +291,10 @@ def summary(data: ReportData) -> str:
 def render(data: ReportData, title: str = "torchmcu report") -> str:
     """The HTML page (inline CSS and SVG only)."""
     total = sum(r.instructions or 0 for r in data.rows)
-    head = ["#", "operator", "node", "source", "arena bytes touched", "instructions", "share"]
+    head = ["#", "operator", "node", "source", "arena bytes planned", data.unit, "share"]
+    measured = any(r.arena_measured is not None for r in data.rows)
+    if measured:
+        head.append("arena bytes touched (measured)")
     rows = []
     for r in data.rows:
         n = "" if r.instructions is None else f"{r.instructions:,}"
@@ -263,6 +310,9 @@ def render(data: ReportData, title: str = "torchmcu report") -> str:
             f'<td class="num">{n}</td>',
             f'<td class="num">{share}</td>',
         ]
+        if measured:
+            touched = "" if r.arena_measured is None else f"{r.arena_measured:,}"
+            cells.append(f'<td class="num">{touched}</td>')
         rows.append("<tr>" + "".join(cells) + "</tr>")
     facts = [
         ("board", data.export.get("board", "")),
@@ -274,10 +324,12 @@ def render(data: ReportData, title: str = "torchmcu report") -> str:
     ]
     if data.inference is not None:
         facts += [
-            ("inference instructions", f"{data.inference:,}"),
-            ("kernel instructions", f"{total:,}"),
+            (f"inference {data.unit}", f"{data.inference:,}"),
+            (f"kernel {data.unit}", f"{total:,}"),
             ("executor and profiler marks", f"{data.overhead:,}"),
         ]
+        if data.mark is not None:
+            facts.append(("profiler overhead per mark", f"{data.mark:,}"))
     fact_rows = "".join(
         f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>" for k, v in facts
     )

@@ -269,12 +269,13 @@ class Profile(TypedDict):
 def kernel_calls(
     pte: str | os.PathLike[str] | bytes, method: str | None = None
 ) -> list[tuple[int, str]]:
-    """(instruction index, "op.overload") of every kernel call of a method, in execution order.
+    """(instruction index, "op.overload") of every kernel call of a method, in execution order
+    (a DelegateCall as "delegate:<backend id>", as the profiled runner prints it).
 
     method None: the first execution plan (what the runner runs).
     """
     from torchmcu.pte import reader
-    from torchmcu.pte.program import KernelCall
+    from torchmcu.pte.program import DelegateCall, KernelCall
 
     program = reader.parse(pte) if isinstance(pte, bytes) else reader.load(pte)
     plans = program.execution_plan
@@ -292,6 +293,8 @@ def kernel_calls(
         if isinstance(ins, KernelCall):
             op = plan.operators[ins.op_index]
             calls.append((index, f"{op.name}.{op.overload}" if op.overload else op.name))
+        elif isinstance(ins, DelegateCall):  # marked too; the runner names it by backend id
+            calls.append((index, f"delegate:{plan.delegates[ins.delegate_index].id}"))
     return calls
 
 
