@@ -45,6 +45,7 @@ from torchmcu.pte.program import (
     IntList,
     KernelCall,
     Null,
+    Operator,
     OptionalTensorList,
     Program,
     ScalarType,
@@ -369,6 +370,12 @@ def test_gen_oplist_reads_our_pte(name: str, checked: dict[str, Any]) -> None:
     ]
     ours = read_yaml(files["yaml"])
     assert sorted(ours["operators"]) == sorted(et["operators"])
+    # ExecuTorch's list is one we read too (it marks operators used for training).
+    theirs = read_yaml_doc(et)
+    assert all(
+        e["is_root_operator"] and e["is_used_for_training"] for e in theirs["operators"].values()
+    )
+    assert theirs["et_kernel_metadata"] == ours["et_kernel_metadata"]
     assert ours["et_kernel_metadata"] == {k: sorted(v) for k, v in et["et_kernel_metadata"].items()}
 
 
@@ -530,3 +537,39 @@ def test_broken_lists_rejected(case: tuple[Any, ...], checked: dict[str, Any]) -
     assert ("error" in seen["gen_all_oplist"]) == et_rejects, seen["gen_all_oplist"]
     with pytest.raises(OpListError, match=str(path)):
         read_yaml(path)
+
+
+# ExecuTorch 1.5.1 Cortex-M operators we have no kernel for (README, "Uncovered operators").
+UNCOVERED = [
+    "cortex_m::maximum.out",
+    "cortex_m::minimum.out",
+    "cortex_m::quantized_activation.out",
+    "cortex_m::quantized_batch_matmul.out",
+    "cortex_m::quantized_div.out",
+    "cortex_m::quantized_transpose_conv2d.out",
+    "cortex_m::quantized_transpose_conv2d_nhwc.out",
+]
+
+
+def test_uncovered_executorch_operators_refused_by_name(checked: dict[str, Any]) -> None:
+    """ExecuTorch's Cortex-M library (its operators.yaml, read by gen_oplist.py) declares
+    exactly our kernels plus UNCOVERED; a program calling any of those is refused at load
+    with MISSING_OPERATOR naming it, before anything runs."""
+    import numpy as np
+    from torchmcu import native
+    from torchmcu.pte import serialize
+    from torchmcu.selective import load_table
+
+    ours = {k for k in load_table().operators if k.startswith("cortex_m::")}
+    declared = set(checked["seen"]["cortex_m_schema"])
+    assert sorted(declared - ours) == UNCOVERED
+    assert ours <= declared
+    x = np.zeros(models.input_shape("ds_cnn"), np.float32)
+    for key in UNCOVERED:
+        p = load(checked["files"]["ds_cnn"]["pte"])
+        name, _, overload = key.partition(".")
+        p.execution_plan[0].operators[0] = Operator(name, overload)
+        with pytest.raises(native.NativeError) as e:
+            native.run_program(serialize(p), [x])
+        assert e.value.status == "MISSING_OPERATOR"
+        assert f"(operator {key}, byte offset " in str(e.value)

@@ -22,6 +22,7 @@ What is recorded is what each tool says, parsed from its own output where it pri
   gen_selected_op_variants.py (the dtypes header), and gen_all_oplist.py on the single file.
   A tool that raises is recorded as {"error": "..."} (rejection is a result, not a crash).
 - merge: gen_all_oplist.py over several yaml files (ExecuTorch's combine of model lists).
+Always: gen_oplist.py's operator list of the Cortex-M operators.yaml (what the library declares).
 """
 
 from __future__ import annotations
@@ -331,6 +332,16 @@ def describe_yaml(path: str) -> dict[str, Any]:
     }
 
 
+def cortex_m_schema_operators() -> list[str]:
+    """gen_oplist.py --ops_schema_yaml_path on the Cortex-M operators.yaml: every operator
+    ExecuTorch's Cortex-M kernel library declares."""
+    schema = ET_ROOT / "backends" / "cortex_m" / "ops" / "operators.yaml"
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "selected_operators.yaml"
+        _quiet(lambda: gen_oplist.gen_oplist(output_path=out, ops_schema_yaml_path=str(schema)))
+        return sorted(yaml.safe_load(out.read_text())["operators"])
+
+
 def main(argv: list[str]) -> int:
     request = json.loads(Path(argv[0]).read_text())
     result: dict[str, Any] = {
@@ -339,6 +350,7 @@ def main(argv: list[str]) -> int:
         "diff": [describe_diff(a, b) for a, b in request.get("diff", [])],
         "yaml": {p: describe_yaml(p) for p in request.get("yaml", [])},
         "merge": [_guard(lambda ps=ps: _combine(ps)) for ps in request.get("merge", [])],
+        "cortex_m_schema": cortex_m_schema_operators(),
     }
     Path(argv[1]).write_text(json.dumps(result, indent=1))
     return 0
