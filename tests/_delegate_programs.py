@@ -26,7 +26,6 @@ from torchmcu.pte.program import (
     Tensor,
 )
 
-
 COMMAND = b"COP1" + bytes(12)  # a payload the host backend never runs (no NPU on the host)
 
 
@@ -115,7 +114,9 @@ def delegate_program(
     dargs = [0, 1, 2] if drop_scratch_arg else [0, 1, 2, 3]
     blob = default_blob() if blob is None else blob
     delegates = [
-        BackendDelegate(delegate_id, 0, [CompileSpec("output_format", b"vela"), CompileSpec("npu", b"u55-128")])
+        BackendDelegate(
+            delegate_id, 0, [CompileSpec("output_format", b"vela"), CompileSpec("npu", b"u55-128")]
+        )
     ] + [BackendDelegate(delegate_id, 0) for _ in range(extra_delegates)]
     plan = ExecutionPlan(
         name="forward",

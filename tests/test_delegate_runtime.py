@@ -11,8 +11,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from _delegate_programs import BLOB_INPUTS, BLOB_OUTPUTS, COMMAND, IO, SCRATCH, delegate_program, pack
+from _delegate_programs import (
+    BLOB_INPUTS,
+    BLOB_OUTPUTS,
+    COMMAND,
+    IO,
+    SCRATCH,
+    default_blob,
+    delegate_program,
+    pack,
+)
 from torchmcu import native
 from torchmcu.native import NativeError
 from torchmcu.pte.program import ScalarType
@@ -27,7 +35,11 @@ def _sum_fn(calls: list):
 
     def fn(index: int, inputs: list[np.ndarray]) -> list[np.ndarray]:
         calls.append((index, [x.copy() for x in inputs]))
-        return [(inputs[0].reshape(-1)[:4].astype(np.int16) + inputs[1].reshape(-1)).astype(np.int8).reshape(1, 4)]
+        return [
+            (inputs[0].reshape(-1)[:4].astype(np.int16) + inputs[1].reshape(-1))
+            .astype(np.int8)
+            .reshape(1, 4)
+        ]
 
     return fn
 
@@ -87,11 +99,15 @@ def test_no_callback_is_a_clear_error() -> None:
 
 def test_unknown_backend_is_missing_operator_naming_the_id() -> None:
     with pytest.raises(NativeError) as e:
-        native.run_program(serialize(delegate_program(delegate_id="VulkanBackend")), [A, B], delegate_fn=_sum_fn([]))
+        native.run_program(
+            serialize(delegate_program(delegate_id="VulkanBackend")),
+            [A, B],
+            delegate_fn=_sum_fn([]),
+        )
     assert e.value.status == "MISSING_OPERATOR"
     assert "VulkanBackend" in e.value.message and "not registered" in e.value.message
     info = native.program_info(serialize(delegate_program(delegate_id="VulkanBackend")))
-    assert info["delegates"] == [{"id": "VulkanBackend", "missing": True}]
+    assert [(d["id"], d["missing"]) for d in info["delegates"]] == [("VulkanBackend", True)]
 
 
 def _init_error(program) -> NativeError:
@@ -114,7 +130,11 @@ def test_blob_failing_verification_rejected_at_init_with_file_offset() -> None:
 
 def test_argument_count_rejected() -> None:
     err = _init_error(delegate_program(drop_scratch_arg=True))
-    assert err.status == "INVALID_PROGRAM" and "argument count" in err.message and "instruction 0" in err.message
+    assert (
+        err.status == "INVALID_PROGRAM"
+        and "argument count" in err.message
+        and "instruction 0" in err.message
+    )
 
 
 def test_input_dtype_rejected() -> None:
@@ -128,18 +148,36 @@ def test_input_dtype_rejected() -> None:
 
 
 def test_input_size_rejected() -> None:
-    blob = pack(COMMAND, b"", SCRATCH, [BLOB_INPUTS[0], IO([1, 1, 1, 1, 1, 3], 1, 16)], BLOB_OUTPUTS)
+    blob = pack(
+        COMMAND, b"", SCRATCH, [BLOB_INPUTS[0], IO([1, 1, 1, 1, 1, 3], 1, 16)], BLOB_OUTPUTS
+    )
     err = _init_error(delegate_program(blob=blob))
     assert "input size differs" in err.message and "argument 1" in err.message
 
 
 def test_scratch_smaller_than_blob_scratch_size_rejected() -> None:
     err = _init_error(delegate_program(scratch_bytes=32))
-    assert "scratch tensor smaller than the blob's scratch_size" in err.message and "argument 3" in err.message
+    assert (
+        "scratch tensor smaller than the blob's scratch_size" in err.message
+        and "argument 3" in err.message
+    )
 
 
 def test_delegate_state_is_accounted_in_metadata() -> None:
     one = native.program_info(serialize(delegate_program()))
     two = native.program_info(serialize(delegate_program(extra_delegates=1)))
-    assert two["delegates"] == [{"id": "EthosUBackend", "missing": False}] * 2
+    assert [(d["id"], d["missing"]) for d in two["delegates"]] == [("EthosUBackend", False)] * 2
     assert two["meta_bytes"] - one["meta_bytes"] >= 256  # TM_DELEGATE_STATE_BYTES per delegate
+
+
+def test_backend_sees_blob_in_place_and_compile_specs() -> None:
+    """What tm_method_init hands a backend: the blob where the .pte's segment holds it, and the
+    delegate's compile specs (read back by tm_delegate_compile_spec)."""
+    blob = default_blob()
+    pte = serialize(delegate_program(blob=blob))
+    (d,) = native.program_info(pte)["delegates"]
+    assert (
+        d["blob_size"] == len(blob) and pte[d["blob_offset"] : d["blob_offset"] + len(blob)] == blob
+    )
+    assert d["blob_offset"] % 128 == 0  # segments are 128-byte aligned: cmd/weights stay 16-aligned
+    assert d["compile_specs"] == {"output_format": b"vela", "npu": b"u55-128"}

@@ -21,9 +21,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "build" / "fuzz"
 REGRESSIONS = ROOT / "tools" / "fuzz" / "regressions"
-TARGETS = ("fuzz_pte_load", "fuzz_method_init", "fuzz_run")
+TARGETS = ("fuzz_pte_load", "fuzz_method_init", "fuzz_run", "fuzz_ethos_u_blob")
 # Mutations per target in CI (seeded): about 10 s each on one core.
-RUNS = {"fuzz_pte_load": 30000, "fuzz_method_init": 20000, "fuzz_run": 4000, "fuzz_bundled": 20000}
+RUNS = {
+    "fuzz_pte_load": 30000,
+    "fuzz_method_init": 20000,
+    "fuzz_run": 4000,
+    "fuzz_bundled": 20000,
+    "fuzz_ethos_u_blob": 50000,
+}
 
 pytestmark = pytest.mark.skipif(
     shutil.which("clang") is None or shutil.which("cmake") is None, reason="needs clang and cmake"
@@ -90,9 +96,11 @@ def targets(build: Path) -> list[str]:
 
 
 def seeds_for(target: str, corpus: Path) -> list[Path]:
-    dirs = {"fuzz_run": [corpus / "run"], "fuzz_bundled": [corpus / "bpte"]}.get(
-        target, [corpus / "pte"]
-    )
+    dirs = {
+        "fuzz_run": [corpus / "run"],
+        "fuzz_bundled": [corpus / "bpte"],
+        "fuzz_ethos_u_blob": [corpus / "blob"],
+    }.get(target, [corpus / "pte"])
     regress = REGRESSIONS / target
     return [d for d in (*dirs, regress) if d.is_dir()]
 

@@ -216,9 +216,34 @@ static tm_status stub_kernel(tm_kernel_context *ctx, tm_value *const *args, size
   return TM_ERR_UNSUPPORTED;
 }
 
-/* program_info's backends: accept any blob and call (info needs no backend to size memory). */
+/* program_info's backends: accept any blob and call (info needs no backend to size memory);
+ * init records what the runtime hands a backend (blob place, compile specs) for the caller. */
+static PyObject *g_info_delegates; /* list being filled by stub_delegate_init (GIL held) */
+
 static tm_status stub_delegate_init(tm_delegate_context *ctx, void *state, const tm_delegate_info *info) {
-  (void)ctx; (void)state; (void)info;
+  (void)state;
+  PyObject *specs = PyDict_New();
+  for (uint32_t i = 0; specs != NULL && i < info->num_specs; ++i) {
+    tm_compile_spec spec;
+    PyObject *value;
+    if (tm_delegate_compile_spec(info, i, &spec) != TM_OK ||
+        (value = PyBytes_FromStringAndSize((const char *)spec.value, (Py_ssize_t)spec.size)) == NULL) {
+      Py_CLEAR(specs);
+      break;
+    }
+    if (PyDict_SetItemString(specs, spec.key, value) != 0) Py_CLEAR(specs);
+    Py_DECREF(value);
+  }
+  PyObject *d = specs == NULL ? NULL
+                              : Py_BuildValue("{s:N,s:I,s:n}", "compile_specs", specs, "blob_offset",
+                                              (unsigned)info->blob_offset, "blob_size", (Py_ssize_t)info->blob_size);
+  if (d == NULL || g_info_delegates == NULL || PyList_Append(g_info_delegates, d) != 0) {
+    PyErr_Clear();
+    Py_XDECREF(d);
+    ctx->message = "program_info: recording the delegate failed";
+    return TM_ERR_OUT_OF_MEMORY;
+  }
+  Py_DECREF(d);
   return TM_OK;
 }
 static tm_status stub_delegate_execute(tm_delegate_context *ctx, void *state, const tm_delegate_call *call) {
@@ -232,7 +257,7 @@ PyObject *native_program_info(PyObject *self, PyObject *args) {
   Py_buffer pte;
   const char *method_name = NULL;
   if (!PyArg_ParseTuple(args, "y*|z", &pte, &method_name)) return NULL;
-  PyObject *result = NULL, *ops = NULL, *missing = NULL, *methods = NULL, *delegates = NULL;
+  PyObject *result = NULL, *ops = NULL, *missing = NULL, *methods = NULL, *delegates = NULL, *recorded = NULL;
   tm_kernel_entry *stubs = NULL;
   tm_backend *stub_backends = NULL;
   const tm_backend **stub_table = NULL;
@@ -290,7 +315,15 @@ PyObject *native_program_info(PyObject *self, PyObject *args) {
     Py_DECREF(t);
   }
   tm_kernel_registry stub_registry = {stubs, nops, (const tm_backend *const *)stub_table, ndel};
-  if (session_init(&s, method_name, &stub_registry) != 0) goto done;
+  recorded = PyList_New(0);
+  if (recorded == NULL) goto done;
+  g_info_delegates = recorded;
+  int init_rc = session_init(&s, method_name, &stub_registry);
+  g_info_delegates = NULL;
+  if (init_rc != 0) goto done;
+  for (uint32_t i = 0; i < ndel && i < (uint32_t)PyList_GET_SIZE(recorded); ++i) {
+    if (PyDict_Update(PyList_GET_ITEM(delegates, i), PyList_GET_ITEM(recorded, i)) != 0) goto done;
+  }
   tm_method *m = &s.method;
   PyObject *ins = PyList_New(0), *outs = PyList_New(0);
   if (ins == NULL || outs == NULL) { Py_XDECREF(ins); Py_XDECREF(outs); goto done; }
@@ -320,6 +353,7 @@ done:
   PyMem_Free(stub_backends);
   PyMem_Free(stub_table);
   Py_XDECREF(delegates);
+  Py_XDECREF(recorded);
   Py_XDECREF(ops);
   Py_XDECREF(missing);
   Py_XDECREF(methods);

@@ -71,7 +71,12 @@ class TensorArg:
 def _tensor_tuple(arr: np.ndarray, sizes: Sequence[int], dim_order: Sequence[int]) -> tuple:
     if not arr.flags.c_contiguous:
         raise ValueError("tensor arrays must be C-contiguous (physical memory)")
-    return (arr, scalar_type_of(arr.dtype), tuple(int(s) for s in sizes), tuple(int(d) for d in dim_order))
+    return (
+        arr,
+        scalar_type_of(arr.dtype),
+        tuple(int(s) for s in sizes),
+        tuple(int(d) for d in dim_order),
+    )
 
 
 def _convert_arg(arg: Any) -> Any:
@@ -110,10 +115,16 @@ def _to_physical(x: np.ndarray, dim_order: Sequence[int]) -> np.ndarray:
     return np.ascontiguousarray(x.transpose(tuple(dim_order)) if x.ndim else x)
 
 
-def _from_physical(data: bytes, scalar_type: int, sizes: Sequence[int], dim_order: Sequence[int]) -> np.ndarray:
+def _from_physical(
+    data: bytes, scalar_type: int, sizes: Sequence[int], dim_order: Sequence[int]
+) -> np.ndarray:
     """Tensor memory -> a contiguous array in logical sizes."""
-    physical = np.frombuffer(data, dtype=dtype_of(scalar_type)).reshape([sizes[d] for d in dim_order])
-    return np.ascontiguousarray(physical.transpose(np.argsort(dim_order)) if len(sizes) else physical)
+    physical = np.frombuffer(data, dtype=dtype_of(scalar_type)).reshape(
+        [sizes[d] for d in dim_order]
+    )
+    return np.ascontiguousarray(
+        physical.transpose(np.argsort(dim_order)) if len(sizes) else physical
+    )
 
 
 def parse_ethos_u_blob(blob: bytes) -> dict:
@@ -142,11 +153,14 @@ def _delegate_bridge(fn: DelegateFn) -> Callable[[int, list, list], list[bytes]]
 
     def bridge(index: int, inputs: list, outputs: list) -> list[bytes]:
         arrays = [
-            np.frombuffer(data, dtype=dtype_of(stype)).reshape(shape).copy() for data, stype, shape in inputs
+            np.frombuffer(data, dtype=dtype_of(stype)).reshape(shape).copy()
+            for data, stype, shape in inputs
         ]
         results = list(fn(index, arrays))
         if len(results) != len(outputs):
-            raise ValueError(f"delegate {index}: delegate_fn returned {len(results)} outputs, expected {len(outputs)}")
+            raise ValueError(
+                f"delegate {index}: delegate_fn returned {len(results)} outputs, expected {len(outputs)}"
+            )
         packed = []
         for k, (res, (stype, shape)) in enumerate(zip(results, outputs)):
             res = np.asarray(res)
@@ -181,7 +195,9 @@ def run_program(
     pte = bytes(pte)
     info = _native.program_info(pte, method)
     if len(inputs) != len(info["inputs"]):
-        raise NativeError("INVALID_ARGUMENT", f"method takes {len(info['inputs'])} inputs, {len(inputs)} given")
+        raise NativeError(
+            "INVALID_ARGUMENT", f"method takes {len(info['inputs'])} inputs, {len(inputs)} given"
+        )
     packed = []
     for i, (x, meta) in enumerate(zip(inputs, info["inputs"])):
         if meta is None:

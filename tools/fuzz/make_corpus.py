@@ -5,6 +5,9 @@ Writes into OUT:
   programs/  small real programs that fuzz_run loads and runs with the real kernels
   run/       fuzz_run seeds: one per program, its index then calibration-like input bytes
   bpte/      bundled programs (.bpte) of the small programs, two test cases each (fuzz_bundled)
+  blob/      EthosUBackend delegate blobs: hand-packed ones and the Vela blobs of small CNNs
+             exported for ethos-u55-128 and ethos-u85-256 (fuzz_ethos_u_blob); those programs
+             also join pte/
 
 Usage: python tools/fuzz/make_corpus.py OUT
 """
@@ -56,9 +59,46 @@ def _small_programs() -> dict[str, tuple[nn.Module, tuple[torch.Tensor, ...], li
     return progs
 
 
+def _synthetic_blobs() -> dict[str, bytes]:
+    """EthosUBackend blobs of hand-chosen shapes (one input, two inputs, no weights)."""
+    from torchmcu.npu.blob import VelaTensor, pack_blob
+
+    cmd = b"COP1" + bytes(28)
+    one = [VelaTensor([1, 1, 4, 4, 4, 8], 1, 0, 1)]
+    two = [VelaTensor([1, 1, 1, 2, 2, 3], 1, 0, 1), VelaTensor([1, 1, 1, 1, 1, 4], 1, 16, 1)]
+    return {
+        "one_io": pack_blob(
+            cmd, bytes(range(48)), 1024, one, [VelaTensor([1, 1, 1, 1, 1, 10], 1, 512, 1)]
+        ),
+        "two_in": pack_blob(cmd, b"", 48, two, [VelaTensor([1, 1, 1, 1, 1, 4], 1, 32, 1)]),
+        "int32_out": pack_blob(
+            cmd, bytes(16), 64, one[:0], [VelaTensor([1, 1, 1, 1, 2, 2], 4, 0, 1)]
+        ),
+    }
+
+
+def _npu_programs(out: Path) -> None:
+    """Real EthosUBackend programs (Vela blobs) of the small CNNs: their .pte as loader seeds,
+    their blobs as fuzz_ethos_u_blob seeds."""
+    from torchmcu.pte.reader import parse
+
+    small = _small_programs()
+    for board, npu in (("corstone-300", "ethos-u55-128"), ("corstone-320", "ethos-u85-256")):
+        for name in ("small_cnn", "mixed_ops"):
+            model, example, calib = small[name]
+            exported = export(model, example, calibration=calib, board=board, npu=npu)
+            tag = f"{name}_{npu.replace('-', '_')}"
+            (out / "pte" / f"npu_{tag}.pte").write_bytes(exported.pte_bytes)
+            for k, blob in enumerate(parse(exported.pte_bytes).segments_data):
+                (out / "blob" / f"{tag}_{k}").write_bytes(blob)
+
+
 def main(out: Path) -> None:
-    for sub in ("pte", "programs", "run", "bpte"):
+    for sub in ("pte", "programs", "run", "bpte", "blob"):
         (out / sub).mkdir(parents=True, exist_ok=True)
+    for name, blob in _synthetic_blobs().items():
+        (out / "blob" / f"synthetic_{name}").write_bytes(blob)
+    _npu_programs(out)
     for name in models.MLPERF_TINY:
         model, example = models.build(name)
         exported = export(model, example, calibration=models.calibration(name, 2))

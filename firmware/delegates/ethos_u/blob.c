@@ -202,12 +202,12 @@ tm_status tm_ethos_u_blob_parse(const uint8_t *data, size_t size, tm_ethos_u_blo
     if (kind == B_END) {
       break;
     }
-    const size_t padded = ((size_t)len + 15u) & ~(size_t)15u;
-    if (padded > size - at) {
+    const size_t pad = (16u - (len & 15u)) & 15u; /* no overflow: len <= size - at */
+    if (pad > size - at - len) {
       return blob_fail(err, "block padding runs past the end of the blob (no vela_end_stream block)", name,
                        pos + 16u);
     }
-    pos = at + padded;
+    pos = at + len + pad;
   }
   for (int k = B_CMD; k <= B_OUTPUTS; ++k) {
     if (!seen[k]) {
