@@ -22,14 +22,18 @@ from torchmcu.selective import (
     MergeConflict,
     OpListError,
     board_operators,
+    delegate_ids,
     from_program,
     load_table,
     merge,
     merge_files,
+    missing_delegates,
     missing_operators,
     operator_names,
+    program_delegates,
     program_operators,
     read_yaml,
+    select_delegates,
     write_yaml,
 )
 from torchmcu.selective.oplist import dumps
@@ -229,3 +233,77 @@ def test_cli_build_refuses_uncovered_program(tmp_path: Path, capsys) -> None:
     assert cli_main([*argv, "--ops-yaml", str(only_pad)]) == 2
     assert "does not select: cortex_m::quantized_linear.out" in capsys.readouterr().err
     assert not (out / "CMakeCache.txt").exists()
+
+
+def _delegated_linear(*backend_ids: str):
+    """linear_program() declaring delegates (their blobs are never run by these tests)."""
+    from torchmcu.pte.program import BackendDelegate
+
+    program = linear_program()
+    for i, backend in enumerate(backend_ids):
+        program.execution_plan[0].delegates.append(
+            BackendDelegate(backend, len(program.segments_data))
+        )
+        program.segments_data.append(bytes([i]) * 16)
+    return program
+
+
+def test_delegates_are_build_features_torchgen_reads(tmp_path: Path) -> None:
+    doc = from_program(_delegated_linear("EthosUBackend"), "npu")
+    assert doc["build_features"] == ["delegate:EthosUBackend"]
+    assert program_delegates(_delegated_linear("B", "A", "B")) == ["A", "B"]
+    text = (write_yaml(doc, tmp_path / "selected_operators.yaml")).read_text()
+    assert "build_features:\n- delegate:EthosUBackend\n" in text
+    builder = SelectiveBuilder.from_yaml_dict(yaml.safe_load(text))  # ExecuTorch/torchgen reader
+    assert builder.build_features == {"delegate:EthosUBackend"}
+    assert builder.is_operator_selected("cortex_m::quantized_linear.out")
+    plain = from_program(linear_program(), "cpu")
+    assert plain["build_features"] == []
+    # merge: the union of the lists' delegates, as torchgen combines build features
+    other = from_program(_delegated_linear("OtherBackend"), "other")
+    merged = merge([plain, doc, other])
+    assert delegate_ids(merged) == ["EthosUBackend", "OtherBackend"]
+    assert merge([merged, doc]) == merged
+    combined = combine_selective_builders(builder, SelectiveBuilder.from_yaml_dict(other))
+    assert sorted(combined.build_features) == merged["build_features"]
+    assert read_yaml(tmp_path / "selected_operators.yaml") == doc
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("build_features:\n- delegate:Ethos U\n")
+    with pytest.raises(OpListError, match=r"bad\.yaml: build_features: 'delegate:Ethos U' is not"):
+        read_yaml(bad)
+
+
+def test_select_and_missing_delegates() -> None:
+    doc = from_program(_delegated_linear("EthosUBackend"), "npu")
+    offered = ["EthosUBackend", "OtherBackend"]
+    assert select_delegates(doc, offered) == ["EthosUBackend"]
+    assert select_delegates(from_program(linear_program(), "cpu"), offered) == []
+    everything = {**doc, "include_all_non_op_selectives": True}
+    assert select_delegates(everything, offered) == offered
+    with pytest.raises(OpListError, match=r"no backend in this tree: EthosUBackend \(offered: X\)"):
+        select_delegates(doc, ["X"])
+    assert missing_delegates(["EthosUBackend", "OtherBackend"], doc) == ["OtherBackend"]
+    assert missing_delegates(["OtherBackend"], everything) == []
+
+
+def test_selective_cli_prints_selected_delegates(tmp_path: Path, capsys) -> None:
+    from torchmcu.selective.table import main as selective_main
+
+    path = write_yaml(from_program(_delegated_linear("EthosUBackend"), "npu"), tmp_path / "s.yaml")
+    assert selective_main(["--yaml", str(path), "--delegates", "OtherBackend;EthosUBackend"]) == 0
+    assert capsys.readouterr().out == "EthosUBackend\n"
+    assert selective_main(["--yaml", str(path), "--delegates", ""]) == 1
+    assert "EthosUBackend" in capsys.readouterr().err
+
+
+def test_build_refuses_program_with_unselected_delegate(tmp_path: Path) -> None:
+    pte = tmp_path / "npu.pte"
+    pte.write_bytes(serialize(_delegated_linear("EthosUBackend")))
+    cpu_only = write_yaml(from_program(linear_program(), "cpu"), tmp_path / "cpu.yaml")
+    out = tmp_path / "build"
+    with pytest.raises(
+        FirmwareBuildError,
+        match=r"npu\.pte needs delegates that .*cpu\.yaml does not select: EthosUBackend",
+    ):
+        build(pte, "qemu-an547", out, ops_yaml=cpu_only)
+    assert not (out / "CMakeCache.txt").exists()  # refused before CMake ran

@@ -3,32 +3,46 @@
 Export writes `selected_operators.yaml` (ExecuTorch's selective-build layout) beside the .pte;
 `merge` joins the lists of several models with the operators the board always needs, so one
 image can run all of them; CMake turns the merged list into the image's kernel registry
-(`-DTORCHMCU_OPS_YAML=...`, cmake/selective.cmake) and compiles only those kernels.
+(`-DTORCHMCU_OPS_YAML=...`, cmake/selective.cmake) and compiles only those kernels; the
+delegate backends a program needs are listed too (build_features 'delegate:<id>') and the
+image registers only the selected ones.
 """
 
 from torchmcu.selective.merge import MergeConflict, board_operators, merge, merge_files
 from torchmcu.selective.oplist import (
     OpListError,
+    delegate_ids,
     from_program,
     operator_names,
+    program_delegates,
     program_operators,
     read_yaml,
     write_yaml,
 )
-from torchmcu.selective.table import KernelTable, load_table, missing_operators
+from torchmcu.selective.table import (
+    KernelTable,
+    load_table,
+    missing_delegates,
+    missing_operators,
+    select_delegates,
+)
 
 __all__ = [
     "KernelTable",
     "MergeConflict",
     "OpListError",
     "board_operators",
+    "delegate_ids",
     "from_program",
     "load_table",
     "merge",
     "merge_files",
+    "missing_delegates",
     "missing_operators",
     "operator_names",
+    "program_delegates",
     "program_operators",
     "read_yaml",
+    "select_delegates",
     "write_yaml",
 ]

@@ -7,6 +7,12 @@ is_root_operator, is_used_for_training, include_all_overloads, debug_info) and
 `et_kernel_metadata` (per "name.overload": kernel keys "v1/<dtype>;<dim order>|...", one
 dtype;dim-order pair per tensor argument in argument order, dtype as the ScalarType number).
 Documents are kept canonical (sorted lists, plain bools) so equal selections compare equal.
+
+Delegates: ExecuTorch's layout has no key for backends, so a program's delegates are recorded
+as torchgen build features, `build_features: [delegate:<backend id>]` (e.g.
+`delegate:EthosUBackend`): torchgen's reader (SelectiveBuilder.from_yaml_dict) accepts the key
+and its combine unions it as our merge does. A backend is selected when listed, or by
+include_all_non_op_selectives (torchgen's switch for everything that is not an operator).
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ _TOP_LEVEL = {
     "build_features",
 }
 _OP_FLAGS = ("is_root_operator", "is_used_for_training", "include_all_overloads")
+DELEGATE_FEATURE = "delegate:"  # build_features entry prefix of a delegate backend id
+_BACKEND_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # a C identifier: it names a table entry
 _KERNEL_KEY = re.compile(r"^(default|v1(/\d+;\d+(,\d+)*(\|\d+;\d+(,\d+)*)*)?)$")
 
 
@@ -69,6 +77,24 @@ def program_operators(program: Program) -> list[str]:
     )
 
 
+def delegate_feature(backend_id: str) -> str:
+    """'EthosUBackend' -> 'delegate:EthosUBackend', its build_features entry."""
+    return DELEGATE_FEATURE + backend_id
+
+
+def program_delegates(program: Program) -> list[str]:
+    """The backend ids of every delegate a program's plans declare, sorted (the runtime
+    initialises each declared delegate at load, so each needs its backend in the image)."""
+    return sorted({d.id for plan in program.execution_plan for d in plan.delegates})
+
+
+def delegate_ids(doc: OpList) -> list[str]:
+    """The backend ids a list selects by name (build_features 'delegate:<id>'), sorted."""
+    return sorted(
+        f[len(DELEGATE_FEATURE) :] for f in doc["build_features"] if f.startswith(DELEGATE_FEATURE)
+    )
+
+
 def from_program(program: Program, model_name: str) -> OpList:
     """The selected-operator list of one program (debug_info names the model)."""
     keys: dict[str, set[str]] = {}
@@ -95,6 +121,7 @@ def from_program(program: Program, model_name: str) -> OpList:
             "include_all_operators": False,
             "operators": operators,
             "et_kernel_metadata": {name: sorted(k) for name, k in keys.items() if k},
+            "build_features": [delegate_feature(d) for d in program_delegates(program)],
         }
     )
 
@@ -156,6 +183,14 @@ def canonical(doc: dict[str, Any], where: str = "selected operators") -> OpList:
     out["kernel_metadata"] = doc.get("kernel_metadata") or {}
     out["custom_classes"] = _strings(doc.get("custom_classes"), f"{where}: custom_classes")
     out["build_features"] = _strings(doc.get("build_features"), f"{where}: build_features")
+    for feature in out["build_features"]:
+        if feature.startswith(DELEGATE_FEATURE) and not _BACKEND_ID.match(
+            feature[len(DELEGATE_FEATURE) :]
+        ):
+            raise OpListError(
+                f"{where}: build_features: {feature!r} is not 'delegate:<backend id>' "
+                "(letters, digits and _ only, as in delegate:EthosUBackend)"
+            )
     return out
 
 

@@ -3,6 +3,8 @@
 CMake asks this module which table entries a yaml selects (`python -m torchmcu.selective
 --yaml Y`), so the yaml is interpreted in one place: include_all_operators selects every
 kernel, include_all_overloads every overload of the name, otherwise the exact 'name.overload'.
+Delegate backends (`--delegates IDS`: the ids the tree offers) are selected by their
+build_features entry 'delegate:<id>', or all of them by include_all_non_op_selectives.
 """
 
 from __future__ import annotations
@@ -15,7 +17,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from torchmcu.selective.oplist import OpList, OpListError, canonical, read_yaml, split_key
+from torchmcu.selective.oplist import (
+    OpList,
+    OpListError,
+    canonical,
+    delegate_ids,
+    read_yaml,
+    split_key,
+)
 
 DEFAULT_TABLE = Path(__file__).resolve().parents[3] / "firmware" / "kernels" / "kernels.json"
 
@@ -92,14 +101,48 @@ def missing_operators(program_ops: Iterable[str], doc: OpList) -> list[str]:
     )
 
 
+def missing_delegates(program_delegates: Iterable[str], doc: OpList) -> list[str]:
+    """Backend ids of a program that `doc` does not select, sorted."""
+    doc = canonical(doc)
+    if doc["include_all_non_op_selectives"]:
+        return []
+    return sorted(set(program_delegates) - set(delegate_ids(doc)))
+
+
+def select_delegates(doc: OpList, available: Iterable[str]) -> list[str]:
+    """The backend ids `doc` selects, in `available` order (the backends the tree offers);
+    a selected id the tree does not offer is an error."""
+    doc = canonical(doc)
+    offered = list(dict.fromkeys(available))
+    if doc["include_all_non_op_selectives"]:
+        return offered
+    wanted = delegate_ids(doc)
+    unknown = [d for d in wanted if d not in offered]
+    if unknown:
+        raise OpListError(
+            f"selected delegates with no backend in this tree: {', '.join(unknown)} "
+            f"(offered: {', '.join(offered) or 'none'})"
+        )
+    return [d for d in offered if d in wanted]
+
+
 def main(argv: list[str] | None = None) -> int:
-    """For CMake: print the selected table operators, ';'-separated (a CMake list)."""
+    """For CMake: print the selected table operators, ';'-separated (a CMake list); with
+    --delegates, the selected backend ids among those given instead."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--yaml", required=True)
     parser.add_argument("--table", default=str(DEFAULT_TABLE))
+    parser.add_argument(
+        "--delegates", metavar="IDS", help="';'-separated backend ids the tree offers"
+    )
     args = parser.parse_args(argv)
     try:
-        entries = load_table(args.table).select(read_yaml(args.yaml))
+        doc = read_yaml(args.yaml)
+        if args.delegates is not None:
+            offered = [d for d in args.delegates.split(";") if d]
+            print(";".join(select_delegates(doc, offered)))
+            return 0
+        entries = load_table(args.table).select(doc)
     except (OpListError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
