@@ -31,7 +31,9 @@ def npu_report(part: NpuPartition) -> dict[str, Any]:
             "kernel_calls": len(s.instructions),
             "inputs": len(s.inputs),
             "outputs": len(s.outputs),
-            "scratch_bytes": int(s.vela.scratch_size),
+            "scratch_bytes": int(s.vela.scratch_size),  # planned in the arena
+            # U65 Dedicated_Sram: the NPU's own SRAM the platform binds (not in the arena)
+            "fast_scratch_bytes": int(getattr(s.vela, "fast_scratch_size", 0)),
             "blob_bytes": len(s.vela.blob),
             "command_stream_bytes": len(s.vela.command_stream),
             "weight_bytes": len(s.vela.weights),

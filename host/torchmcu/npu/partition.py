@@ -434,7 +434,7 @@ def partition(
                 if i in p.instructions:
                     p.subgraph = k
 
-    result = NpuPartition(target=target, placements=placements, cpu_program=copy.deepcopy(cpu_program))
+    result = NpuPartition(target=target, placements=placements, cpu_program=cpu_program)
     delegate_calls: list[pm.DelegateCall] = []
     for k, g in enumerate(groups):
         carved = carve(cpu_program, g)
