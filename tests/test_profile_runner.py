@@ -29,7 +29,7 @@ import pytest
 import torchmcu
 from torchmcu import firmware
 from torchmcu.examples import models
-from torchmcu.firmware.profile import ProfileError, parse_runner, profile_run
+from torchmcu.firmware.profile import ProfileError, parse_runner, profile_run, read_json
 from torchmcu.pte import reader
 from torchmcu.pte.program import KernelCall, Tensor, TensorList
 
@@ -56,8 +56,12 @@ def _export(name: str, out: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def profiles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, dict]]:
-    root = tmp_path_factory.mktemp("profile-runner")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("profile-runner")
+
+
+@pytest.fixture(scope="module")
+def profiles(root: Path) -> dict[str, tuple[Path, dict]]:
     out: dict[str, tuple[Path, dict]] = {}
     started = time.monotonic()
     for name in models.MLPERF_TINY:
@@ -241,3 +245,30 @@ def test_report_and_json_carry_the_runner_profile(profiles: dict, tmp_path: Path
     assert data.overhead == run["unattributed"]
     page = htmlreport.render(data)
     assert "arena bytes touched (measured)" in page and 'id="time-chart"' in page
+
+
+def test_cli_run_profile_table_json_and_report(
+    profiles: dict, root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`torchmcu run --profile` on the image the fixture built last (same build directory and
+    program: nothing to rebuild) prints the table and writes the same profile; `torchmcu
+    report --profile-json` renders it."""
+    from torchmcu.cli import main
+
+    name = models.MLPERF_TINY[-1]
+    pte, profile = profiles[name]
+    args = ["run", str(pte), "--board", BOARD, "--profile", "--build-dir", str(root / "build")]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    saved = pte.with_suffix(".profile.json")
+    assert read_json(saved)["runs"] == profile["runs"]  # counts are deterministic
+    (run,) = profile["runs"]
+    for op in run["operators"]:
+        assert re.search(
+            rf"^ *{op['instruction']} +{re.escape(op['op'])} +{op['count']:,} ", out, re.MULTILINE
+        )
+    assert f"unattributed {run['unattributed']};" in out
+    html = root / "report.html"
+    assert main(["report", str(pte), "--profile-json", str(saved), "-o", str(html)]) == 0
+    page = html.read_text()
+    assert "arena bytes touched (measured)" in page and f"{run['operators'][0]['count']:,}" in page

@@ -9,6 +9,7 @@
     torchmcu run out/model.pte --board qemu-an547             # build, run on QEMU (or an FVP)
     torchmcu run out/model.bpte --board qemu-an547            # check a bundle's test cases on device
     torchmcu info out/model.pte                               # operators, values, memory plan
+    torchmcu run out/model.pte --board qemu-an547 --profile   # per-operator table, model.profile.json
     torchmcu report out/model.pte --profile                   # out/model.html: ops, time, memory
     torchmcu ops merge a.yaml b.yaml --board corstone-300 -o merged.yaml   # one image, many models
 """
@@ -201,9 +202,11 @@ def _cmd_build(args: argparse.Namespace) -> int:
     if pte.endswith(".bpte"):
         if inputs:
             raise CliError("--inputs with a .bpte: the bundle carries its own test inputs")
-        build_dir = args.build_dir or f"build/fw-{args.board}"
+        build_dir = args.build_dir or _default_build_dir(args)
         print(f"building the runner for {args.board} with the bundle {pte} in {build_dir}...")
-        image = firmware.build(None, args.board, build_dir, bundle=pte, ops_yaml=args.ops_yaml)
+        image = firmware.build(
+            None, args.board, build_dir, bundle=pte, ops_yaml=args.ops_yaml, profile=args.profile
+        )
         for path in (image.elf, image.bin, image.program_bin, image.hex):
             print(f"wrote {path} ({path.stat().st_size:,} bytes)")
         return 0
@@ -212,7 +215,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
         info = native.program_info(Path(path).read_bytes())
         samples = _firmware_samples(info, inputs[i] if inputs else None)
         blobs.append(firmware.write_io_blob(info, samples) if samples else None)
-    build_dir = args.build_dir or f"build/fw-{args.board}"
+    build_dir = args.build_dir or _default_build_dir(args)
     print(f"building the runner for {args.board} with {', '.join(args.pte)} in {build_dir}...")
     image = firmware.build(
         args.pte if len(args.pte) > 1 else pte,
@@ -220,6 +223,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
         build_dir,
         inputs=blobs if len(args.pte) > 1 else blobs[0],
         ops_yaml=args.ops_yaml,
+        profile=args.profile,
     )
     for path in (image.elf, image.bin, image.program_bin, image.hex):
         print(f"wrote {path} ({path.stat().st_size:,} bytes)")
@@ -241,15 +245,17 @@ def _run_on_board(args: argparse.Namespace) -> int:
         if args.inputs:
             raise CliError("--inputs with a .bpte: the bundle carries its own test inputs")
         info = native.program_info(program_of(target.read_bytes()))
-        build_dir = args.build_dir or f"build/fw-{args.board}"
-        elf = firmware.build(None, args.board, build_dir, bundle=target).elf
+        build_dir = args.build_dir or _default_build_dir(args)
+        elf = firmware.build(None, args.board, build_dir, bundle=target, profile=args.profile).elf
     else:
         data = target.read_bytes()
         info = native.program_info(data)
         samples = _firmware_samples(info, args.inputs)
         blob = firmware.write_io_blob(info, samples) if samples else None
-        build_dir = args.build_dir or f"build/fw-{args.board}"
-        elf = firmware.build(target, args.board, build_dir, inputs=blob).elf
+        build_dir = args.build_dir or _default_build_dir(args)
+        elf = firmware.build(target, args.board, build_dir, inputs=blob, profile=args.profile).elf
+    if args.profile:
+        return _profile_on_board(args, elf, target)
     try:
         result = firmware.run(elf, args.board, args.timeout, emulator=args.emulator)
     except FirmwareRunError as e:
@@ -268,6 +274,32 @@ def _run_on_board(args: argparse.Namespace) -> int:
     if not result.ok:
         print(f"torchmcu run: firmware exit {result.exit_code}: {result.message}", file=sys.stderr)
         return result.exit_code if result.exit_code > 0 else 124
+    return 0
+
+
+def _default_build_dir(args: argparse.Namespace) -> str:
+    return f"build/fw-{args.board}" + ("-profile" if args.profile else "")
+
+
+def _profile_on_board(args: argparse.Namespace, elf: Path, target: Path) -> int:
+    """`run --profile`: the runner's per-operator profile (QEMU: instruction counts and arena
+    bytes from the plugin; FVP: cycles) as a table per run and a profile.json."""
+    from torchmcu.firmware import profile as prof
+
+    try:
+        profile, console = prof.profile_run(
+            elf, args.board, emulator=args.emulator, timeout=args.timeout
+        )
+    except RuntimeError as e:  # ProfileError, IcountError, FirmwareRunError
+        raise CliError(str(e)) from None
+    for line in console.splitlines():
+        if not line.startswith(("TM_OUTPUT ", "TM_PROF ")):
+            print(line)
+    for k in range(len(profile["runs"])):
+        print(prof.table(profile, k))
+    out = Path(args.profile_json) if args.profile_json else target.with_suffix(".profile.json")
+    prof.write_json(profile, out)
+    print(f"wrote {out} (torchmcu report PTE --profile-json {out})")
     return 0
 
 
@@ -292,15 +324,19 @@ def _cmd_report(args: argparse.Namespace) -> int:
     export_json = Path(args.export_report) if args.export_report else pte.with_suffix(".report.json")
     export = json.loads(export_json.read_text()) if export_json.is_file() else None
     profile = None
-    if args.profile:
+    if args.profile_json:
+        from torchmcu.firmware.profile import read_json
+
+        profile = read_json(args.profile_json)
+    elif args.profile:
         from torchmcu import firmware
-        from torchmcu.firmware.icount import profile_instructions
+        from torchmcu.firmware.profile import profile_run
 
         build_dir = args.build_dir or f"build/fw-{args.board}-profile"
         print(f"building the profiled runner for {args.board} in {build_dir}...", flush=True)
         image = firmware.build(pte, args.board, build_dir, profile=True)
-        print("running it with the instruction-count plugin...", flush=True)
-        profile = dict(profile_instructions(image.elf, args.board, data))
+        print("running it (QEMU: with the instruction-count plugin)...", flush=True)
+        profile = dict(profile_run(image.elf, args.board)[0])
     report = htmlreport.collect(program, len(data), export, profile)
     out = Path(args.output) if args.output else pte.with_suffix(".html")
     out.write_text(htmlreport.render(report, title=f"torchmcu report: {pte.name}"))
@@ -366,6 +402,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--ops-yaml", help="selected_operators.yaml: compile and register only its kernels"
     )
+    p.add_argument(
+        "--profile", action="store_true",
+        help="per-operator profile built in (TM_PROF lines; default build dir build/fw-BOARD-profile)",
+    )
     p.set_defaults(func=_cmd_build)
 
     p = sub.add_parser("run", help="run a .pte on the host, or a .pte/.elf on a board's emulator")
@@ -376,6 +416,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--emulator", choices=("qemu", "fvp"), help="default: QEMU if it can")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds (default: 120)")
     p.add_argument("--inputs", help=".npz of inputs (--host: first sample; board: all samples)")
+    p.add_argument(
+        "--profile", action="store_true",
+        help="build with the profile, print a per-operator table and write a profile.json",
+    )
+    p.add_argument("--profile-json", help="with --profile: where (default: NAME.profile.json)")
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("ops", help="selected-operator lists for selective firmware builds")
@@ -392,6 +437,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", action="store_true", help="build and profile on --board first")
     p.add_argument("--board", default="qemu-an547", help="board to profile on (default: QEMU)")
     p.add_argument("--build-dir", help="CMake build directory (default: build/fw-BOARD-profile)")
+    p.add_argument("--profile-json", help="a saved profile (torchmcu run --profile) instead")
     p.add_argument("-o", "--output", help="HTML file (default: the .pte name with .html)")
     p.set_defaults(func=_cmd_report)
 
