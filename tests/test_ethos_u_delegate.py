@@ -303,6 +303,11 @@ def test_unknown_blocks_of_later_versions_are_skipped() -> None:
     assert native.parse_ethos_u_blob(blob)["scratch_size"] == SCRATCH
 
 
+@pytest.fixture(scope="module")
+def vela_blob() -> bytes:
+    return _vela_blob()
+
+
 def _vela_blob() -> bytes:
     """The EthosUBackend blob of a small CNN exported for ethos-u55-128 (real Vela output)."""
     from torchmcu.api import export
@@ -317,9 +322,9 @@ def _vela_blob() -> bytes:
     return blob
 
 
-def test_real_vela_blob_reads_as_the_python_parser_reads_it() -> None:
+def test_real_vela_blob_reads_as_the_python_parser_reads_it(vela_blob: bytes) -> None:
     blob_mod = pytest.importorskip("torchmcu.npu.blob")
-    blob = _vela_blob()
+    blob = vela_blob
     py = blob_mod.parse_blob(blob)
     c = native.parse_ethos_u_blob(blob)
     assert blob[c["cmd_offset"] : c["cmd_offset"] + c["cmd_size"]] == py.command_stream
@@ -363,3 +368,157 @@ def test_malformed_blobs_clean_under_sanitizers(tmp_path: Path) -> None:
     )
     log = r.stdout + r.stderr
     assert r.returncode == 0 and "ERROR" not in log and "runtime error" not in log, log[-4000:]
+
+
+# ---- the firmware backend (delegate.c) on our driver and the NPU register model -------------
+
+ROOT = Path(__file__).resolve().parents[1]
+HARNESS = [
+    ROOT / "firmware" / "delegates" / "ethos_u" / "test" / "delegate_model_test.c",
+    ROOT / "firmware" / "delegates" / "ethos_u" / "delegate.c",
+    ROOT / "firmware" / "delegates" / "ethos_u" / "blob.c",
+    ROOT / "firmware" / "drivers" / "ethos_u" / "ethos_u_driver.c",
+    ROOT / "tests" / "c" / "ethos_u_model.c",
+    *sorted((ROOT / "firmware" / "runtime" / "src").glob("*.c")),
+]
+HARNESS_INCLUDES = [
+    ROOT / "firmware" / "runtime" / "include",
+    ROOT / "firmware" / "runtime" / "src",
+    ROOT / "firmware" / "delegates" / "ethos_u" / "include",
+    ROOT / "firmware" / "drivers" / "ethos_u" / "include",
+    ROOT / "firmware" / "drivers" / "ethos_u",
+    ROOT / "tests" / "c",
+]
+
+
+def delegate_only_program(blob: bytes) -> bytes:
+    """forward(inputs...) -> outputs: one EthosUBackend DelegateCall [inputs, outputs, scratch],
+    int8 tensors of the blob's I/O byte sizes, planned one after another (16-byte aligned)."""
+    from torchmcu.pte.program import (
+        Allocation,
+        BackendDelegate,
+        Chain,
+        DelegateCall,
+        ExecutionPlan,
+        Program,
+        ScalarType,
+        Tensor,
+    )
+    from torchmcu.pte.writer import serialize
+
+    info = native.parse_ethos_u_blob(blob)
+    values, at = [], 0
+    for io in info["inputs"] + info["outputs"]:
+        values.append(Tensor(ScalarType.CHAR, [io["nbytes"]], [0], allocation=Allocation(1, at)))
+        at += -(-io["nbytes"] // 16) * 16
+    values.append(
+        Tensor(ScalarType.BYTE, [info["scratch_size"]], [0], allocation=Allocation(1, at))
+    )
+    at += -(-info["scratch_size"] // 16) * 16
+    n_in = len(info["inputs"])
+    ins, outs = list(range(n_in)), list(range(n_in, len(values) - 1))
+    plan = ExecutionPlan(
+        name="forward",
+        values=values,
+        inputs=ins,
+        outputs=outs,
+        chains=[Chain(ins, outs, [DelegateCall(0, list(range(len(values))))])],
+        operators=[],
+        delegates=[BackendDelegate("EthosUBackend", 0)],
+        non_const_buffer_sizes=[0, at],
+    )
+    return serialize(Program(execution_plan=[plan], segments_data=[blob]))
+
+
+@pytest.fixture(scope="module")
+def model_harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not (ROOT / "firmware" / "drivers" / "ethos_u" / "ethos_u_driver.c").exists():
+        pytest.skip("the NPU driver is not in the tree")
+    out = tmp_path_factory.mktemp("harness") / "delegate_model_test"
+    cc = "clang" if shutil.which("clang") else "gcc"
+    flags = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"] if cc == "clang" else []
+    r = subprocess.run(
+        [
+            cc,
+            "-std=c11",
+            "-D_GNU_SOURCE",
+            "-O1",
+            "-g",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            *flags,
+            *(f"-I{i}" for i in HARNESS_INCLUDES),
+            *map(str, HARNESS),
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr[-4000:]
+    return out
+
+
+def _run_harness(harness: Path, tmp_path: Path, blob: bytes, scenario: str) -> dict[str, str]:
+    pte = delegate_only_program(blob)
+    (path := tmp_path / "prog.pte").write_bytes(pte)
+    offset = pte.find(blob)
+    r = subprocess.run(
+        [str(harness), str(path), str(offset), scenario],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert r.returncode == 0 and "ERROR" not in r.stderr, r.stdout + r.stderr
+    return dict(line.split("=", 1) for line in r.stdout.splitlines())
+
+
+def test_firmware_delegate_programs_the_npu_and_moves_io_through_scratch(
+    model_harness: Path, tmp_path: Path, vela_blob: bytes
+) -> None:
+    out = _run_harness(model_harness, tmp_path, vela_blob, "ok")
+    assert out["npu_init"] == "OK" and out["init"] == "OK" and out["execute"] == "OK", out
+    assert out["npu_starts"] == "1"
+    # region 0 = weights in place in the .pte, region 1 = the scratch tensor (ExecuTorch's mapping)
+    assert out["basep0_is_weights"] == "1" and out["basep1_is_scratch"] == "1"
+    assert out["qbase_is_command_stream"] == "1" and out["qsize_is_command_stream"] == "1"
+    assert out["inputs_in_scratch"] == "1"  # copied in at Vela's input offsets
+    assert out["outputs_from_scratch"] == "1" and out["outputs_written"] == "1"  # and back out
+
+
+@pytest.mark.parametrize(
+    "scenario, stage, status, message",
+    [
+        ("fault", "execute", "DELEGATE", "NPU reported an error"),
+        ("hang", "execute", "TIMEOUT", "NPU did not finish (timeout)"),
+        (
+            "u85",
+            "init",
+            "UNSUPPORTED",
+            "cmd_data block: compiled for another NPU configuration than the bound one",
+        ),
+        (
+            "unbound",
+            "init",
+            "INVALID_STATE",
+            "no NPU bound (tm_ethos_u_delegate_bind) in this image",
+        ),
+    ],
+)
+def test_firmware_delegate_errors_name_the_delegate(
+    model_harness: Path,
+    tmp_path: Path,
+    vela_blob: bytes,
+    scenario: str,
+    stage: str,
+    status: str,
+    message: str,
+) -> None:
+    out = _run_harness(model_harness, tmp_path, vela_blob, scenario)
+    assert out[stage] == status and out[f"{stage}_message"] == message, out
+    assert out[f"{stage}_delegate"] == "0" and out[f"{stage}_op"] == "EthosUBackend"
+    if stage == "execute":
+        assert out["execute_instruction"] == "0"
