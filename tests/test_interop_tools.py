@@ -62,6 +62,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TOOLS = ROOT / "tests" / "executorch" / "inspect_tools.py"
 MODELS = list(models.MLPERF_TINY)
 DELEGATE = "ethos_u_delegate"
+NPU = "ds_cnn_npu"  # DS-CNN exported for ethos-u55-128: a real Vela blob in one delegate
 
 # ExecuTorch's print_program dtype suffixes (exir/print_program.py, _scalar_type_str).
 DTYPE_CODE = {
@@ -235,6 +236,14 @@ def checked(et_python: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[s
         }
     save(ethos_u_program(), out / f"{DELEGATE}.pte")
     files[DELEGATE] = {"pte": out / f"{DELEGATE}.pte"}
+    model, example = models.build("ds_cnn", seed=2)
+    exported = torchmcu.export(
+        model, example, calibration=models.calibration("ds_cnn", 4), npu="ethos-u55-128"
+    )
+    files[NPU] = {
+        "pte": exported.save(out / NPU, name=NPU),
+        "yaml": out / NPU / "selected_operators.yaml",
+    }
 
     merged = out / "merged.yaml"
     proc = subprocess.run(
@@ -309,7 +318,7 @@ def checked(et_python: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[s
     }
 
 
-@pytest.mark.parametrize("name", [*MODELS, DELEGATE])
+@pytest.mark.parametrize("name", [*MODELS, DELEGATE, NPU])
 def test_print_program_shows_our_program(name: str, checked: dict[str, Any]) -> None:
     """print_program's listing (targets with overloads, argument values, input/output
     positions, constants, memory offsets) and pretty_print's tables match our reader."""
@@ -317,6 +326,8 @@ def test_print_program_shows_our_program(name: str, checked: dict[str, Any]) -> 
     p = load(f)
     plan = p.execution_plan[0]
     seen = checked["seen"]["pte"][str(f)]
+    if name in (DELEGATE, NPU):  # the delegate programs do delegate
+        assert [d.id for d in plan.delegates] == ["EthosUBackend"]
     assert seen["listing"] == expected_listing(p)
     pretty = seen["pretty"]
     assert pretty["EValue"] == len(plan.values)
@@ -356,7 +367,7 @@ def test_delegate_program_is_what_we_built(checked: dict[str, Any]) -> None:
     assert seen["gen_oplist"]["operators"] == {}
 
 
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name", [*MODELS, NPU])
 def test_gen_oplist_reads_our_pte(name: str, checked: dict[str, Any]) -> None:
     """gen_oplist.py (ExecuTorch's C++ program loader) lists the operators and kernel keys of
     our .pte; they equal our reader's and the selected_operators.yaml our export wrote."""
