@@ -200,6 +200,8 @@ def test_cli_export_explain_and_saved_subgraphs(tmp_path, capsys):
     assert "NPU target ethos-u55-128 (Ethos_U55_High_End_Embedded, Shared_Sram)" in text
     assert "program input quantize (float32 -> int8) runs on the CPU" in text
     assert "NPU subgraph 0" in text and "Vela estimate:" in text
+    assert "fused into conv2d (its output range)" in text  # nodes without a kernel call too
+    assert "no kernel call (a view of avg_pool2d's bytes)" in text
     report = json.loads((out / "model.report.json").read_text())
     assert report["npu"]["operators"]["npu"] == report["npu"]["operators"]["total"] - 2
     meta = json.loads((out / "model.npu" / "delegate0.json").read_text())

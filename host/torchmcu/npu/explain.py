@@ -62,7 +62,7 @@ def explain(part: NpuPartition) -> str:
     lines = [f"NPU target {t['accelerator']} ({t['system_config']}, {t['memory_mode']})"]
     width = max([len(p.node) for p in part.placements] + [4])
     for p in part.placements:
-        ops = ", ".join(o.removeprefix("cortex_m::") for o in p.ops)
+        ops = ", ".join(o.removeprefix("cortex_m::") for o in p.ops) or "-"
         lines.append(f"  {p.node:<{width}}  {_where(p):<16}  {ops}: {p.reason}")
     o, m = rep["operators"], rep["macs"]
     lines.append(

@@ -207,6 +207,37 @@ def decide(
     return order, where
 
 
+def with_codeless_nodes(gm: torch.fx.GraphModule, placements: list[Placement]) -> list[Placement]:
+    """All placements in graph order, plus the nodes that lowered to no kernel call (a ReLU or
+    clamp fused into its producer, a flatten or view of its input's bytes): they run wherever
+    their producer runs. q/dq nodes only carry values and are not listed."""
+    by_name = {p.node: p for p in placements}
+    result: list[Placement] = []
+    for node in gm.graph.nodes:
+        if node.name in by_name:
+            result.append(by_name[node.name])
+            continue
+        if node.op != "call_function" or is_q(node) or is_dq(node):
+            continue
+        src = node.args[0] if node.args else None
+        producer = record_node(src) if isinstance(src, torch.fx.Node) else None
+        ann = read_annotation(node)
+        if producer is None or producer.name not in by_name:
+            what = producer.name if producer is not None else "nothing"
+            result.append(Placement(node.name, _target_name(node), [], [], "cpu",
+                                    f"no kernel call (reads {what})"))
+            continue
+        base = by_name[producer.name]
+        if ann is not None and ann.role == "activation":
+            reason = f"fused into {producer.name} (its output range)"
+        else:
+            reason = f"no kernel call (a view of {producer.name}'s bytes)"
+        p = Placement(node.name, _target_name(node), [], [], base.where, reason, base.subgraph)
+        by_name[node.name] = p
+        result.append(p)
+    return result
+
+
 # -- dependencies, grouping, ordering --------------------------------------------------------
 
 def _buffer_of(b: Any, vi: int) -> str | None:
@@ -434,6 +465,7 @@ def partition(
                 if i in p.instructions:
                     p.subgraph = k
 
+    placements = with_codeless_nodes(ctx.gm, placements)
     result = NpuPartition(target=target, placements=placements, cpu_program=cpu_program)
     delegate_calls: list[pm.DelegateCall] = []
     for k, g in enumerate(groups):
