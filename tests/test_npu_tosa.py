@@ -624,3 +624,35 @@ def test_npu_support_float_ops():
     q = names.index("cortex_m::quantize_per_tensor")
     assert "float" in (npu_support(plan, q, "u55") or "")
     assert npu_support(plan, names.index("cortex_m::quantized_linear"), "u55") is None
+
+
+@pytest.mark.parametrize(("pad_value", "folds"), [(-5, True), (7, False)])
+def test_pad_folds_into_convolution(pad_value, folds, monkeypatch):
+    # conv's input_offset is 5 (zero point -5): a pad with that value becomes conv padding.
+    from torchmcu.npu import tosa_lower
+
+    emitted = []
+    real_pad = tosa_lower.LOWERINGS["cortex_m::pad"]
+    monkeypatch.setitem(
+        tosa_lower.LOWERINGS,
+        "cortex_m::pad",
+        lambda g, a, r: emitted.append(1) or real_pad(g, a, r),
+    )
+    rng = np.random.default_rng(8)
+    net = Net()
+    x = net.input([1, 2, 9, 6])
+    padded = net.act([1, 2, 9 + 4 + 5, 6 + 1 + 1])
+    b = net.b
+    args = [x, b.int_list([0, 4, 1, 0]), b.int_list([0, 5, 1, 0]), b.int_(pad_value)]
+    b.call("cortex_m::pad", args, padded)
+    out = conv(net, padded, rng, 8, (10, 4), (2, 2), (0, 0), in_off=5)
+    assert_tosa_matches(net.finish([out]), samples=3)
+    assert emitted == ([] if folds else [1])
+
+
+def test_avg_pool_paths():
+    from torchmcu.npu.tosa.ops_pool import avg_pool_is_exact
+
+    # Odd tap counts: TOSA AVG_POOL2D itself is exact (no ties); even ones are not.
+    assert all(avg_pool_is_exact(c) for c in (1, 3, 9, 25, 49, 125))
+    assert not any(avg_pool_is_exact(c) for c in (2, 4, 6, 64))

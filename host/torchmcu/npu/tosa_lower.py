@@ -54,62 +54,117 @@ class TosaGraph:
     outputs: list[int]
 
 
+class Reader:
+    """Activation arguments of one call as TOSA tensors in their physical shapes. A pad folded
+    into this call (see ops_layout.foldable_pad) is offered by folded_pad(); reading the
+    padded tensor itself still works (the PAD is then emitted after all)."""
+
+    def __init__(self, lowering: _Lowering, args: Args, reads: dict[int, Storage]) -> None:
+        self.lowering = lowering
+        self.args = args
+        self.reads = reads
+
+    def __call__(self, pos: int) -> Tensor:
+        if pos not in self.reads:
+            raise self.args.error(f"argument {pos} is not an activation tensor")
+        return self.lowering.view(self.reads[pos], physical_shape(self.args.tensor(pos)))
+
+    def folded_pad(self, pos: int) -> tuple[Tensor, tuple[int, int, int, int]] | None:
+        """(unpadded NHWC source, (top, bottom, left, right)) when argument pos is a folded pad."""
+        fold = self.lowering.folded.get(self.reads.get(pos, ("", -1)))
+        if fold is None:
+            return None
+        pad_args, pad_reads, amounts = fold
+        n, h, w, c = pad_args.nhwc_shape(0)
+        source = Reader(self.lowering, pad_args, pad_reads)(0)
+        return self.lowering.g.reshape(source, (n, h, w, c)), amounts
+
+
+class _Lowering:
+    """State of one lower_to_tosa run: TOSA tensors per storage, views, pending pads."""
+
+    def __init__(self, program: pm.Program) -> None:
+        self.program = program
+        self.plan = program.execution_plan[0]
+        self.trace = trace_storage(self.plan)
+        self.g = Graph()
+        self.storages: dict[Storage, Tensor] = {}
+        self.views: dict[tuple[Storage, tuple[int, ...]], Tensor] = {}
+        # storage of a pad folded into its only reader -> (pad args, pad reads, amounts)
+        self.folded: dict[Storage, tuple[Args, dict[int, Storage], tuple[int, int, int, int]]] = {}
+        self.pending: dict[Storage, int] = {}  # folded pads not emitted (yet)
+
+    def view(self, storage: Storage, shape: tuple[int, ...]) -> Tensor:
+        if storage not in self.storages and storage in self.pending:
+            self.emit(self.pending.pop(storage))
+        key = (storage, shape)
+        if key not in self.views:
+            self.views[key] = self.g.reshape(self.storages[storage], shape)
+        return self.views[key]
+
+    def args(self, i: int) -> Args:
+        instr = self.plan.chains[0].instructions[i]
+        assert isinstance(instr, pm.KernelCall)
+        name = self.plan.operators[instr.op_index].name
+        return Args(self.program, self.plan, instr, f"instruction {i} ({name})")
+
+    def emit(self, i: int) -> None:
+        instr = self.plan.chains[0].instructions[i]
+        assert isinstance(instr, pm.KernelCall)
+        name = self.plan.operators[instr.op_index].name
+        args = self.args(i)
+        lowering = LOWERINGS.get(name)
+        if lowering is None:
+            raise args.error("no TOSA lowering for this operator")
+        try:
+            result = lowering(self.g, args, Reader(self, args, self.trace.reads[i]))
+        except TosaLoweringError:
+            raise
+        except (ValueError, KeyError, IndexError) as exc:
+            raise args.error(str(exc)) from exc
+        out_shape = physical_shape(args.tensor(len(instr.args) - 2))
+        if int(np.prod(result.shape)) != int(np.prod(out_shape)) or result.dtype != "INT8":
+            raise args.error(
+                f"lowered to {result.dtype}{list(result.shape)}, out tensor is int8{list(out_shape)}"
+            )
+        self.storages[self.trace.writes[i][0]] = result
+
+    def find_folds(self) -> None:
+        readers: dict[Storage, list[tuple[int, int]]] = {}
+        for j, reads in self.trace.reads.items():
+            for pos, storage in reads.items():
+                readers.setdefault(storage, []).append((j, pos))
+        for i, (storage, _) in self.trace.writes.items():
+            users = readers.get(storage, [])
+            if storage in self.trace.outputs or len(users) != 1 or users[0][1] != 0:
+                continue
+            fold = ops_layout.foldable_pad(self.args(i), self.args(users[0][0]))
+            if fold is not None:
+                self.folded[storage] = (self.args(i), self.trace.reads[i], fold)
+                self.pending[storage] = i
+
+
 def lower_to_tosa(program: pm.Program) -> TosaGraph:
     """The first plan of `program` (KernelCalls on int8 tensors) as one TOSA graph."""
-    plan = program.execution_plan[0]
-    trace = trace_storage(plan)
-    g = Graph()
-    storages: dict[Storage, Tensor] = {}
-    views: dict[tuple[Storage, tuple[int, ...]], Tensor] = {}
-
-    def view(storage: Storage, shape: tuple[int, ...]) -> Tensor:
-        key = (storage, shape)
-        if key not in views:
-            views[key] = g.reshape(storages[storage], shape)
-        return views[key]
-
+    state = _Lowering(program)
+    plan = state.plan
     for k, vi in enumerate(plan.inputs):
         t = plan.values[vi]
         if not isinstance(t, pm.Tensor) or t.scalar_type != pm.ScalarType.CHAR:
             raise TosaLoweringError(f"plan input {k} (value {vi}) is not an int8 tensor")
-        storages[("in", k)] = g.placeholder(physical_shape(t), "INT8")
+        state.storages[("in", k)] = state.g.placeholder(physical_shape(t), "INT8")
+    state.find_folds()
     for i, instr in enumerate(plan.chains[0].instructions):
-        if isinstance(instr, pm.FreeCall):
+        if isinstance(instr, pm.FreeCall) or state.trace.writes[i][0] in state.pending:
             continue
-        assert isinstance(instr, pm.KernelCall)
-        name = plan.operators[instr.op_index].name
-        where = f"instruction {i} ({name})"
-        lowering = LOWERINGS.get(name)
-        if lowering is None:
-            raise TosaLoweringError(f"{where}: no TOSA lowering for this operator")
-        args = Args(program, plan, instr, where)
-        reads = trace.reads[i]
-
-        def read(pos: int, reads=reads, args=args) -> Tensor:
-            if pos not in reads:
-                raise args.error(f"argument {pos} is not an activation tensor")
-            return view(reads[pos], physical_shape(args.tensor(pos)))
-
-        try:
-            result = lowering(g, args, read)
-        except (ValueError, KeyError, IndexError) as exc:
-            if isinstance(exc, TosaLoweringError):
-                raise
-            raise TosaLoweringError(f"{where}: {exc}") from exc
-        out_shape = physical_shape(args.tensor(len(instr.args) - 2))
-        if int(np.prod(result.shape)) != int(np.prod(out_shape)) or result.dtype != "INT8":
-            raise TosaLoweringError(
-                f"{where}: lowered to {result.dtype}{list(result.shape)}, out tensor is "
-                f"int8{list(out_shape)}"
-            )
-        storages[trace.writes[i][0]] = result
-    for k, (storage, vi) in enumerate(zip(trace.outputs, plan.outputs)):
+        state.emit(i)
+    for k, (storage, vi) in enumerate(zip(state.trace.outputs, plan.outputs)):
         if storage[0] == "in":
             raise TosaLoweringError(
                 f"plan output {k} (value {vi}) is a plan input; nothing computes it"
             )
-        g.mark_output(view(storage, physical_shape(plan.values[vi])))  # type: ignore[arg-type]
-    return TosaGraph(g.serialize(), list(plan.inputs), list(plan.outputs))
+        state.g.mark_output(state.view(storage, physical_shape(plan.values[vi])))  # type: ignore[arg-type]
+    return TosaGraph(state.g.serialize(), list(plan.inputs), list(plan.outputs))
 
 
 def run_tosa_reference(graph: TosaGraph, inputs: list[np.ndarray]) -> list[np.ndarray]:

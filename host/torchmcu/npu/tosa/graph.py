@@ -220,6 +220,7 @@ class Args:
         self.plan = plan
         self.args = list(call.args)
         self.where = where
+        self.op_name = plan.operators[call.op_index].name
 
     def error(self, message: str) -> TosaLoweringError:
         return TosaLoweringError(f"{self.where}: {message}")

@@ -26,6 +26,18 @@ def _bias(a: Args, i: int, channels: int) -> np.ndarray:
     return b
 
 
+def _source(g: Graph, a: Args, read: Read) -> tuple[Tensor, tuple[int, int]]:
+    """The NHWC input and extra (top, left) padding: a pad folded into this call is read
+    through (its bottom/right amounts follow from the output size, see fit_window)."""
+    folded = getattr(read, "folded_pad", None)
+    fold = folded(0) if folded is not None else None
+    if fold is not None:
+        x, (top, _, left, _) = fold
+        return x, (top, left)
+    n, h, w, c = a.nhwc_shape(0)
+    return g.reshape(read(0), (n, h, w, c)), (0, 0)
+
+
 def _windowed_input(
     g: Graph,
     a: Args,
@@ -35,19 +47,21 @@ def _windowed_input(
     stride: tuple[int, int],
     dilation: tuple[int, int],
     padding: tuple[int, int],
+    extra: tuple[int, int] = (0, 0),
 ) -> tuple[Tensor, list[int]]:
     """The input (cropped where needed) and TOSA's [top, bottom, left, right] padding."""
     n, h, w, c = x.shape
-    pb, crop_h = fit_window(h, out_hw[0], kernel[0], stride[0], dilation[0], padding[0])
-    pr, crop_w = fit_window(w, out_hw[1], kernel[1], stride[1], dilation[1], padding[1])
+    top, left = padding[0] + extra[0], padding[1] + extra[1]
+    pb, crop_h = fit_window(h, out_hw[0], kernel[0], stride[0], dilation[0], top)
+    pr, crop_w = fit_window(w, out_hw[1], kernel[1], stride[1], dilation[1], left)
     if crop_h or crop_w:
         x = g.slice(x, [0, 0, 0, 0], [n, h - crop_h, w - crop_w, c])
-    return x, [padding[0], pb, padding[1], pr]
+    return x, [top, pb, left, pr]
 
 
 def conv2d(g: Graph, a: Args, read: Read) -> Tensor:
-    n, h, w, cin = a.nhwc_shape(0)
-    x = g.reshape(read(0), (n, h, w, cin))
+    x, extra = _source(g, a, read)
+    n, cin = x.shape[0], x.shape[3]
     weight = a.constant(1)  # OHWI
     cout, kh, kw, cin_w = weight.shape
     if cin_w != cin:
@@ -56,7 +70,7 @@ def conv2d(g: Graph, a: Args, read: Read) -> Tensor:
         )
     _, oh, ow, _ = a.nhwc_shape(len(a.args) - 2)
     stride, padding, dilation = pair(a.scalar(3)), pair(a.scalar(4)), pair(a.scalar(5))
-    x, pad = _windowed_input(g, a, x, (oh, ow), (kh, kw), stride, dilation, padding)
+    x, pad = _windowed_input(g, a, x, (oh, ow), (kh, kw), stride, dilation, padding, extra)
     acc = g.op(
         "CONV2D",
         [
@@ -76,8 +90,8 @@ def conv2d(g: Graph, a: Args, read: Read) -> Tensor:
 
 
 def depthwise_conv2d(g: Graph, a: Args, read: Read) -> Tensor:
-    n, h, w, cin = a.nhwc_shape(0)
-    x = g.reshape(read(0), (n, h, w, cin))
+    x, extra = _source(g, a, read)
+    n, cin = x.shape[0], x.shape[3]
     weight = a.constant(1)  # [1, KH, KW, C*M]
     one, kh, kw, cout = weight.shape
     multiplier = int(a.scalar(6))
@@ -87,7 +101,7 @@ def depthwise_conv2d(g: Graph, a: Args, read: Read) -> Tensor:
         )
     _, oh, ow, _ = a.nhwc_shape(len(a.args) - 2)
     stride, padding, dilation = pair(a.scalar(3)), pair(a.scalar(4)), pair(a.scalar(5))
-    x, pad = _windowed_input(g, a, x, (oh, ow), (kh, kw), stride, dilation, padding)
+    x, pad = _windowed_input(g, a, x, (oh, ow), (kh, kw), stride, dilation, padding, extra)
     # Output channel c*M + m reads input channel c: exactly TOSA's [KH, KW, C, M] order.
     tosa_weight = weight.reshape(kh, kw, cin, multiplier).astype(np.int8)
     acc = g.op(

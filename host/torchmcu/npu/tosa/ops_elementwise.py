@@ -45,15 +45,30 @@ def _centred(g: Graph, x: Tensor, zero_point: int, left_shift: int) -> Tensor:
 
 def single_rescale(zero_point: int, multiplier: int, shift: int) -> tuple[int, int] | None:
     """(m, tosa shift) whose one RESCALE of int8 x (input_zp = zero_point) equals
-    requantize((x - zero_point) << 20, multiplier, shift) for every int8 x, if one exists."""
-    centred = np.arange(-128, 128, dtype=np.int64) - zero_point
-    want = requantize(centred << ADD_INPUT_LEFT_SHIFT, multiplier, shift)
-    base = 31 - shift - ADD_INPUT_LEFT_SHIFT  # same ratio: m / 2^base
-    for extra in range(32):
-        m, s = multiplier << extra, base + extra
-        if m >= 1 << 31 or s > 62:
-            break
-        if s >= 2 and np.array_equal(tosa_double_round(centred, m, s), want):
+    requantize((x - zero_point) << 20, multiplier, shift) for every int8 x, if one exists.
+
+    For each TOSA shift the multipliers that hit every target value form an interval
+    (one linear inequality per x); shifts are tried from the natural one outwards."""
+    centred = [x - zero_point for x in range(-128, 128)]
+    want = requantize(np.array(centred, dtype=np.int64) << ADD_INPUT_LEFT_SHIFT, multiplier, shift)
+    natural = 31 - shift - ADD_INPUT_LEFT_SHIFT
+    for s in sorted(range(2, 63), key=lambda s: (abs(s - natural), s)):
+        lo, hi = 0, (1 << 31) - 1
+        for v, f in zip(centred, want.tolist()):
+            rounding = (1 << (s - 1)) + ((1 << 30) if v >= 0 else -(1 << 30)) * (s > 31)
+            # f * 2^s <= v * m + rounding < (f + 1) * 2^s
+            a, b = f * (1 << s) - rounding, (f + 1) * (1 << s) - rounding  # a <= v*m < b
+            if v > 0:
+                lo, hi = max(lo, -(-a // v)), min(hi, (b - 1) // v)
+            elif v < 0:  # dividing by v < 0 flips: b / v < m <= a / v
+                lo, hi = max(lo, b // v + 1), min(hi, a // v)
+            elif not a <= 0 < b:
+                lo, hi = 1, 0
+            if lo > hi:
+                break
+        if lo <= hi:
+            m = min(max(round(multiplier * 2.0 ** (s - natural)), lo), hi)
+            assert np.array_equal(tosa_double_round(np.array(centred), m, s), want)
             return m, s
     return None
 

@@ -42,6 +42,45 @@ def pad(g: Graph, a: Args, read: Read) -> Tensor:
     return padded
 
 
+# The consumers a pad folds into, with the argument index of their input_offset.
+_PAD_CONSUMERS = {
+    "cortex_m::quantized_conv2d": 6,
+    "cortex_m::quantized_conv2d_nhwc": 6,
+    "cortex_m::quantized_depthwise_conv2d": 7,
+    "cortex_m::quantized_depthwise_conv2d_nhwc": 7,
+}
+
+
+def foldable_pad(pad_args: Args, consumer: Args) -> tuple[int, int, int, int] | None:
+    """(top, bottom, left, right) when a cortex_m::pad can become its consumer's padding:
+    H/W-only padding of an NHWC tensor with the consumer's input zero point as the value
+    (TOSA's convolution padding is that zero point), read by a convolution as its input."""
+    if pad_args.op_name != "cortex_m::pad" or consumer.op_name not in _PAD_CONSUMERS:
+        return None
+    t = pad_args.tensor(0)
+    if len(t.sizes) != 4 or not is_channels_last(t.sizes, t.dim_order):
+        return None
+    try:
+        pad_dims(t.sizes, t.dim_order, True)
+        pad_args.nhwc_shape(0)
+    except ValueError:
+        return None
+    pre, post = [int(v) for v in pad_args.scalar(1)], [int(v) for v in pad_args.scalar(2)]
+    if (
+        len(pre) != 4
+        or len(post) != 4
+        or pre[0]
+        or pre[3]
+        or post[0]
+        or post[3]
+        or min(pre + post) < 0
+    ):
+        return None
+    if int(pad_args.scalar(3)) != -int(consumer.scalar(_PAD_CONSUMERS[consumer.op_name])):
+        return None
+    return pre[1], post[1], pre[2], post[2]
+
+
 def transpose_perm(a: Args) -> list[int]:
     """The permutation of physical axes that cortex_m::transpose performs on memory."""
     t, out = a.tensor(0), a.tensor(len(a.args) - 2)

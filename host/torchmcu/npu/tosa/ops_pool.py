@@ -1,11 +1,13 @@
 """quantized_avg_pool2d and quantized_max_pool2d in TOSA.
 
 Average pool: CMSIS-NN divides the int32 window sum by the tap count rounding half away
-from zero; TOSA's AVG_POOL2D rounds its own way at ties. So the sum is taken by a
-DEPTHWISE_CONV2D with constant weights w (acc = w * sum) and divided by one RESCALE
-(DOUBLE_ROUND) whose (multiplier, shift) is chosen so that it equals the half-away
-division for every sum an int8 window can have - checked exhaustively when chosen.
-This needs the same count for every window (no padding, no partial ceil-mode window).
+from zero; TOSA's AVG_POOL2D rounds ties upwards. With an odd count there are no ties, and
+AVG_POOL2D (zero points -128, so its accumulator is never negative) equals CMSIS-NN for
+every possible window sum - checked exhaustively against TOSA's reciprocal_scale
+arithmetic. With an even count the sum is taken by a DEPTHWISE_CONV2D with constant
+weights w (acc = w * sum) and divided by one RESCALE (DOUBLE_ROUND) whose (multiplier,
+shift) equals the half-away division for every sum, again checked exhaustively. Both need
+the same count for every window (no padding, no partial ceil-mode window).
 
 A window covering the whole (possibly cropped) input is lowered with stride 1: the
 output is 1x1 either way, and Ethos-U55 accepts no pooling stride above 3.
@@ -53,6 +55,23 @@ def divisor(count: int) -> tuple[int, int, int]:
     raise ValueError(f"no exact RESCALE divides by {count}")
 
 
+def tosa_avg_pool_divide(total_minus_zp: np.ndarray, count: int) -> np.ndarray:
+    """TOSA 1.0 AVG_POOL2D's integer division of an accumulator by the tap count."""
+    k = (count - 1).bit_length()
+    multiplier = (((1 << 30) + 1) << k) // count
+    return (np.asarray(total_minus_zp, dtype=np.int64) * multiplier + (1 << (29 + k))) >> (30 + k)
+
+
+@cache
+def avg_pool_is_exact(count: int) -> bool:
+    """AVG_POOL2D with zero points -128 equals the half-away mean for every int8 window sum."""
+    if count % 2 == 0:
+        return False
+    sums = np.arange(-128 * count, 127 * count + 1, dtype=np.int64)
+    got = tosa_avg_pool_divide(sums + 128 * count, count) - 128
+    return bool(np.array_equal(got, round_half_away(sums, count)))
+
+
 def _window_geometry(a: Args, h: int, w: int, oh: int, ow: int, padding_allowed: bool):
     kh, kw = pair(a.scalar(1))
     sh, sw = pair(a.scalar(2))
@@ -84,6 +103,15 @@ def avg_pool2d(g: Graph, a: Args, read: Read) -> Tensor:
         raise a.error("average pool window past the input edge")
     if crop_h or crop_w:
         x = g.slice(x, [0, 0, 0, 0], [n, h - crop_h, w - crop_w, c])
+    if avg_pool_is_exact(kh * kw):
+        zp = g.scalar(-128, "INT8")
+        return g.op(
+            "AVG_POOL2D",
+            [x, zp, g.scalar(-128, "INT8")],
+            (n, oh, ow, c),
+            "INT8",
+            attr("AvgPool2dAttribute", [kh, kw], [sh, sw], [0, 0, 0, 0], ts().DType.INT32),
+        )
     weight, multiplier, shift = divisor(kh * kw)
     ones = np.full((kh, kw, c, 1), weight, dtype=np.int8)
     acc = g.op(

@@ -125,9 +125,13 @@ def npu_support(plan: pm.ExecutionPlan, instruction_index: int, family: str) -> 
         if kind == "avg pool":
             if any(padding):
                 return "avg pool with padding divides border windows by fewer taps (not exact on the NPU)"
-            if kh * kw > CONV_KERNEL_AREA_MAX or kh > CONV_KERNEL_Y_MAX:
+            from torchmcu.npu.tosa.ops_pool import avg_pool_is_exact
+
+            even = not avg_pool_is_exact(kh * kw)  # lowered as a depthwise convolution
+            if even and (kh * kw > CONV_KERNEL_AREA_MAX or kh > CONV_KERNEL_Y_MAX):
                 return (
-                    f"avg pool kernel {kh}x{kw} exceeds the depthwise convolution it is lowered to"
+                    f"avg pool kernel {kh}x{kw} (an even tap count, lowered as a depthwise "
+                    "convolution) exceeds the NPU's convolution kernel limit"
                 )
             x = plan.values[call.args[0]]
             assert isinstance(x, pm.Tensor)
