@@ -293,7 +293,7 @@ def checked(et_python: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[s
             [str(files["ds_cnn"]["pte"]), str(out / "ds_cnn.const.pte")],
             [str(files["ds_cnn"]["pte"]), str(out / "ds_cnn.int.pte")],
         ],
-        "yaml": [str(files[n]["yaml"]) for n in MODELS]
+        "yaml": [str(files[n]["yaml"]) for n in [*MODELS, NPU]]
         + [str(merged)]
         + [str(p) for p in bad.values()],
         "merge": [[str(files[n]["yaml"]) for n in MODELS]],
@@ -472,6 +472,8 @@ def _check_yaml_read_by_executorch(path: Path, seen: dict[str, Any]) -> None:
         for name, e in ours["operators"].items()
     }
     assert sel["et_kernel_metadata"] == ours["et_kernel_metadata"]
+    assert sel["build_features"] == ours["build_features"]
+    assert sel["include_all_non_op_selectives"] == ours["include_all_non_op_selectives"]
     # The kernels ExecuTorch's codegen would register under this selection: exactly ours
     # (their kernel yamls declare one "default" kernel per operator, which every key selects).
     assert seen["codegen"] == {
@@ -506,7 +508,7 @@ def _flags(doc: dict[str, Any]) -> dict[str, dict[str, bool]]:
     }
 
 
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name", [*MODELS, NPU])
 def test_executorch_reads_our_selected_operators(name: str, checked: dict[str, Any]) -> None:
     """One model's selected_operators.yaml through ExecuTorch's readers: same operators,
     flags and kernel keys; its codegen selects exactly those kernels."""

@@ -296,6 +296,8 @@ def _selector(path: str) -> dict[str, Any]:
             for name, op in s.operators.items()
         },
         "et_kernel_metadata": {k: sorted(v) for k, v in s.et_kernel_metadata.items()},
+        "build_features": sorted(s.build_features),
+        "include_all_non_op_selectives": s.include_all_non_op_selectives,
     }
 
 
