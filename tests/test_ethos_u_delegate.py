@@ -522,3 +522,40 @@ def test_firmware_delegate_errors_name_the_delegate(
     assert out[f"{stage}_delegate"] == "0" and out[f"{stage}_op"] == "EthosUBackend"
     if stage == "execute":
         assert out["execute_instruction"] == "0"
+
+
+@pytest.mark.parametrize("board", ["corstone-300", "corstone-320"])
+def test_npu_board_firmware_links_the_delegate(
+    board: str, tmp_path: Path, vela_blob: bytes
+) -> None:
+    """A DelegateCall program builds and links for the NPU boards, with the EthosUBackend
+    registered, the driver linked and the board's NPU base compiled in."""
+    if shutil.which("arm-none-eabi-gcc") is None:
+        pytest.fail("arm-none-eabi-gcc is not installed")
+    from torchmcu.firmware.build import build
+
+    (pte := tmp_path / "npu.pte").write_bytes(delegate_only_program(vela_blob))
+    image = build(pte, board, tmp_path / "build")
+    nm = subprocess.run(
+        ["arm-none-eabi-nm", str(image.elf)], capture_output=True, text=True, check=True
+    )
+    symbols = {line.split()[-1] for line in nm.stdout.splitlines()}
+    assert {"tm_ethos_u_backend", "tm_ethosu_run", "tm_ethos_u_blob_parse"} <= symbols
+
+
+def test_cpu_only_board_refuses_the_delegate_with_the_missing_operator_code(
+    tmp_path: Path, vela_blob: bytes
+) -> None:
+    """qemu-an547 has no NPU: its image registers no backend, so the runner rejects the program
+    at method init with the missing-operator exit code, naming the delegate id."""
+    if shutil.which("qemu-system-arm") is None or shutil.which("arm-none-eabi-gcc") is None:
+        pytest.fail("qemu-system-arm and arm-none-eabi-gcc are needed")
+    from torchmcu.firmware.build import build
+    from torchmcu.firmware.run import run
+
+    (pte := tmp_path / "npu.pte").write_bytes(delegate_only_program(vela_blob))
+    result = run(build(pte, "qemu-an547", tmp_path / "build").elf, "qemu-an547", timeout=30)
+    assert result.exit_code == 3, result.console  # TM_EXIT_MISSING_OPERATOR
+    (line,) = [ln for ln in result.console.splitlines() if ln.startswith("TM_ERROR")]
+    assert "missing_operator" in line and "EthosUBackend" in line
+    assert "delegate backend not registered in this image" in line
