@@ -1,8 +1,9 @@
 """Selective firmware images on QEMU (mps3-an547): for each MLPerf Tiny model the image built from
 its selected_operators.yaml holds only the selected kernels (nm on the ELF, and only their
 translation units in libtm_kernels.a) and its outputs are bit-exact with the image holding every
-kernel; one merged yaml serves two programs; a program needing a kernel outside the image fails
-at load naming the operator, with the runner's missing-operator exit code."""
+kernel; a program needing a kernel outside the image fails at load naming the operator, with the
+runner's missing-operator exit code. One image built from a merged yaml running two programs:
+tests/test_multi_program_firmware.py."""
 
 from __future__ import annotations
 
@@ -11,12 +12,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torchmcu
 from torchmcu import firmware, native
 from torchmcu.firmware.run import EXIT_MISSING_OPERATOR
-from torchmcu.selective import load_table, merge_files, read_yaml
+from torchmcu.selective import load_table, read_yaml
 
 pytestmark = pytest.mark.skipif(
     shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None,
@@ -95,36 +95,6 @@ def test_selective_image_holds_only_its_kernels_and_is_bit_exact(name, exported,
     sel_run = firmware.run(sel.elf, BOARD, 300).check()
     assert sorted(sel_run.raw_outputs) == [0, 1]
     assert sel_run.raw_outputs == full_run.raw_outputs
-
-
-def test_merged_yaml_image_runs_two_programs(exported, root) -> None:
-    (pte_a, yaml_a), (pte_b, yaml_b) = exported("ds_cnn"), exported("resnet8")
-    merged = root / "merged.yaml"
-    merge_files([yaml_a, yaml_b], board=BOARD, output=merged)
-    registries, symbols = [], []
-    for name, pte in (("ds_cnn", pte_a), ("resnet8", pte_b)):
-        from torchmcu.examples import models
-
-        samples = [[x.numpy() for x in s] for s in models.calibration(name, 2, seed=42)]
-        info = native.program_info(pte.read_bytes())
-        image = firmware.build(
-            pte,
-            BOARD,
-            root / "fw-merged",
-            inputs=firmware.write_io_blob(info, samples),
-            ops_yaml=merged,
-        )
-        registries.append(
-            (image.build_dir / "firmware" / "kernels" / "registry_selected.c").read_text()
-        )
-        symbols.append(_kernel_symbols(image.elf))
-        result = firmware.run(image.elf, BOARD, 300).check()
-        for s, sample in enumerate(samples):
-            want = native.run_program(pte.read_bytes(), sample)
-            got = result.outputs(info, s)
-            assert all(np.array_equal(g, w) and g.dtype == w.dtype for g, w in zip(got, want))
-    assert registries[0] == registries[1] and symbols[0] == symbols[1]
-    assert symbols[0] == _expected(merged)[0]
 
 
 def test_program_outside_the_image_fails_at_load(exported, root) -> None:

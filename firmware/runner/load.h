@@ -11,6 +11,17 @@
 
 #include "torchmcu/runtime.h"
 
+/* One program embedded in the image, with its inputs blob (empty: the default input). */
+typedef struct {
+  const uint8_t *data, *end;
+  const uint8_t *io, *io_end;
+  const char *name;
+} tm_runner_program;
+
+/* The programs of the image in run order (generated: embedded_programs.c, runner/CMakeLists.txt). */
+extern const tm_runner_program tm_runner_programs[];
+extern const uint32_t tm_runner_program_count;
+
 /* Prints one TM_ERROR line for a failed step ("load", "missing_operator"). */
 typedef void (*tm_runner_diag_fn)(const char *what, tm_status status, const tm_diag *diag);
 

@@ -11,6 +11,16 @@
  *   TM_RUN <sample> cycles=<n> instructions=<n>       (0 where the core has no PMU)
  *   TM_ERROR <class> status=<name> message=<...> [op=<name>] [instruction=<i>] ...
  *   TM_END status=OK samples=<n>
+ *
+ * An image holding several programs (tm_runner_programs) runs each in turn with
+ * the one kernel registry, in the same buffers. Each program's lines above (from
+ * TM_MEMORY to its last TM_RUN or TM_ERROR) come between
+ *   TM_PROGRAM <index> name=<name>
+ *   TM_PROGRAM_END <index> status=OK samples=<n>
+ *                          | status=OUTPUT_MISMATCH mismatches=<n> | status=FAILED exit=<code>
+ * and the image ends with
+ *   TM_END status=OK programs=<n>  |  TM_END status=FAILED exit=<code> failed=<n> programs=<n>
+ * exiting with the exit code of the first program that failed (later ones still run).
  */
 #include <stdbool.h>
 #include <string.h>
@@ -25,10 +35,6 @@
 #ifndef TM_BOARD_NAME
 #define TM_BOARD_NAME "unknown"
 #endif
-
-/* The embedded program and inputs (generated assembly, see runner/CMakeLists.txt). */
-extern const uint8_t tm_program_data[], tm_program_end[];
-extern const uint8_t tm_io_data[], tm_io_end[];
 
 static tm_program program;
 static tm_method method;
@@ -197,30 +203,25 @@ static int provoke_fault(void) {
 }
 #endif
 
-int main(void) {
-  tm_puts("TM_BEGIN board=" TM_BOARD_NAME "\n");
-#if defined(TM_RUNNER_FAULT_TEST)
-  return provoke_fault();
-#endif
-#if defined(TM_RUNNER_BUNDLED)
-  return tm_runner_bundled(); /* the embedded blob is a .bpte: check its test cases */
-#endif
+/* Loads, feeds and runs one embedded program, printing its outputs. Returns its exit code
+ * (TM_EXIT_OK also when outputs differ from the expected ones: see *mismatches). */
+static int run_program(const tm_runner_program *p, uint32_t *samples_run, uint32_t *mismatches) {
+  *samples_run = 0;
+  *mismatches = 0;
   const tm_runner_load_options load = {NULL, 0, true, put_fail};
-  int code = tm_runner_load(&program, &method, tm_program_data,
-                            (size_t)(tm_program_end - tm_program_data), &load);
+  int code = tm_runner_load(&program, &method, p->data, (size_t)(p->end - p->data), &load);
   if (code != TM_EXIT_OK) {
     return code;
   }
 
   tm_io_blob blob;
-  if (tm_io_blob_open(&blob, tm_io_data, (size_t)(tm_io_end - tm_io_data)) != 0 ||
+  if (tm_io_blob_open(&blob, p->io, (size_t)(p->io_end - p->io)) != 0 ||
       (blob.samples != 0 && blob.inputs != method.num_inputs) ||
       (blob.expected != 0 && blob.expected != method.num_outputs)) {
     tm_puts("TM_ERROR input message=embedded inputs blob is malformed or does not match the method\n");
     return TM_EXIT_INPUT_ERROR;
   }
   const uint32_t samples = blob.samples != 0 ? blob.samples : 1u;
-  uint32_t mismatches = 0;
   for (uint32_t s = 0; s < samples; ++s) {
     code = set_inputs(&blob, s);
     if (code != TM_EXIT_OK) {
@@ -231,11 +232,77 @@ int main(void) {
     if (st != TM_OK) {
       return fail(TM_EXIT_KERNEL_ERROR, "kernel", st, &method.diag);
     }
-    code = report_outputs(&blob, s, &mismatches);
+    code = report_outputs(&blob, s, mismatches);
     if (code != TM_EXIT_OK) {
       return code;
     }
     tm_runner_put_run(s, cycles, instructions);
+    ++*samples_run;
+  }
+  return TM_EXIT_OK;
+}
+
+/* Every program in turn, each between TM_PROGRAM / TM_PROGRAM_END lines. */
+static int run_all_programs(void) {
+  int first_failure = TM_EXIT_OK;
+  uint32_t failed = 0;
+  for (uint32_t i = 0; i < tm_runner_program_count; ++i) {
+    const tm_runner_program *p = &tm_runner_programs[i];
+    tm_puts("TM_PROGRAM ");
+    tm_put_u32(i);
+    put_kv("name", p->name);
+    tm_puts("\n");
+    uint32_t samples, mismatches;
+    int code = run_program(p, &samples, &mismatches);
+    tm_puts("TM_PROGRAM_END ");
+    tm_put_u32(i);
+    if (code == TM_EXIT_OK && mismatches != 0) {
+      code = TM_EXIT_OUTPUT_MISMATCH;
+      tm_puts(" status=OUTPUT_MISMATCH mismatches=");
+      tm_put_u32(mismatches);
+    } else if (code == TM_EXIT_OK) {
+      tm_puts(" status=OK samples=");
+      tm_put_u32(samples);
+    } else {
+      put_kv_i32("status=FAILED exit", code);
+    }
+    tm_puts("\n");
+    if (code != TM_EXIT_OK) {
+      ++failed;
+      if (first_failure == TM_EXIT_OK) {
+        first_failure = code;
+      }
+    }
+  }
+  if (failed == 0) {
+    tm_puts("TM_END status=OK programs=");
+  } else {
+    tm_puts("TM_END status=FAILED exit=");
+    tm_put_i32(first_failure);
+    tm_puts(" failed=");
+    tm_put_u32(failed);
+    tm_puts(" programs=");
+  }
+  tm_put_u32(tm_runner_program_count);
+  tm_puts("\n");
+  return first_failure;
+}
+
+int main(void) {
+  tm_puts("TM_BEGIN board=" TM_BOARD_NAME "\n");
+#if defined(TM_RUNNER_FAULT_TEST)
+  return provoke_fault();
+#endif
+#if defined(TM_RUNNER_BUNDLED)
+  return tm_runner_bundled(); /* the embedded blob is a .bpte: check its test cases */
+#endif
+  if (tm_runner_program_count != 1u) {
+    return run_all_programs();
+  }
+  uint32_t samples, mismatches;
+  const int code = run_program(&tm_runner_programs[0], &samples, &mismatches);
+  if (code != TM_EXIT_OK) {
+    return code;
   }
   return tm_runner_finish(samples, mismatches);
 }

@@ -3,11 +3,16 @@
 One build directory per board can be reused for many programs: reconfiguring with another
 .pte regenerates only the embedded-blob source and the linker script, so the runtime and
 kernel libraries are compiled once and each further program costs a relink.
+
+One image can also hold several programs (a list of .pte files, typically with the merged
+selected_operators.yaml of their models): the runner loads and runs each in turn with the one
+kernel registry, in buffers sized for the largest.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,6 +28,12 @@ class FirmwareBuildError(RuntimeError):
     """CMake configuration or the cross build failed; the message carries the tool's output."""
 
 
+PathLike = str | os.PathLike[str]
+Inputs = PathLike | bytes | None
+
+_NAME = re.compile(r"^[A-Za-z0-9_.+-]+$")  # what the runner prints in its TM_PROGRAM lines
+
+
 @dataclass(frozen=True)
 class FirmwareImage:
     elf: Path
@@ -31,6 +42,7 @@ class FirmwareImage:
     hex: Path
     board: str
     build_dir: Path
+    programs: tuple[str, ...] = ()  # names of the embedded programs in run order (several only)
 
 
 def source_dir() -> Path:
@@ -99,10 +111,10 @@ def _run(cmd: Sequence[str], cwd: Path, what: str) -> str:
 
 
 def build(
-    pte: str | os.PathLike[str] | None,
+    pte: PathLike | Sequence[PathLike] | None,
     board: str,
-    build_dir: str | os.PathLike[str],
-    inputs: str | os.PathLike[str] | bytes | None = None,
+    build_dir: PathLike,
+    inputs: Inputs | Sequence[Inputs] = None,
     *,
     defines: dict[str, Any] | None = None,
     profile: bool = False,
@@ -111,6 +123,7 @@ def build(
     bundle_atol: float | None = None,
     bundle_atol_int: float | None = None,
     ops_yaml: str | os.PathLike[str] | None = None,
+    names: Sequence[str] | None = None,
 ) -> FirmwareImage:
     """Configure (preset `board`) and build the runner with `pte` embedded.
 
@@ -125,6 +138,10 @@ def build(
     bit-exact) for integer outputs. `pte` may then be None (the program comes from the bundle).
     ops_yaml: a selected_operators.yaml; the image then compiles and registers only its kernels,
     and a .pte needing an operator outside it is refused here, before anything is compiled.
+    Several programs: `pte` a list of .pte paths and `inputs` None or a list with one entry
+    (blob, path or None) per program; `names` (default: the file stems) tag each program's
+    output lines (TM_PROGRAM, parsed into RunResult.programs). A one-element list builds the
+    one-program image.
     """
     get_board(board)  # a clear error for an unknown board before CMake runs
     if shutil.which("arm-none-eabi-gcc") is None:
@@ -132,28 +149,35 @@ def build(
     root = source_dir()
     out = Path(build_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
+    several = isinstance(pte, (list, tuple))
+    ptes: list[PathLike | None] = list(pte) if several else [pte]  # type: ignore[arg-type]
+    if several and not ptes:
+        raise FirmwareBuildError("no program: the list of .pte files is empty")
+    per_program: list[Inputs] = _inputs_per_program(inputs, len(ptes), several)
     bundle_path = ""
     if bundle is not None:
+        if len(ptes) != 1:
+            raise FirmwareBuildError("a bundled image holds one program: pass one .pte (or None)")
         if inputs is not None:
             raise FirmwareBuildError("a bundled program carries its own inputs: pass inputs=None")
-        bundle_path, pte = _unpack_bundle(bundle, out, pte)
-    if pte is None:
+        bundle_path, ptes[0] = _unpack_bundle(bundle, out, ptes[0])
+    if any(p is None for p in ptes):
         raise FirmwareBuildError("no program: pass a .pte (or bundle=)")
-    pte_path = Path(pte).resolve()
-    if not pte_path.is_file():
-        raise FirmwareBuildError(f"{pte_path} does not exist")
-    yaml_path = _check_ops_yaml(pte_path, ops_yaml) if ops_yaml is not None else ""
-    inputs_path = ""
-    if isinstance(inputs, bytes):
-        blob = out / "inputs.tmio"
-        if not blob.is_file() or blob.read_bytes() != inputs:  # unchanged bytes: no rebuild
-            blob.write_bytes(inputs)
-        inputs_path = str(blob)
-    elif inputs is not None:
-        inputs_path = str(Path(inputs).resolve())
+    pte_paths = [Path(p).resolve() for p in ptes if p is not None]
+    for path in pte_paths:
+        if not path.is_file():
+            raise FirmwareBuildError(f"{path} does not exist")
+    program_names = _program_names(pte_paths, names)
+    yaml_path = _check_ops_yaml(pte_paths, ops_yaml) if ops_yaml is not None else ""
+    inputs_paths = [
+        _inputs_path(x, out / ("inputs.tmio" if len(ptes) == 1 else f"inputs-{i}.tmio"), len(ptes))
+        for i, x in enumerate(per_program)
+    ]
+    inputs_path = ";".join(inputs_paths) if any(inputs_paths) else ""
     cache = {
-        "TORCHMCU_PTE": str(pte_path),
+        "TORCHMCU_PTE": ";".join(str(p) for p in pte_paths),
         "TORCHMCU_INPUTS": inputs_path,
+        "TORCHMCU_PROGRAM_NAMES": ";".join(program_names) if len(pte_paths) > 1 else "",
         "Python3_EXECUTABLE": sys.executable,
         "TORCHMCU_RUNNER_FAULT_TEST": "OFF",
         "TORCHMCU_PROFILE": "ON" if profile else "OFF",
@@ -177,23 +201,99 @@ def build(
         hex=out / "firmware.hex",
         board=board,
         build_dir=out,
+        programs=tuple(program_names) if len(pte_paths) > 1 else (),
     )
 
 
-def _check_ops_yaml(pte: Path, ops_yaml: str | os.PathLike[str]) -> str:
-    """The yaml's absolute path, once every operator of `pte` is known to be selected by it."""
+def _inputs_per_program(
+    inputs: Inputs | Sequence[Inputs], count: int, several: bool
+) -> list[Inputs]:
+    """One inputs entry per program: a list for a list of programs, else the one value."""
+    if not several:
+        if isinstance(inputs, (list, tuple)):
+            raise FirmwareBuildError("a list of inputs needs a list of programs (pte=[...])")
+        return [inputs]  # type: ignore[list-item]
+    if inputs is None:
+        return [None] * count
+    if not isinstance(inputs, (list, tuple)) or len(inputs) != count:
+        raise FirmwareBuildError(
+            f"with {count} programs, inputs must be None or a list of {count} entries "
+            "(an inputs blob, a path to one, or None per program)"
+        )
+    return list(inputs)
+
+
+def _inputs_path(inputs: Inputs, blob: Path, programs: int) -> str:
+    """The absolute path CMake embeds for one program's inputs ('' for none). With several
+    programs every program gets a file (an empty one: the default input), since CMake drops
+    empty entries of a path list."""
+    if isinstance(inputs, bytes):
+        _write_if_changed(blob, inputs)  # unchanged bytes: no rebuild
+        return str(blob)
+    if inputs is not None:
+        path = Path(inputs).resolve()
+        if not path.is_file():
+            raise FirmwareBuildError(f"inputs blob {path} does not exist")
+        return str(path)
+    if programs > 1:
+        _write_if_changed(blob, b"")
+        return str(blob)
+    return ""
+
+
+def _program_names(ptes: Sequence[Path], names: Sequence[str] | None) -> list[str]:
+    """Names of the programs for the runner's TM_PROGRAM lines: given, or the file stems."""
+    if names is None:
+        return [
+            re.sub(r"[^A-Za-z0-9_.+-]", "_", p.stem) or f"program{i}" for i, p in enumerate(ptes)
+        ]
+    names = list(names)
+    if len(names) != len(ptes):
+        raise FirmwareBuildError(f"{len(names)} names for {len(ptes)} programs")
+    bad = [n for n in names if not _NAME.match(n)]
+    if bad:
+        raise FirmwareBuildError(
+            f"program names {bad}: use letters, digits and _ . + - only "
+            "(the runner prints them in its TM_PROGRAM lines)"
+        )
+    return names
+
+
+def _check_ops_yaml(ptes: Sequence[Path], ops_yaml: str | os.PathLike[str]) -> str:
+    """The yaml's absolute path, once every operator and delegate of every program is known
+    to be selected by it."""
     from torchmcu.pte.reader import parse
-    from torchmcu.selective import OpListError, missing_operators, program_operators, read_yaml
+    from torchmcu.selective import (
+        OpListError,
+        missing_delegates,
+        missing_operators,
+        program_delegates,
+        program_operators,
+        read_yaml,
+    )
 
     path = Path(ops_yaml).resolve()
     try:
         doc = read_yaml(path)
     except (OpListError, OSError) as e:
         raise FirmwareBuildError(f"operator list {path}: {e}") from None
-    missing = missing_operators(program_operators(parse(pte.read_bytes())), doc)
-    if missing:
+    problems = []
+    for pte in ptes:
+        program = parse(pte.read_bytes())
+        missing = missing_operators(program_operators(program), doc)
+        if missing:
+            problems.append(
+                f"{pte} needs operators that {path} does not select: {', '.join(missing)}"
+            )
+        delegates = missing_delegates(program_delegates(program), doc)
+        if delegates:
+            problems.append(
+                f"{pte} needs delegates that {path} does not select: {', '.join(delegates)} "
+                "(build_features: delegate:<id>)"
+            )
+    if problems:
         raise FirmwareBuildError(
-            f"{pte} needs operators that {path} does not select: {', '.join(missing)} "
-            "(merge the program's selected_operators.yaml into it: torchmcu ops merge)"
+            "; ".join(problems)
+            + " (merge the programs' selected_operators.yaml into it: torchmcu ops merge)"
         )
     return str(path)

@@ -4,8 +4,10 @@ The arena is the program's planned arena (non_const_buffer_sizes). The metadata 
 from the host build of the same runtime (tm_method_required_memory): every struct it counts
 holds pointers, size_t and fixed-width integers, so the 64-bit host figure is an upper bound
 of the 32-bit target's. The runner checks the exact figure again on the device.
+An image holding several programs runs them one after another in the same buffers, so it
+needs the largest arena and metadata of them and room for all of their bytes.
 
-    python -m torchmcu.firmware.plan model.pte --board corstone-300 --format cmake
+    python -m torchmcu.firmware.plan model.pte [other.pte ...] --board corstone-300 --format cmake
 """
 
 from __future__ import annotations
@@ -38,24 +40,38 @@ def device_plan(pte: bytes) -> DevicePlan:
     )
 
 
+def combined_plan(plans: list[DevicePlan]) -> DevicePlan:
+    """The plan of an image running `plans` in turn: the largest buffers, every program's bytes."""
+    return DevicePlan(
+        arena_bytes=max(p.arena_bytes for p in plans),
+        meta_bytes=max(p.meta_bytes for p in plans),
+        program_bytes=sum(p.program_bytes for p in plans),
+    )
+
+
 def _align(n: int, a: int) -> int:
     return (n + a - 1) // a * a
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m torchmcu.firmware.plan", description=__doc__)
-    parser.add_argument("pte")
+    parser.add_argument("pte", nargs="+", help="the program(s) the image embeds")
     parser.add_argument("--board", help="also check that the arena and program fit this board")
     parser.add_argument("--format", choices=("json", "cmake"), default="json")
     args = parser.parse_args(argv)
+    where = args.pte[0]
     try:
-        plan = device_plan(Path(args.pte).read_bytes())
+        plans = []
+        for where in args.pte:
+            plans.append(device_plan(Path(where).read_bytes()))
+        plan = combined_plan(plans)
+        where = " + ".join(args.pte)
         if args.board:
             get_board(args.board).check_fits(
                 arena_bytes=plan.arena_bytes, program_bytes=plan.program_bytes
             )
     except (OSError, BoardError, RuntimeError, ValueError) as e:
-        print(f"{args.pte}: {e}", file=sys.stderr)
+        print(f"{where}: {e}", file=sys.stderr)
         return 1
     if args.format == "cmake":
         print(f"TM_ARENA_BYTES={plan.arena_bytes};TM_META_BYTES={plan.meta_bytes}")

@@ -48,6 +48,24 @@ class FirmwareRunError(RuntimeError):
     """The firmware could not be run here (no emulator for the board, or the emulator failed)."""
 
 
+RawOutputs = dict[
+    int, dict[int, tuple[int, bytes]]
+]  # [sample][index] = (scalar_type, memory bytes)
+
+
+@dataclass
+class ProgramRun:
+    """One program of a several-program image: its lines between TM_PROGRAM and TM_PROGRAM_END."""
+
+    index: int
+    name: str
+    raw_outputs: RawOutputs = field(default_factory=dict)
+    runs: list[dict[str, int]] = field(default_factory=list)
+    status: str = ""  # the TM_PROGRAM_END status (OK, OUTPUT_MISMATCH, FAILED); "" if none printed
+    exit_code: int | None = None  # the program's own exit code (0 when OK) once it ended
+    errors: list[str] = field(default_factory=list)  # its TM_ERROR / TM_MISMATCH lines
+
+
 @dataclass
 class RunResult:
     exit_code: int
@@ -57,21 +75,37 @@ class RunResult:
     uart: str
     command: list[str]
     # outputs[sample][index] = (scalar_type, memory bytes)
-    raw_outputs: dict[int, dict[int, tuple[int, bytes]]] = field(default_factory=dict)
+    raw_outputs: RawOutputs = field(default_factory=dict)
     runs: list[dict[str, int]] = field(default_factory=list)
+    # An image holding several programs: one entry per TM_PROGRAM section, in run order
+    # (raw_outputs and runs then stay empty). Empty for a one-program image.
+    programs: list[ProgramRun] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return self.exit_code == EXIT_OK
 
-    def outputs(self, info: dict[str, Any], sample: int = 0) -> list[np.ndarray]:
-        """The outputs of one sample as logical arrays (info: native.program_info of the .pte)."""
-        got = self.raw_outputs.get(sample, {})
+    def program(self, key: int | str) -> ProgramRun:
+        """The section of one program of a several-program image, by index or name."""
+        for p in self.programs:
+            if p.index == key or p.name == key:
+                return p
+        shown = ", ".join(f"{p.index}:{p.name}" for p in self.programs) or "none"
+        raise FirmwareRunError(f"the firmware printed no program {key!r} (programs: {shown})")
+
+    def outputs(
+        self, info: dict[str, Any], sample: int = 0, program: int | str | None = None
+    ) -> list[np.ndarray]:
+        """The outputs of one sample as logical arrays (info: native.program_info of the .pte);
+        `program` (index or name) picks a program of a several-program image."""
+        raw = self.raw_outputs if program is None else self.program(program).raw_outputs
+        where = "" if program is None else f" of program {program!r}"
+        got = raw.get(sample, {})
         result = []
         for index, meta in enumerate(info["outputs"]):
             if index not in got:
                 raise FirmwareRunError(
-                    f"the firmware printed no output {index} for sample {sample}"
+                    f"the firmware printed no output {index} for sample {sample}{where}"
                 )
             result.append(from_tensor_bytes(got[index][1], meta))
         return result
@@ -80,7 +114,12 @@ class RunResult:
         """Raise FirmwareRunError with the message and the firmware's error lines unless ok."""
         if not self.ok:
             lines = self.console.splitlines()
-            errors = [ln for ln in lines if ln.startswith(("TM_ERROR", "TM_FAULT", "TM_MISMATCH"))]
+            errors = [
+                ln
+                for ln in lines
+                if ln.startswith(("TM_ERROR", "TM_FAULT", "TM_MISMATCH"))
+                or (ln.startswith("TM_PROGRAM_END ") and "status=OK" not in ln)
+            ]
             detail = "\n".join(errors[:20]) or _tail(self.console + self.emulator_output)
             raise FirmwareRunError(f"firmware exit {self.exit_code}: {self.message}\n{detail}")
         return self
@@ -100,23 +139,56 @@ def exit_message(code: int, timeout: float | None = None) -> str:
     )
 
 
-def parse_output(text: str) -> tuple[dict[int, dict[int, tuple[int, bytes]]], list[dict[str, int]]]:
-    """TM_OUTPUT and TM_RUN lines of the runner -> raw outputs per sample, per-run counters."""
-    outputs: dict[int, dict[int, tuple[int, bytes]]] = {}
+def parse_output(text: str) -> tuple[RawOutputs, list[dict[str, int]]]:
+    """TM_OUTPUT and TM_RUN lines of the runner -> raw outputs per sample, per-run counters.
+    (The lines of a several-program image are split per program by parse_programs.)"""
+    outputs: RawOutputs = {}
     runs: list[dict[str, int]] = []
     for line in text.splitlines():
-        if line.startswith("TM_OUTPUT "):
-            _, sample, index, scalar_type, nbytes, *rest = line.split(" ")
-            data = bytes.fromhex(rest[0]) if rest else b""
-            if len(data) != int(nbytes):
-                raise FirmwareRunError(f"truncated output line: {line[:80]}")
-            outputs.setdefault(int(sample), {})[int(index)] = (int(scalar_type), data)
-        elif line.startswith("TM_RUN "):
-            fields = line.split(" ")
-            run = {"sample": int(fields[1])}
-            run.update({k: int(v) for k, v in (f.split("=") for f in fields[2:])})
-            runs.append(run)
+        _parse_line(line, outputs, runs)
     return outputs, runs
+
+
+def parse_programs(text: str) -> list[ProgramRun]:
+    """The TM_PROGRAM ... TM_PROGRAM_END sections of a several-program image, in run order."""
+    programs: list[ProgramRun] = []
+    current: ProgramRun | None = None
+    for line in text.splitlines():
+        if line.startswith("TM_PROGRAM "):
+            fields = line.split(" ")
+            name = next((f[5:] for f in fields[2:] if f.startswith("name=")), "")
+            current = ProgramRun(index=int(fields[1]), name=name)
+            programs.append(current)
+        elif line.startswith("TM_PROGRAM_END "):
+            fields = dict(f.split("=", 1) for f in line.split(" ")[2:] if "=" in f)
+            if current is not None:
+                current.status = fields.get("status", "")
+                if current.status == "OK":
+                    current.exit_code = EXIT_OK
+                elif current.status == "OUTPUT_MISMATCH":
+                    current.exit_code = EXIT_OUTPUT_MISMATCH
+                else:
+                    current.exit_code = int(fields["exit"]) if "exit" in fields else None
+            current = None
+        elif current is not None:
+            if line.startswith(("TM_ERROR", "TM_MISMATCH", "TM_FAULT")):
+                current.errors.append(line)
+            _parse_line(line, current.raw_outputs, current.runs)
+    return programs
+
+
+def _parse_line(line: str, outputs: RawOutputs, runs: list[dict[str, int]]) -> None:
+    if line.startswith("TM_OUTPUT "):
+        _, sample, index, scalar_type, nbytes, *rest = line.split(" ")
+        data = bytes.fromhex(rest[0]) if rest else b""
+        if len(data) != int(nbytes):
+            raise FirmwareRunError(f"truncated output line: {line[:80]}")
+        outputs.setdefault(int(sample), {})[int(index)] = (int(scalar_type), data)
+    elif line.startswith("TM_RUN "):
+        fields = line.split(" ")
+        run = {"sample": int(fields[1])}
+        run.update({k: int(v) for k, v in (f.split("=") for f in fields[2:])})
+        runs.append(run)
 
 
 def qemu_command(elf: Path, machine: str, console_file: Path, uart_file: Path) -> list[str]:
@@ -208,7 +280,8 @@ def run(
         code = _exit_line_code(console, code)
     if kind == "fvp" and code != EXIT_TIMEOUT:
         code = _exit_line_code(console, code)
-    raw, runs = parse_output(console)
+    programs = parse_programs(console)
+    raw, runs = parse_output(console) if not programs else ({}, [])
     return RunResult(
         exit_code=code,
         message=exit_message(code, timeout),
@@ -218,6 +291,7 @@ def run(
         command=cmd,
         raw_outputs=raw,
         runs=runs,
+        programs=programs,
     )
 
 
@@ -229,4 +303,6 @@ def _exit_line_code(stdout: str, code: int) -> int:
             return EXIT_OK
         if line.startswith("TM_EXIT "):
             return int(line.split()[1])
+        if line.startswith("TM_END status=FAILED exit="):  # a several-program image
+            return int(line.split()[2].split("=")[1])
     return code
