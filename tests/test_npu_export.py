@@ -100,6 +100,9 @@ def test_mlperf_tiny_one_delegate_bit_exact_on_host(exports, accelerator, board)
     assert npu["operators"]["npu"] == npu["operators"]["total"] - 2
     assert npu["target"]["accelerator"] == accelerator
     assert npu["estimate"]["cycles_total"] > 0 and npu["estimate"]["delegates"] == 1
+    # the report's per-instruction entries describe the partitioned program
+    assert [n["op"] for n in exported.report["nodes"]] == [
+        "cortex_m::quantize_per_tensor", "delegate:EthosUBackend", "cortex_m::dequantize_per_tensor"]
     # Host run: C runtime for the CPU part, the TOSA reference model on the saved graph for
     # the delegate; equal to the CPU-only program in the reference interpreter.
     got = torchmcu.run_on_host(path, exports.x)

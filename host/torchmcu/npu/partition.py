@@ -437,6 +437,26 @@ def compact_values(program: pm.Program) -> pm.Program:
     )
 
 
+def _final_node_reports(ctx: Ctx, order: Sequence[tuple[str, int]],
+                        groups: Sequence[Sequence[int]]) -> list[Any]:
+    """The lowering report's per-instruction entries for the partitioned program: a kept kernel
+    call keeps its entry (new index), a DelegateCall lists the nodes it runs."""
+    from torchmcu.lower.report import NodeReport
+
+    result = []
+    for new_index, (kind, i) in enumerate(order):
+        if kind == "cpu":
+            result.append(dataclasses.replace(ctx.report[i], instruction=new_index))
+            continue
+        names = list(dict.fromkeys(ctx.report[j].node for j in groups[i]))
+        result.append(NodeReport(
+            instruction=new_index, op=f"delegate:{BACKEND_ID}", node=f"npu_subgraph{i}",
+            target=BACKEND_ID, module="",
+            source=f"{len(groups[i])} kernel calls of {', '.join(names)}",
+        ))
+    return result
+
+
 # -- the driver ---------------------------------------------------------------------------
 
 def partition(
@@ -481,6 +501,7 @@ def partition(
         )
     order = schedule(len(instrs), groups, preds)
     ctx.b.instructions = [instrs[i] if kind == "cpu" else delegate_calls[i] for kind, i in order]
+    ctx.report = _final_node_reports(ctx, order, groups)
     ctx.b.recompute_uses()
     program, report = finish_lowering(ctx, planner)
     program = compact_values(program)
