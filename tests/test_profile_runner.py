@@ -272,3 +272,31 @@ def test_cli_run_profile_table_json_and_report(
     assert main(["report", str(pte), "--profile-json", str(saved), "-o", str(html)]) == 0
     page = html.read_text()
     assert "arena bytes touched (measured)" in page and f"{run['operators'][0]['count']:,}" in page
+
+
+ARENA_BASE = 0x21000100  # tools/qemu_icount/selftest/arena.S
+
+
+@pytest.mark.parametrize("words", [1, 100, 3000])
+def test_plugin_arena_bytes_are_exact(tmp_path: Path, words: int) -> None:
+    """The plugin's arena accounting on an assembly image with a known access pattern:
+    `words` word stores, two loads of each, one store below and one past them."""
+    from torchmcu.firmware.icount import count_instructions, plugin_source_dir
+
+    elf = tmp_path / "arena.elf"
+    subprocess.run(
+        ["arm-none-eabi-gcc", "-mcpu=cortex-m55", "-mthumb", "-nostdlib", "-Wl,-Ttext=0",
+         "-Wl,-e,reset", f"-DARENA_WORDS={words}", "-o", str(elf),
+         str(plugin_source_dir() / "selftest" / "arena.S")],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    n = 4 * words
+    cases = {
+        (ARENA_BASE, ARENA_BASE + n): (2 * n, n, n),
+        (ARENA_BASE + 2, ARENA_BASE + n): (2 * n - 4, n - 2, n - 2),  # first word straddles
+        (ARENA_BASE - 4, ARENA_BASE + n + 4): (2 * n, n + 8, n + 8),  # both outer stores
+        (ARENA_BASE + n + 4, ARENA_BASE + 2 * n + 8): (0, 0, 0),
+    }
+    for arena, (loaded, stored, touched) in cases.items():
+        got = count_instructions(elf, BOARD, arena=arena, timeout=30)["arena"]["inference"]
+        assert got == [{"loaded": loaded, "stored": stored, "touched": touched}], arena
