@@ -182,11 +182,14 @@ def test_graph_without_annotation_records_is_refused(pool_graph):
     (dict(npu="ethos-u55-128", system_config="Ethos_U85_SYS_DRAM_Mid"), "Ethos_U55_High_End_Embedded"),
     (dict(npu="ethos-u55-128", memory_mode="Fastest_Ever"), "Shared_Sram"),
     (dict(npu="ethos-u99-1"), "ethos-u55-128"),
+    (dict(npu="ethos-u85-256"), "ethos-u65-256"),  # not on corstone-300
+    (dict(npu="ethos-u55-128", board="qemu-an547"), "corstone-320"),  # a board without an NPU
 ])
 def test_invalid_npu_configs_list_the_valid_choices(kwargs, choices):
     model, example = models.mlp()
+    kwargs = {"board": "corstone-300", **kwargs}
     with pytest.raises(NpuConfigError, match="valid choices") as info:
-        torchmcu.export(model, example, calibration=[example], board="corstone-300", **kwargs)
+        torchmcu.export(model, example, calibration=[example], **kwargs)
     assert choices in str(info.value)
 
 
