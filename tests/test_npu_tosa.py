@@ -287,7 +287,7 @@ def test_carved_program_runs_on_native_runtime(carved):
         assert all(np.array_equal(a, b) for a, b in zip(run_program(sub, xs), got)), name
 
 
-@pytest.mark.parametrize("accelerator", ["ethos-u55-128", "ethos-u85-256"])
+@pytest.mark.parametrize("accelerator", ["ethos-u55-128", "ethos-u65-256", "ethos-u85-256"])
 def test_vela_compiles_models(accelerator, carved):
     pytest.importorskip("ethosu.vela")
     for name in MODELS:
@@ -585,16 +585,49 @@ def test_pad_and_transpose():
 
 
 def test_npu_support_pool_stride_limit():
+    # An even-tap average pool is a DEPTHWISE_CONV2D, whose stride U55/U65 caps at 3.
     net = Net()
     xi = net.input([1, 8, 16, 16])
-    out = avg_pool(net, xi, (2, 2), (4, 4))  # 4x4 output, stride 4
-    plan = net.finish([out]).execution_plan[0]
+    program = net.finish([avg_pool(net, xi, (2, 2), (4, 4))])  # 4x4 output, stride 4
+    plan = program.execution_plan[0]
     reason = npu_support(plan, 0, "u55")
     assert reason is not None and "stride 4" in reason and "U55" in reason
     assert "U65" in (npu_support(plan, 0, "u65") or "")
     assert npu_support(plan, 0, "u85") is None
     with pytest.raises(ValueError, match="u55"):
         npu_support(plan, 0, "u99")
+    pytest.importorskip("ethosu.vela")
+    from torchmcu.npu.vela import VelaCompileError
+
+    graph = lower_to_tosa(program)
+    with pytest.raises(VelaCompileError):
+        vela_compile(graph.flatbuffer, "ethos-u55-128")
+    vela_compile(graph.flatbuffer, "ethos-u85-256")
+
+
+def test_npu_support_strides_vela_accepts():
+    # Vela splits MAX_POOL2D / odd-count AVG_POOL2D with stride 4 into per-output operations;
+    # a convolution with stride 4 it rejects on U55.
+    pytest.importorskip("ethosu.vela")
+    from torchmcu.npu.vela import VelaCompileError
+
+    for pool in (
+        lambda n: max_pool(n, n.input([1, 4, 16, 16]), (2, 2), (4, 4)),
+        lambda n: avg_pool(n, n.input([1, 4, 11, 11]), (3, 3), (4, 4)),
+    ):
+        net = Net()
+        program = net.finish([pool(net)])
+        assert npu_support(program.execution_plan[0], 0, "u55") is None
+        assert_tosa_matches(program, samples=2)
+        vela_compile(lower_to_tosa(program).flatbuffer, "ethos-u55-128")
+    net = Net()
+    program = net.finish(
+        [conv(net, net.input([1, 2, 17, 17]), np.random.default_rng(9), 4, (3, 3), (4, 4), (1, 1))]
+    )
+    assert "stride 4" in (npu_support(program.execution_plan[0], 0, "u55") or "")
+    assert_tosa_matches(program, samples=2)
+    with pytest.raises(VelaCompileError):
+        vela_compile(lower_to_tosa(program).flatbuffer, "ethos-u55-128")
 
 
 def test_npu_support_reasons():

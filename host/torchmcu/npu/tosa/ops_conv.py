@@ -48,15 +48,18 @@ def _windowed_input(
     dilation: tuple[int, int],
     padding: tuple[int, int],
     extra: tuple[int, int] = (0, 0),
-) -> tuple[Tensor, list[int]]:
-    """The input (cropped where needed) and TOSA's [top, bottom, left, right] padding."""
+) -> tuple[Tensor, list[int], tuple[int, int]]:
+    """The input (cropped where needed), TOSA's [top, bottom, left, right] padding, and the
+    stride to use."""
     n, h, w, c = x.shape
+    # An axis with one output position reads one window: its stride does not matter.
+    stride = (1 if out_hw[0] == 1 else stride[0], 1 if out_hw[1] == 1 else stride[1])
     top, left = padding[0] + extra[0], padding[1] + extra[1]
     pb, crop_h = fit_window(h, out_hw[0], kernel[0], stride[0], dilation[0], top)
     pr, crop_w = fit_window(w, out_hw[1], kernel[1], stride[1], dilation[1], left)
     if crop_h or crop_w:
         x = g.slice(x, [0, 0, 0, 0], [n, h - crop_h, w - crop_w, c])
-    return x, [top, pb, left, pr]
+    return x, [top, pb, left, pr], stride
 
 
 def conv2d(g: Graph, a: Args, read: Read) -> Tensor:
@@ -70,7 +73,7 @@ def conv2d(g: Graph, a: Args, read: Read) -> Tensor:
         )
     _, oh, ow, _ = a.nhwc_shape(len(a.args) - 2)
     stride, padding, dilation = pair(a.scalar(3)), pair(a.scalar(4)), pair(a.scalar(5))
-    x, pad = _windowed_input(g, a, x, (oh, ow), (kh, kw), stride, dilation, padding, extra)
+    x, pad, stride = _windowed_input(g, a, x, (oh, ow), (kh, kw), stride, dilation, padding, extra)
     acc = g.op(
         "CONV2D",
         [
@@ -101,7 +104,7 @@ def depthwise_conv2d(g: Graph, a: Args, read: Read) -> Tensor:
         )
     _, oh, ow, _ = a.nhwc_shape(len(a.args) - 2)
     stride, padding, dilation = pair(a.scalar(3)), pair(a.scalar(4)), pair(a.scalar(5))
-    x, pad = _windowed_input(g, a, x, (oh, ow), (kh, kw), stride, dilation, padding, extra)
+    x, pad, stride = _windowed_input(g, a, x, (oh, ow), (kh, kw), stride, dilation, padding, extra)
     # Output channel c*M + m reads input channel c: exactly TOSA's [KH, KW, C, M] order.
     tosa_weight = weight.reshape(kh, kw, cin, multiplier).astype(np.int8)
     acc = g.op(
