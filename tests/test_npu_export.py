@@ -15,9 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from torch import nn
-
 import torchmcu
+from torch import nn
 from torchmcu.api import export_quantized
 from torchmcu.examples import models
 from torchmcu.npu.config import NpuConfigError, resolve_target
@@ -32,8 +31,11 @@ pytest.importorskip("tosa_reference_model")
 pytest.importorskip("ethosu.vela")
 
 MLPERF = ("ds_cnn", "resnet8", "mobilenet_v1_025", "deep_autoencoder")
-TARGETS = (("ethos-u55-128", "corstone-300"), ("ethos-u65-256", "corstone-300"),
-           ("ethos-u85-256", "corstone-320"))
+TARGETS = (
+    ("ethos-u55-128", "corstone-300"),
+    ("ethos-u65-256", "corstone-300"),
+    ("ethos-u85-256", "corstone-320"),
+)
 BOUNDARY = {"cortex_m::quantize_per_tensor", "cortex_m::dequantize_per_tensor"}
 
 
@@ -91,7 +93,9 @@ def test_mlperf_tiny_one_delegate_bit_exact_on_host(exports, accelerator, board)
     # Only the input quantize and output dequantize stay on the CPU, around one delegate.
     assert [type(i).__name__ for i in instrs] == ["KernelCall", "DelegateCall", "KernelCall"]
     assert [plan.operators[i.op_index].name for i in instrs if isinstance(i, pm.KernelCall)] == [
-        "cortex_m::quantize_per_tensor", "cortex_m::dequantize_per_tensor"]
+        "cortex_m::quantize_per_tensor",
+        "cortex_m::dequantize_per_tensor",
+    ]
     assert [d.id for d in plan.delegates] == ["EthosUBackend"]
     npu = exported.report["npu"]
     cpu_ops = [p for p in npu["placement"] if p["where"] != "npu"]
@@ -102,7 +106,10 @@ def test_mlperf_tiny_one_delegate_bit_exact_on_host(exports, accelerator, board)
     assert npu["estimate"]["cycles_total"] > 0 and npu["estimate"]["delegates"] == 1
     # the report's per-instruction entries describe the partitioned program
     assert [n["op"] for n in exported.report["nodes"]] == [
-        "cortex_m::quantize_per_tensor", "delegate:EthosUBackend", "cortex_m::dequantize_per_tensor"]
+        "cortex_m::quantize_per_tensor",
+        "delegate:EthosUBackend",
+        "cortex_m::dequantize_per_tensor",
+    ]
     # Host run: C runtime for the CPU part, the TOSA reference model on the saved graph for
     # the delegate; equal to the CPU-only program in the reference interpreter.
     got = torchmcu.run_on_host(path, exports.x)
@@ -118,40 +125,42 @@ def test_reference_interpreter_runs_the_delegate_as_its_subprogram(exports):
         np.testing.assert_array_equal(a, b)
 
 
-class _PoolInTheMiddle(nn.Module):
-    """conv -> max pool stride 4 (beyond U55's pooling stride 3) -> conv -> linear -> softmax
-    (softmax has no TOSA lowering): U55 gets two delegates around a CPU max pool."""
+class _StridedInTheMiddle(nn.Module):
+    """conv -> conv stride 4 (beyond U55's convolution stride limit of 3) -> conv -> linear ->
+    softmax (no TOSA lowering): U55 gets two delegates around the CPU strided conv."""
 
     def __init__(self) -> None:
         super().__init__()
         self.c1 = nn.Conv2d(3, 8, 3, padding=1)
-        self.pool = nn.MaxPool2d(4, 4)
+        self.strided = nn.Conv2d(8, 8, 4, stride=4)
         self.c2 = nn.Conv2d(8, 8, 3, padding=1)
         self.fc = nn.Linear(8 * 4 * 4, 5)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.c2(self.pool(torch.relu(self.c1(x))))
+        y = self.c2(self.strided(torch.relu(self.c1(x))))
         return torch.softmax(self.fc(torch.flatten(torch.relu(y), 1)), dim=-1)
 
 
 @pytest.fixture(scope="module")
-def pool_graph() -> tuple[torch.fx.GraphModule, list[np.ndarray]]:
+def strided_graph() -> tuple[torch.fx.GraphModule, list[np.ndarray]]:
     torch.manual_seed(0)
     x = torch.randn(1, 3, 16, 16)
-    graph = quantize(_PoolInTheMiddle().eval(), (x,), [(torch.randn(1, 3, 16, 16),) for _ in range(3)])
+    graph = quantize(
+        _StridedInTheMiddle().eval(), (x,), [(torch.randn(1, 3, 16, 16),) for _ in range(3)]
+    )
     return graph, [torch.randn(1, 3, 16, 16).numpy()]
 
 
-def test_unsupported_ops_fall_back_to_the_cpu(pool_graph, tmp_path):
-    graph, x = pool_graph
+def test_unsupported_ops_fall_back_to_the_cpu(strided_graph, tmp_path):
+    graph, x = strided_graph
     expected = run_program(export_quantized(graph).program, x)
     exported = export_quantized(graph, npu_target=resolve_target("corstone-300", "ethos-u55-128"))
     placement = {p["node"]: p for p in exported.report["npu"]["placement"]}
-    assert placement["max_pool2d"]["where"] == "cpu"
-    assert "stride 4 exceeds U55's limit of 3" in placement["max_pool2d"]["reason"]
+    assert placement["conv2d_1"]["where"] == "cpu"
+    assert "stride 4" in placement["conv2d_1"]["reason"]
     assert placement["softmax"]["where"] == "cpu"
     assert "no TOSA lowering" in placement["softmax"]["reason"]
-    assert placement["conv2d"]["subgraph"] == 0 and placement["conv2d_1"]["subgraph"] == 1
+    assert placement["conv2d"]["subgraph"] == 0 and placement["conv2d_2"]["subgraph"] == 1
     assert placement["linear"]["subgraph"] == 1
     plan = exported.program.execution_plan[0]
     kinds = [type(i).__name__ for i in plan.chains[0].instructions]
@@ -159,16 +168,17 @@ def test_unsupported_ops_fall_back_to_the_cpu(pool_graph, tmp_path):
     path = exported.save(tmp_path)
     for a, b in zip(torchmcu.run_on_host(path, x), expected):
         np.testing.assert_array_equal(a, b)
-    # U85 takes the stride-4 pool: one delegate, softmax still on the CPU.
-    u85 = export_quantized(graph, board="corstone-320",
-                           npu_target=resolve_target("corstone-320", "ethos-u85-256"))
+    # U85 takes the stride-4 convolution: one delegate, softmax still on the CPU.
+    u85 = export_quantized(
+        graph, board="corstone-320", npu_target=resolve_target("corstone-320", "ethos-u85-256")
+    )
     placement = {p["node"]: p for p in u85.report["npu"]["placement"]}
-    assert placement["max_pool2d"]["where"] == "npu"
+    assert placement["conv2d_1"]["where"] == "npu"
     assert len(u85.npu.subgraphs) == 1
 
 
-def test_graph_without_annotation_records_is_refused(pool_graph):
-    graph, _ = pool_graph
+def test_graph_without_annotation_records_is_refused(strided_graph):
+    graph, _ = strided_graph
     node = next(n for n in graph.graph.nodes if n.name == "conv2d_1")
     saved = node.meta["custom"].pop(META_KEY)
     try:
@@ -178,13 +188,19 @@ def test_graph_without_annotation_records_is_refused(pool_graph):
         node.meta["custom"][META_KEY] = saved
 
 
-@pytest.mark.parametrize("kwargs,choices", [
-    (dict(npu="ethos-u55-128", system_config="Ethos_U85_SYS_DRAM_Mid"), "Ethos_U55_High_End_Embedded"),
-    (dict(npu="ethos-u55-128", memory_mode="Fastest_Ever"), "Shared_Sram"),
-    (dict(npu="ethos-u99-1"), "ethos-u55-128"),
-    (dict(npu="ethos-u85-256"), "ethos-u65-256"),  # not on corstone-300
-    (dict(npu="ethos-u55-128", board="qemu-an547"), "corstone-320"),  # a board without an NPU
-])
+@pytest.mark.parametrize(
+    "kwargs,choices",
+    [
+        (
+            {"npu": "ethos-u55-128", "system_config": "Ethos_U85_SYS_DRAM_Mid"},
+            "Ethos_U55_High_End_Embedded",
+        ),
+        ({"npu": "ethos-u55-128", "memory_mode": "Fastest_Ever"}, "Shared_Sram"),
+        ({"npu": "ethos-u99-1"}, "ethos-u55-128"),
+        ({"npu": "ethos-u85-256"}, "ethos-u65-256"),  # not on corstone-300
+        ({"npu": "ethos-u55-128", "board": "qemu-an547"}, "corstone-320"),  # a board without an NPU
+    ],
+)
 def test_invalid_npu_configs_list_the_valid_choices(kwargs, choices):
     model, example = models.mlp()
     kwargs = {"board": "corstone-300", **kwargs}
@@ -199,8 +215,19 @@ def test_cli_export_explain_and_saved_subgraphs(tmp_path, capsys):
     samples = torch.stack([s[0][0] for s in models.calibration("small_cnn", 2)]).numpy()
     np.savez(tmp_path / "cal.npz", x=samples)
     out = tmp_path / "out"
-    rc = main(["export", "torchmcu.examples.models:small_cnn", "-o", str(out), "--calibration",
-               str(tmp_path / "cal.npz"), "--npu", "ethos-u55-128", "--explain"])
+    rc = main(
+        [
+            "export",
+            "torchmcu.examples.models:small_cnn",
+            "-o",
+            str(out),
+            "--calibration",
+            str(tmp_path / "cal.npz"),
+            "--npu",
+            "ethos-u55-128",
+            "--explain",
+        ]
+    )
     text = capsys.readouterr().out
     assert rc == 0, text
     assert "NPU target ethos-u55-128 (Ethos_U55_High_End_Embedded, Shared_Sram)" in text
@@ -241,4 +268,5 @@ def test_bundle_of_an_npu_program_checked_on_host(ds_cnn, tmp_path, capsys):
     data[0] ^= 0x40
     t.data = bytes(data)
     assert check_bundle(serialize_bundled(bp), path.with_suffix(".npu")) == [
-        "forward case 0 output 0: 1 mismatch"]
+        "forward case 0 output 0: 1 mismatch"
+    ]

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 import torch
 from torch import nn
-
 from torchmcu.examples import models
 from torchmcu.lower.lowering import finish_lowering, lower_graph
 from torchmcu.npu.partition import PartitionError, compact_values, decide, group, schedule
@@ -85,8 +84,11 @@ def test_missing_record_is_an_error_naming_the_node(head_graph):
     linear = next(n for n in head_graph.graph.nodes if n.name == "linear")
     saved = linear.meta["custom"].pop(META_KEY)
     try:
-        with pytest.raises(PartitionError, match=r"node 'linear' \(linear\.default\) has no torchmcu "
-                                                 r"annotation record"):
+        with pytest.raises(
+            PartitionError,
+            match=r"node 'linear' \(linear\.default\) has no torchmcu "
+            r"annotation record",
+        ):
             _decide(head_graph)
     finally:
         linear.meta["custom"][META_KEY] = saved
@@ -129,15 +131,18 @@ def test_compact_values_drops_unreferenced_values_and_constants():
     extra_const = len(program.constants)
     program.constants.append(b"\x01\x02")
     shift = 2
-    plan.values = [pm.Tensor(pm.ScalarType.CHAR, [2], [0], data_buffer_idx=extra_const), pm.Int(7)] + [
-        _shifted(v, shift) for v in plan.values
-    ]
+    plan.values = [
+        pm.Tensor(pm.ScalarType.CHAR, [2], [0], data_buffer_idx=extra_const),
+        pm.Int(7),
+    ] + [_shifted(v, shift) for v in plan.values]
     plan.inputs = [i + shift for i in plan.inputs]
     plan.outputs = [i + shift for i in plan.outputs]
     for c in plan.chains:
         c.inputs = [i + shift for i in c.inputs]
         c.outputs = [i + shift for i in c.outputs]
-        c.instructions = [pm.KernelCall(k.op_index, [a + shift for a in k.args]) for k in c.instructions]
+        c.instructions = [
+            pm.KernelCall(k.op_index, [a + shift for a in k.args]) for k in c.instructions
+        ]
     compacted = compact_values(program)
     cplan = compacted.execution_plan[0]
     assert len(cplan.values) == len(plan.values) - 2

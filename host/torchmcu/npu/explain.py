@@ -26,30 +26,42 @@ def npu_report(part: NpuPartition) -> dict[str, Any]:
     macs_npu = sum(p.macs for p in part.placements if p.where == "npu")
     delegates = []
     for s in part.subgraphs:
-        delegates.append({
-            "index": s.index,
-            "kernel_calls": len(s.instructions),
-            "inputs": len(s.inputs),
-            "outputs": len(s.outputs),
-            "scratch_bytes": int(s.vela.scratch_size),  # planned in the arena
-            # U65 Dedicated_Sram: the NPU's own SRAM the platform binds (not in the arena)
-            "fast_scratch_bytes": int(getattr(s.vela, "fast_scratch_size", 0)),
-            "blob_bytes": len(s.vela.blob),
-            "command_stream_bytes": len(s.vela.command_stream),
-            "weight_bytes": len(s.vela.weights),
-            "estimate": dict(s.vela.estimate),
-        })
+        delegates.append(
+            {
+                "index": s.index,
+                "kernel_calls": len(s.instructions),
+                "inputs": len(s.inputs),
+                "outputs": len(s.outputs),
+                "scratch_bytes": int(s.vela.scratch_size),  # planned in the arena
+                # U65 Dedicated_Sram: the NPU's own SRAM the platform binds (not in the arena)
+                "fast_scratch_bytes": int(getattr(s.vela, "fast_scratch_size", 0)),
+                "blob_bytes": len(s.vela.blob),
+                "command_stream_bytes": len(s.vela.command_stream),
+                "weight_bytes": len(s.vela.weights),
+                "estimate": dict(s.vela.estimate),
+            }
+        )
     return {
         "target": {
-            "accelerator": t.accelerator, "family": t.family, "macs": t.macs,
-            "system_config": t.system_config, "memory_mode": t.memory_mode,
-            "config_ini": str(t.config_ini), "board": t.board,
+            "accelerator": t.accelerator,
+            "family": t.family,
+            "macs": t.macs,
+            "system_config": t.system_config,
+            "memory_mode": t.memory_mode,
+            "config_ini": str(t.config_ini),
+            "board": t.board,
         },
         "placement": [p.to_dict() for p in part.placements],
-        "operators": {"total": ops_total, "npu": ops_npu,
-                      "fraction": ops_npu / ops_total if ops_total else 0.0},
-        "macs": {"total": macs_total, "npu": macs_npu,
-                 "fraction": macs_npu / macs_total if macs_total else 0.0},
+        "operators": {
+            "total": ops_total,
+            "npu": ops_npu,
+            "fraction": ops_npu / ops_total if ops_total else 0.0,
+        },
+        "macs": {
+            "total": macs_total,
+            "npu": macs_npu,
+            "fraction": macs_npu / macs_total if macs_total else 0.0,
+        },
         "delegates": delegates,
         "estimate": combine_estimates(s.vela.estimate for s in part.subgraphs),
     }
@@ -77,7 +89,10 @@ def explain(part: NpuPartition) -> str:
             + (f" (NPU {int(est['cycles_npu']):,})" if "cycles_npu" in est else "")
             + (f", {float(ips):,.1f} inferences/s" if ips else "")
             + (f", SRAM {int(est['sram_bytes']):,} B" if "sram_bytes" in est else "")
-            + (f", off-chip flash {int(est['off_chip_flash_bytes']):,} B"
-               if "off_chip_flash_bytes" in est else "")
+            + (
+                f", off-chip flash {int(est['off_chip_flash_bytes']):,} B"
+                if "off_chip_flash_bytes" in est
+                else ""
+            )
         )
     return "\n".join(lines)

@@ -37,16 +37,21 @@ class SavedDelegate:
 def _meta(t: pm.Tensor) -> dict[str, Any]:
     from torchmcu.reference.interpreter import _DTYPES
 
-    return {"sizes": list(t.sizes), "dim_order": list(t.dim_order),
-            "dtype": str(np.dtype(_DTYPES[pm.ScalarType(t.scalar_type)]))}
+    return {
+        "sizes": list(t.sizes),
+        "dim_order": list(t.dim_order),
+        "dtype": str(np.dtype(_DTYPES[pm.ScalarType(t.scalar_type)])),
+    }
 
 
 def delegate_io(sub: pm.Program) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Input and output tensor metadata of a sub-Program (its method's I/O order)."""
     plan = sub.execution_plan[0]
     ts = plan.values
-    return ([_meta(ts[i]) for i in plan.inputs],  # type: ignore[arg-type]
-            [_meta(ts[i]) for i in plan.outputs])  # type: ignore[arg-type]
+    return (
+        [_meta(ts[i]) for i in plan.inputs],  # type: ignore[arg-type]
+        [_meta(ts[i]) for i in plan.outputs],
+    )  # type: ignore[arg-type]
 
 
 def subprogram_delegate_fn(subprograms: Sequence[pm.Program]) -> DelegateFn:
@@ -77,8 +82,9 @@ def run_saved(d: SavedDelegate, inputs: Sequence[np.ndarray]) -> list[np.ndarray
 
     if len(inputs) != len(d.inputs):
         raise ValueError(f"the TOSA subgraph takes {len(d.inputs)} inputs, got {len(inputs)}")
-    physical = [_physical(np.asarray(x, dtype=m["dtype"]), m["dim_order"])
-                for x, m in zip(inputs, d.inputs)]
+    physical = [
+        _physical(np.asarray(x, dtype=m["dtype"]), m["dim_order"]) for x, m in zip(inputs, d.inputs)
+    ]
     outs = run_tosa_reference(d.graph, physical)
     return [_logical(o, m) for o, m in zip(outs, d.outputs)]
 
@@ -96,13 +102,19 @@ def tosa_native_fn(delegates: Sequence[SavedDelegate]) -> DelegateFn:
     def run(index: int, inputs: list[np.ndarray]) -> list[np.ndarray]:
         d = delegates[index]
         if len(inputs) != len(d.inputs):
-            raise ValueError(f"delegate {index}: the runtime passed {len(inputs)} inputs, the saved "
-                             f"TOSA subgraph takes {len(d.inputs)}")
-        ins = [np.ascontiguousarray(np.asarray(x).reshape(_physical_shape(m)), dtype=m["dtype"])
-               for x, m in zip(inputs, d.inputs)]
+            raise ValueError(
+                f"delegate {index}: the runtime passed {len(inputs)} inputs, the saved "
+                f"TOSA subgraph takes {len(d.inputs)}"
+            )
+        ins = [
+            np.ascontiguousarray(np.asarray(x).reshape(_physical_shape(m)), dtype=m["dtype"])
+            for x, m in zip(inputs, d.inputs)
+        ]
         outs = run_tosa_reference(d.graph, ins)
-        return [np.ascontiguousarray(np.asarray(o).reshape(_physical_shape(m)), dtype=m["dtype"])
-                for o, m in zip(outs, d.outputs)]
+        return [
+            np.ascontiguousarray(np.asarray(o).reshape(_physical_shape(m)), dtype=m["dtype"])
+            for o, m in zip(outs, d.outputs)
+        ]
 
     return run
 
@@ -117,16 +129,26 @@ def tosa_delegate_fn(delegates: Sequence[SavedDelegate]) -> DelegateFn:
     return run
 
 
-def save_delegates(out: Path, graphs: Sequence[Any], subprograms: Sequence[pm.Program],
-                   write: Callable[[Path, bytes], None]) -> None:
+def save_delegates(
+    out: Path,
+    graphs: Sequence[Any],
+    subprograms: Sequence[pm.Program],
+    write: Callable[[Path, bytes], None],
+) -> None:
     """Write delegate<k>.tosa and delegate<k>.json for every subgraph into `out`."""
     out.mkdir(parents=True, exist_ok=True)
     for k, (graph, sub) in enumerate(zip(graphs, subprograms)):
         ins, outs = delegate_io(sub)
         write(out / f"delegate{k}.tosa", bytes(graph.flatbuffer))
-        meta = {"delegate": k, "backend": "EthosUBackend", "tosa": f"delegate{k}.tosa",
-                "inputs": ins, "outputs": outs,
-                "tosa_inputs": list(graph.inputs), "tosa_outputs": list(graph.outputs)}
+        meta = {
+            "delegate": k,
+            "backend": "EthosUBackend",
+            "tosa": f"delegate{k}.tosa",
+            "inputs": ins,
+            "outputs": outs,
+            "tosa_inputs": list(graph.inputs),
+            "tosa_outputs": list(graph.outputs),
+        }
         write(out / f"delegate{k}.json", json.dumps(meta, indent=2).encode() + b"\n")
 
 
@@ -144,14 +166,18 @@ def load_delegates(npu_dir: str | Path, count: int) -> list[SavedDelegate]:
                 "export saved beside it (<name>.npu/)"
             )
         meta = json.loads(meta_path.read_text())
-        graph = TosaGraph(flatbuffer=(root / meta["tosa"]).read_bytes(),
-                          inputs=list(meta["tosa_inputs"]), outputs=list(meta["tosa_outputs"]))
+        graph = TosaGraph(
+            flatbuffer=(root / meta["tosa"]).read_bytes(),
+            inputs=list(meta["tosa_inputs"]),
+            outputs=list(meta["tosa_outputs"]),
+        )
         result.append(SavedDelegate(graph, meta["inputs"], meta["outputs"]))
     return result
 
 
-def reference_outputs(cpu_program: pm.Program, sample: Sequence[Any],
-                      io_quant: Sequence[dict[str, Any]] | None) -> list[np.ndarray]:
+def reference_outputs(
+    cpu_program: pm.Program, sample: Sequence[Any], io_quant: Sequence[dict[str, Any]] | None
+) -> list[np.ndarray]:
     """Outputs of the CPU-only program in the reference interpreter for one sample (float
     samples of int8 inputs are quantized with the export report's input qparams)."""
     from torchmcu.pte.bundled import _quantize_input
@@ -191,6 +217,8 @@ def check_bundle(bpte: bytes, npu_dir: str | Path) -> list[str]:
                 want = e.to_numpy()  # type: ignore[union-attr]
                 if g.shape != want.shape or not np.array_equal(g, want):
                     diff = int(np.count_nonzero(g != want)) if g.shape == want.shape else -1
-                    failures.append(f"{suite.method_name} case {c} output {k}: "
-                                    f"{diff if diff >= 0 else 'shape'} mismatch")
+                    failures.append(
+                        f"{suite.method_name} case {c} output {k}: "
+                        f"{diff if diff >= 0 else 'shape'} mismatch"
+                    )
     return failures

@@ -51,9 +51,14 @@ class Placement:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "node": self.node, "target": self.target, "where": self.where,
-            "subgraph": self.subgraph, "reason": self.reason, "ops": self.ops,
-            "instructions": self.instructions, "macs": self.macs,
+            "node": self.node,
+            "target": self.target,
+            "where": self.where,
+            "subgraph": self.subgraph,
+            "reason": self.reason,
+            "ops": self.ops,
+            "instructions": self.instructions,
+            "macs": self.macs,
         }
 
 
@@ -83,6 +88,7 @@ class NpuPartition:
 
 
 # -- which node an instruction belongs to --------------------------------------------------
+
 
 def record_node(node: torch.fx.Node) -> torch.fx.Node:
     """The node whose annotation record decides `node`: q/dq nodes (inserted by convert_pt2e,
@@ -167,7 +173,9 @@ def decide(
             where[i] = "cpu"
             continue
         if source is None:
-            raise PartitionError(f"kernel call {i} ({op}) has no source node to decide its placement")
+            raise PartitionError(
+                f"kernel call {i} ({op}) has no source node to decide its placement"
+            )
         node = record_node(source)
         if node.name not in by_node:
             p = Placement(node.name, _target_name(node), [], [], "", "")
@@ -201,7 +209,9 @@ def decide(
                 p.reason = f"{_op_name(plan, instrs[i])}: {r}"  # type: ignore[arg-type]
             else:
                 p.where = "npu"
-                p.reason = f"quantized ({ann.pattern or p.target}) and supported by Ethos-{family.upper()}"
+                p.reason = (
+                    f"quantized ({ann.pattern or p.target}) and supported by Ethos-{family.upper()}"
+                )
         for i in p.instructions:
             where[i] = "npu" if p.where == "npu" else "cpu"
     return order, where
@@ -224,8 +234,11 @@ def with_codeless_nodes(gm: torch.fx.GraphModule, placements: list[Placement]) -
         ann = read_annotation(node)
         if producer is None or producer.name not in by_name:
             what = producer.name if producer is not None else "nothing"
-            result.append(Placement(node.name, _target_name(node), [], [], "cpu",
-                                    f"no kernel call (reads {what})"))
+            result.append(
+                Placement(
+                    node.name, _target_name(node), [], [], "cpu", f"no kernel call (reads {what})"
+                )
+            )
             continue
         base = by_name[producer.name]
         if ann is not None and ann.role == "activation":
@@ -239,6 +252,7 @@ def with_codeless_nodes(gm: torch.fx.GraphModule, placements: list[Placement]) -
 
 
 # -- dependencies, grouping, ordering --------------------------------------------------------
+
 
 def _buffer_of(b: Any, vi: int) -> str | None:
     return b.tensor_buffer.get(vi)
@@ -329,7 +343,8 @@ def group(where: dict[int, str], preds: Sequence[set[int]]) -> list[list[int]]:
                     continue
                 linked = any(
                     unit_of[p] in (a, b) and unit_of[i] in (a, b) and unit_of[p] != unit_of[i]
-                    for i in range(n) for p in preds[i]
+                    for i in range(n)
+                    for p in preds[i]
                 )
                 if linked and try_merge({a, b}, members(b)[0]):
                     changed = True
@@ -340,7 +355,9 @@ def group(where: dict[int, str], preds: Sequence[set[int]]) -> list[list[int]]:
     return sorted(groups.values(), key=lambda g: g[0])
 
 
-def schedule(n: int, groups: Sequence[Sequence[int]], preds: Sequence[set[int]]) -> list[tuple[str, int]]:
+def schedule(
+    n: int, groups: Sequence[Sequence[int]], preds: Sequence[set[int]]
+) -> list[tuple[str, int]]:
     """Topological order of CPU instructions ("cpu", i) and subgraphs ("npu", k), each as early
     in the original order as its inputs allow."""
     unit: dict[int, tuple[str, int]] = {i: ("cpu", i) for i in range(n)}
@@ -374,6 +391,7 @@ def schedule(n: int, groups: Sequence[Sequence[int]], preds: Sequence[set[int]])
 
 
 # -- cleaning the rewritten program ----------------------------------------------------------
+
 
 def compact_values(program: pm.Program) -> pm.Program:
     """Drop values no instruction, list or method I/O refers to (the delegated calls' weights
@@ -420,25 +438,37 @@ def compact_values(program: pm.Program) -> pm.Program:
             else:
                 instrs.append(ins)
         chains.append(pm.Chain(r(chain.inputs), r(chain.outputs), instrs))
-    used_ops = sorted({i.op_index for c in chains for i in c.instructions if isinstance(i, pm.KernelCall)})
+    used_ops = sorted(
+        {i.op_index for c in chains for i in c.instructions if isinstance(i, pm.KernelCall)}
+    )
     op_map = {old: new for new, old in enumerate(used_ops)}
     for c in chains:
         for k, ins in enumerate(c.instructions):
             if isinstance(ins, pm.KernelCall):
                 c.instructions[k] = pm.KernelCall(op_map[ins.op_index], ins.args)
     new_plan = pm.ExecutionPlan(
-        name=plan.name, values=values, inputs=r(plan.inputs), outputs=r(plan.outputs),
-        chains=chains, operators=[plan.operators[i] for i in used_ops],
-        delegates=list(plan.delegates), non_const_buffer_sizes=list(plan.non_const_buffer_sizes),
+        name=plan.name,
+        values=values,
+        inputs=r(plan.inputs),
+        outputs=r(plan.outputs),
+        chains=chains,
+        operators=[plan.operators[i] for i in used_ops],
+        delegates=list(plan.delegates),
+        non_const_buffer_sizes=list(plan.non_const_buffer_sizes),
     )
     return prune_unused(
-        pm.Program([new_plan], constants=program.constants,
-                   segments_data=program.segments_data, version=program.version)
+        pm.Program(
+            [new_plan],
+            constants=program.constants,
+            segments_data=program.segments_data,
+            version=program.version,
+        )
     )
 
 
-def _final_node_reports(ctx: Ctx, order: Sequence[tuple[str, int]],
-                        groups: Sequence[Sequence[int]]) -> list[Any]:
+def _final_node_reports(
+    ctx: Ctx, order: Sequence[tuple[str, int]], groups: Sequence[Sequence[int]]
+) -> list[Any]:
     """The lowering report's per-instruction entries for the partitioned program: a kept kernel
     call keeps its entry (new index), a DelegateCall lists the nodes it runs."""
     from torchmcu.lower.report import NodeReport
@@ -449,15 +479,21 @@ def _final_node_reports(ctx: Ctx, order: Sequence[tuple[str, int]],
             result.append(dataclasses.replace(ctx.report[i], instruction=new_index))
             continue
         names = list(dict.fromkeys(ctx.report[j].node for j in groups[i]))
-        result.append(NodeReport(
-            instruction=new_index, op=f"delegate:{BACKEND_ID}", node=f"npu_subgraph{i}",
-            target=BACKEND_ID, module="",
-            source=f"{len(groups[i])} kernel calls of {', '.join(names)}",
-        ))
+        result.append(
+            NodeReport(
+                instruction=new_index,
+                op=f"delegate:{BACKEND_ID}",
+                node=f"npu_subgraph{i}",
+                target=BACKEND_ID,
+                module="",
+                source=f"{len(groups[i])} kernel calls of {', '.join(names)}",
+            )
+        )
     return result
 
 
 # -- the driver ---------------------------------------------------------------------------
+
 
 def partition(
     ctx: Ctx,
@@ -496,9 +532,7 @@ def partition(
         scratch = ctx.b.planned(key, pm.ScalarType.BYTE, [int(vela.scratch_size)])
         inputs, outputs = list(carved.inputs), list(carved.outputs)
         delegate_calls.append(ctx.b.delegate(BACKEND_ID, vela.blob, [*inputs, *outputs, scratch]))
-        result.subgraphs.append(
-            Subgraph(k, list(g), carved.program, inputs, outputs, graph, vela)
-        )
+        result.subgraphs.append(Subgraph(k, list(g), carved.program, inputs, outputs, graph, vela))
     order = schedule(len(instrs), groups, preds)
     ctx.b.instructions = [instrs[i] if kind == "cpu" else delegate_calls[i] for kind, i in order]
     ctx.report = _final_node_reports(ctx, order, groups)
