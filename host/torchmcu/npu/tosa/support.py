@@ -4,9 +4,10 @@ which is not always what `vela --supported-ops-report` documents:
 
 - CONV2D / DEPTHWISE_CONV2D with a stride above 3 fail on U55 and U65 (documented and
   enforced). Our even-tap average pool is a DEPTHWISE_CONV2D, so it inherits this limit.
-- AVG_POOL2D / MAX_POOL2D with a stride above 3 are documented as unsupported on U55/U65,
-  but Vela 5.2 accepts them by splitting the pool into one NPU operation per output
-  position (exact, but one operation per output): we let them through.
+- AVG_POOL2D / MAX_POOL2D with a stride above 3 are documented as unsupported on U55/U65;
+  Vela 5.2 accepts them by splitting the pool into one NPU operation per output position.
+  We keep the documented limit (the split costs one operation per output; the CPU kernel
+  is the better place for such a pool).
 - Kernels beyond the documented sizes (convolution height 64 / area 4096, pooling height
   256 / area 65536) are also accepted, by decomposition. For convolutions that is exact
   (int32 partial sums); for average pooling the rounding of a decomposed pool cannot be
@@ -20,7 +21,7 @@ from __future__ import annotations
 from torchmcu.pte import program as pm
 
 FAMILIES = ("u55", "u65", "u85")
-STRIDE_LIMIT = {"u55": 3, "u65": 3}  # convolution strides (U85: none)
+STRIDE_LIMIT = {"u55": 3, "u65": 3}  # convolution and pooling strides (U85: none)
 POOL_KERNEL_Y_MAX = 256
 POOL_KERNEL_AREA_MAX = 65536
 DIM_MAX = 65536
@@ -134,12 +135,7 @@ def npu_support(plan: pm.ExecutionPlan, instruction_index: int, family: str) -> 
                 return (
                     "ceil-mode avg pool with a partial window (fewer taps) is not exact on the NPU"
                 )
-            from torchmcu.npu.tosa.ops_pool import avg_pool_is_exact
-
-            if not avg_pool_is_exact(kh * kw):  # lowered as a depthwise convolution
-                stride = _pair(_values(plan, call, 2))
-                return _stride_reason("avg pool (even tap count)", family, stride, out_hw)
         elif _pair(_values(plan, call, 4)) != (1, 1) or _values(plan, call, 5):
             return "max pool with dilation or ceil_mode"
-        return None
+        return _stride_reason(kind, family, _pair(_values(plan, call, 2)), out_hw)
     return None
