@@ -111,6 +111,16 @@ def test_grouping_merges_branches_joined_later():
     assert schedule(5, [[1, 2, 3]], preds) == [("cpu", 0), ("npu", 0), ("cpu", 4)]
 
 
+def test_residual_block_with_a_cpu_branch_splits_at_the_join():
+    # 0 npu feeds 1 (cpu branch) and 2 (npu branch); 3 npu adds 1 and 2. {0, 2, 3} would feed
+    # and consume 1: 0 and 2 form one delegate, the add runs as a second one after the CPU call.
+    preds = [set(), {0}, {0}, {1, 2}]
+    where = {0: "npu", 1: "cpu", 2: "npu", 3: "npu"}
+    groups = group(where, preds)
+    assert groups == [[0, 2], [3]]
+    assert schedule(4, groups, preds) == [("npu", 0), ("cpu", 1), ("npu", 1)]
+
+
 def test_schedule_moves_a_cpu_call_after_the_delegate_it_reads():
     # 1 (cpu) sits between NPU calls 0 and 2 in program order but reads 2's output.
     preds = [set(), {2}, {0}]
