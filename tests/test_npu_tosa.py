@@ -691,3 +691,20 @@ def test_avg_pool_paths():
     # Odd tap counts: TOSA AVG_POOL2D itself is exact (no ties); even ones are not.
     assert all(avg_pool_is_exact(c) for c in (1, 3, 9, 25, 49, 125))
     assert not any(avg_pool_is_exact(c) for c in (2, 4, 6, 64))
+
+
+def test_activation_table():
+    # cortex_m::quantized_activation (ExecuTorch's int8 LUT op): out = lut[x + 128], checked
+    # against numpy indexing (the reference interpreter has no such op yet).
+    rng = np.random.default_rng(10)
+    lut = rng.integers(-128, 128, 256).astype(np.int8)
+    net = Net()
+    x = net.input([1, 3, 4, 5])
+    out = net.act([1, 3, 4, 5])
+    net.b.call("cortex_m::quantized_activation", [x, net.b.constant(lut)], out)
+    program = net.finish([out])
+    graph = lower_to_tosa(program)
+    xs = np.arange(-128, 128, dtype=np.int8)[:60].reshape(1, 4, 5, 3)  # NHWC memory
+    got = run_tosa_reference(graph, [xs])[0]
+    assert np.array_equal(got.reshape(-1), lut[xs.reshape(-1).astype(np.int32) + 128])
+    assert npu_support(program.execution_plan[0], 0, "u55") is None

@@ -39,6 +39,7 @@ LOWERINGS: dict[str, Lowering] = {
     "cortex_m::quantized_max_pool2d_nhwc": ops_pool.max_pool2d,
     "cortex_m::quantized_add": ops_elementwise.add,
     "cortex_m::quantized_mul": ops_elementwise.mul,
+    "cortex_m::quantized_activation": ops_elementwise.activation_table,
     "cortex_m::pad": ops_layout.pad,
     "cortex_m::transpose": ops_layout.transpose,
 }
