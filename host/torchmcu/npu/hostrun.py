@@ -137,6 +137,8 @@ def save_delegates(
 ) -> None:
     """Write delegate<k>.tosa and delegate<k>.json for every subgraph into `out`."""
     out.mkdir(parents=True, exist_ok=True)
+    for stale in [*out.glob("delegate*.tosa"), *out.glob("delegate*.json")]:
+        stale.unlink()  # from an earlier export with more subgraphs
     for k, (graph, sub) in enumerate(zip(graphs, subprograms)):
         ins, outs = delegate_io(sub)
         write(out / f"delegate{k}.tosa", bytes(graph.flatbuffer))
