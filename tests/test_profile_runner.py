@@ -208,7 +208,7 @@ def test_corstone_image_on_qemu_prints_records_without_counts(
     """QEMU runs the corstone-300 image (same SSE-300 map) but its PMU does not count: the
     runner must say so (counter=none, counts "-") rather than print zeros."""
     result = firmware.run(corstone_image, "corstone-300", emulator="qemu").check()
-    (run,) = parse_runner(result.console)
+    (run,) = result.profile  # run.py's parse of the runner's lines
     assert run["counter"] == "none" and run["overhead"] is None
     assert all(op["count"] is None for op in run["operators"])
     pte, _ = profiles["deep_autoencoder"]
@@ -300,3 +300,17 @@ def test_plugin_arena_bytes_are_exact(tmp_path: Path, words: int) -> None:
     for arena, (loaded, stored, touched) in cases.items():
         got = count_instructions(elf, BOARD, arena=arena, timeout=30)["arena"]["inference"]
         assert got == [{"loaded": loaded, "stored": stored, "touched": touched}], arena
+
+
+def test_several_program_image_profiles_each_program(profiles: dict, root: Path) -> None:
+    """An image running two programs in turn: the plugin's ticks are split per run by the
+    runner's own records, so each program's profile equals its one-program image's."""
+    names = ["deep_autoencoder", "ds_cnn"]
+    ptes = [profiles[n][0] for n in names]
+    image = firmware.build(ptes, BOARD, root / "build-two", profile=True)
+    profile, _ = profile_run(image.elf, BOARD, timeout=120)
+    assert [r["program"] for r in profile["runs"]] == [0, 1]
+    for run, name in zip(profile["runs"], names, strict=True):
+        (alone,) = profiles[name][1]["runs"]
+        assert run["operators"] == alone["operators"], name
+        assert (run["overhead"], run["unattributed"]) == (alone["overhead"], alone["unattributed"])

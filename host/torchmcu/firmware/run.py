@@ -85,6 +85,15 @@ class RunResult:
     def ok(self) -> bool:
         return self.exit_code == EXIT_OK
 
+    @property
+    def profile(self) -> list[dict[str, Any]]:
+        """Per-operator records of a profiled image (torchmcu build --profile), one per run, in
+        order (torchmcu.firmware.profile.parse_runner): counts from the runner's cycle counter,
+        None on QEMU, where torchmcu.firmware.profile.profile_run takes them from the plugin."""
+        from torchmcu.firmware.profile import parse_runner
+
+        return [dict(r) for r in parse_runner(self.console)]
+
     def program(self, key: int | str) -> ProgramRun:
         """The section of one program of a several-program image, by index or name."""
         for p in self.programs:
