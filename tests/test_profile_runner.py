@@ -202,6 +202,29 @@ def test_corstone_image_reads_the_pmu_cycle_counter(corstone_image: Path) -> Non
     )
 
 
+def test_without_pmu_the_hook_reads_the_dwt_cycle_counter(tmp_path: Path) -> None:
+    """TORCHMCU_PMU=OFF (cores without the Armv8.1-M PMU): the hook loads DWT CYCCNT
+    (0xE0001004: the DWT base from the literal pool, then a load at offset 4)."""
+    root = Path(__file__).resolve().parents[1]
+    obj = tmp_path / "profile.o"
+    subprocess.run(
+        ["arm-none-eabi-gcc", "-mcpu=cortex-m55", "-mthumb", "-Os", "-std=c11", "-Wall",
+         "-Wextra", "-Werror", "-DTORCHMCU_PROFILE=1",
+         f"-I{root / 'firmware/runtime/include'}", f"-I{root / 'firmware/runtime/src'}",
+         f"-I{root / 'cmsis/include'}", "-c", str(root / "firmware/runner/profile.c"),
+         "-o", str(obj)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    dump = subprocess.run(
+        ["arm-none-eabi-objdump", "-d", "-m", "armv8.1-m.main",
+         "--disassemble=tm_profile_instruction", str(obj)],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert re.search(r"\.word\s+0xe0001000", dump), dump
+    assert re.search(r"ldr(\.w)?\s+r\d+, \[r\d+, #4\]", dump), dump
+    assert "0xe0003000" not in dump
+
+
 def test_corstone_image_on_qemu_prints_records_without_counts(
     corstone_image: Path, profiles: dict
 ) -> None:
