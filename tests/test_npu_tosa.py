@@ -264,6 +264,7 @@ def carved(exported):
     return {name: carve(program, int8_part(program)) for name, program in exported.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", MODELS)
 def test_model_bit_exact(name, exported, carved):
     sub = carved[name].program
@@ -276,6 +277,7 @@ def test_model_bit_exact(name, exported, carved):
     assert_tosa_matches(sub, samples=3, seed=MODELS.index(name))
 
 
+@pytest.mark.slow
 def test_carved_program_runs_on_native_runtime(carved):
     native = pytest.importorskip("torchmcu.native")
     from torchmcu.pte.writer import serialize
@@ -287,6 +289,7 @@ def test_carved_program_runs_on_native_runtime(carved):
         assert all(np.array_equal(a, b) for a, b in zip(run_program(sub, xs), got)), name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("accelerator", ["ethos-u55-128", "ethos-u65-256", "ethos-u85-256"])
 def test_vela_compiles_models(accelerator, carved):
     pytest.importorskip("ethosu.vela")
@@ -298,6 +301,7 @@ def test_vela_compiles_models(accelerator, carved):
 # --- carving -----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_carve_middle_chunk(exported):
     program = exported["resnet8"]
     plan = program.execution_plan[0]
@@ -313,6 +317,7 @@ def test_carve_middle_chunk(exported):
     assert_tosa_matches(c.program, samples=2)
 
 
+@pytest.mark.slow
 def test_carve_output_read_later_outside(exported):
     # conv1 (instruction 1) feeds conv2 and the residual add; carving conv1+conv2 must
     # export both results, in production order.
@@ -323,6 +328,7 @@ def test_carve_output_read_later_outside(exported):
     assert c.outputs == outs
 
 
+@pytest.mark.slow
 def test_carve_rejects_non_convex_and_bad_indices(exported):
     program = exported["resnet8"]
     with pytest.raises(CarveError, match="not convex"):
@@ -646,6 +652,7 @@ def test_npu_support_reasons():
         lower_to_tosa(program)
 
 
+@pytest.mark.slow
 def test_npu_support_float_ops():
     import torchmcu
     from torchmcu.examples import models
@@ -708,3 +715,50 @@ def test_activation_table():
     got = run_tosa_reference(graph, [xs])[0]
     assert np.array_equal(got.reshape(-1), lut[xs.reshape(-1).astype(np.int32) + 128])
     assert npu_support(program.execution_plan[0], 0, "u55") is None
+
+
+def test_carve_through_a_view_and_scratch():
+    # conv -> (a flatten view of its output: no instruction) -> linear. Carving the linear
+    # alone: its input is the view; carving both: the view becomes a RESHAPE inside.
+    rng = np.random.default_rng(11)
+    net = Net()
+    x = net.input([1, 3, 6, 6])
+    c = conv(net, x, rng, 4, (3, 3), (1, 1), (1, 1))
+    b = net.b
+    flat = b.planned(b.tensor_buffer[c], pm.ScalarType.CHAR, [1, 4 * 6 * 6])
+    out = net.act([1, 5], nhwc=False)
+    mults, shifts = requant_params(rng, 5)
+    w = rng.integers(-127, 128, (5, 144)).astype(np.int8)
+    args = [
+        flat,
+        b.constant(w),
+        b.constant(np.arange(5, dtype=np.int32)),
+        b.none(),
+        b.int_(3),
+        b.int_(0),
+        b.int_(1),
+        b.int_list(mults),
+        b.int_list(shifts),
+        b.int_(127),
+        b.int_(-128),
+    ]
+    b.call("cortex_m::quantized_linear", args, out)
+    program = net.finish([out])
+    xs = random_inputs(program, np.random.default_rng(12))
+    whole = run_program(program, xs)
+
+    tail = carve(program, [1])
+    assert tail.inputs == [flat] and tail.outputs == [out]
+    mid = run_program(carve(program, [0]).program, xs)[0]
+    flat_bytes = np.transpose(mid, (0, 2, 3, 1)).reshape(1, 144)  # the view sees NHWC memory
+    assert np.array_equal(run_program(tail.program, [flat_bytes])[0], whole[0])
+    assert_tosa_matches(tail.program, samples=2)
+
+    both = carve(program, [0, 1])
+    assert both.inputs == [x] and both.outputs == [out]
+    assert np.array_equal(run_program(both.program, xs)[0], whole[0])
+    assert_tosa_matches(both.program, samples=2)
+    native = pytest.importorskip("torchmcu.native")
+    from torchmcu.pte.writer import serialize
+
+    assert np.array_equal(native.run_program(serialize(both.program), xs)[0], whole[0])
