@@ -29,7 +29,6 @@ from torchmcu.pte import program as pm
 from torchmcu.quantize.annotation import META_KEY, read_annotation
 
 BACKEND_ID = "EthosUBackend"
-_BOUNDARY_OPS = ("cortex_m::quantize_per_tensor", "cortex_m::dequantize_per_tensor")
 
 
 class PartitionError(ValueError):
