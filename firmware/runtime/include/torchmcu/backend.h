@@ -59,7 +59,7 @@ typedef struct {
 typedef struct {
   tm_value *const *args;
   size_t nargs;
-  const uint8_t *arena; /* the method's planned memory */
+  const uint8_t *arena; /* the method's planned memory (at prepare; NULL, 0 at execute) */
   size_t arena_bytes;
   uint32_t delegate_index;
   uint32_t instruction;
