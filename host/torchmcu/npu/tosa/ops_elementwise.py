@@ -52,7 +52,8 @@ def single_rescale(zero_point: int, multiplier: int, shift: int) -> tuple[int, i
     centred = [x - zero_point for x in range(-128, 128)]
     want = requantize(np.array(centred, dtype=np.int64) << ADD_INPUT_LEFT_SHIFT, multiplier, shift)
     natural = 31 - shift - ADD_INPUT_LEFT_SHIFT
-    for s in sorted(range(2, 63), key=lambda s: (abs(s - natural), s)):
+    # TOSA requires |value| < 2^(shift - 1): x - zero_point spans up to +-255, so shift >= 9.
+    for s in sorted(range(9, 63), key=lambda s: (abs(s - natural), s)):
         lo, hi = 0, (1 << 31) - 1
         for v, f in zip(centred, want.tolist()):
             rounding = (1 << (s - 1)) + ((1 << 30) if v >= 0 else -(1 << 30)) * (s > 31)
