@@ -326,6 +326,7 @@ def test_carve_output_read_later_outside(exported):
     c = carve(program, [1, 2])
     outs = [plan.chains[0].instructions[i].args[-2] for i in (1, 2)]
     assert c.outputs == outs
+    assert_tosa_matches(c.program, samples=2)  # a graph output also read inside the graph
 
 
 @pytest.mark.slow
