@@ -5,8 +5,8 @@
 # targets var>]) reads the kernel table (operator -> entry point -> translation unit), resolves
 # the selection (through `python -m torchmcu.selective`, so the yaml is interpreted in one
 # place), and generates the registry `tm_all_kernels` holding exactly the selected kernels and
-# every delegate backend registered with tm_register_backend (the libraries to link come back
-# in the fourth variable). Only the translation units
+# the selected delegate backends among those registered with tm_register_backend (the libraries
+# to link come back in the fourth variable). Only the translation units
 # of selected kernels (and the table's common sources) are returned for compiling.
 set(TORCHMCU_OPS_YAML "" CACHE FILEPATH "selected_operators.yaml: compile and register only its kernels")
 
@@ -112,9 +112,22 @@ function(tm_selective_kernels table out_sources out_registry)
     set(_entries "    {NULL, NULL, NULL},\n")
   endif()
 
-  # Delegate backends of the image: every backend a delegate directory registered with
-  # tm_register_backend (firmware/delegates/*), before this directory was added.
+  # Delegate backends of the image: of the backends delegate directories offered with
+  # tm_register_backend (firmware/delegates/*, before this directory was added), those the yaml
+  # selects (build_features 'delegate:<id>', or all with include_all_non_op_selectives), or
+  # every one without a yaml. A selected id no directory offers stops here, naming it.
   get_property(_backend_ids GLOBAL PROPERTY TM_BACKEND_IDS)
+  if(TORCHMCU_OPS_YAML)
+    string(REPLACE ";" "," _offered "${_backend_ids}")
+    execute_process(
+      COMMAND ${Python3_EXECUTABLE} -m torchmcu.selective --yaml "${_yaml}" --delegates "${_offered}"
+      RESULT_VARIABLE _rc OUTPUT_VARIABLE _backend_ids ERROR_VARIABLE _err
+      OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(NOT _rc EQUAL 0)
+      message(FATAL_ERROR "resolving the delegates selected by ${_yaml} for ${TORCHMCU_BOARD} "
+                          "failed (${Python3_EXECUTABLE} -m torchmcu.selective):\n${_err}")
+    endif()
+  endif()
   set(_backend_decls "")
   set(_backend_entries "")
   set(_nbackends 0)
@@ -158,7 +171,8 @@ endfunction()
 
 # tm_register_backend(<delegate id> <backend symbol> <library target>): a delegate directory
 # offers its backend (`const tm_backend <symbol>` in <target>) to the image's registry. Call it
-# before firmware/kernels is added. The generator registers every offered backend.
+# before firmware/kernels is added. The generator registers the offered backends the yaml selects
+# (every one without a yaml).
 function(tm_register_backend id symbol target)
   set_property(GLOBAL APPEND PROPERTY TM_BACKEND_IDS "${id}")
   set_property(GLOBAL PROPERTY TM_BACKEND_SYMBOL_${id} "${symbol}")

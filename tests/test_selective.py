@@ -280,7 +280,9 @@ def test_select_and_missing_delegates() -> None:
     assert select_delegates(from_program(linear_program(), "cpu"), offered) == []
     everything = {**doc, "include_all_non_op_selectives": True}
     assert select_delegates(everything, offered) == offered
-    with pytest.raises(OpListError, match=r"no backend in this tree: EthosUBackend \(offered: X\)"):
+    with pytest.raises(
+        OpListError, match=r"no backend offered for this image: EthosUBackend \(offered: X\)"
+    ):
         select_delegates(doc, ["X"])
     assert missing_delegates(["EthosUBackend", "OtherBackend"], doc) == ["OtherBackend"]
     assert missing_delegates(["OtherBackend"], everything) == []

@@ -116,3 +116,82 @@ def test_program_outside_the_image_fails_at_load(exported, root) -> None:
     ops = native.program_info(pte.read_bytes())["operators"]
     first_missing = next(n for n, _ in ops if n not in {"cortex_m::quantize_per_tensor"})
     assert f"op={first_missing}" in error[0] and "overload=out" in error[0]
+
+
+NPU_BOARD = "corstone-300"  # offers the EthosUBackend delegate; CPU-only images run on QEMU
+BACKEND_SYMBOLS = {"tm_ethos_u_backend", "tm_ethosu_run"}  # the backend and the NPU driver
+
+
+def _symbols(elf: Path) -> set[str]:
+    nm = subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True, text=True, check=True)
+    return {ln.split()[-1] for ln in nm.stdout.splitlines() if ln.strip()}
+
+
+def _registered_backends(image: firmware.FirmwareImage) -> list[str]:
+    """The backend ids in the generated registry's backend array (one `/* id */` per entry)."""
+    text = (image.build_dir / "firmware" / "kernels" / "registry_selected.c").read_text()
+    return re.findall(r"extern const tm_backend \w+; /\* (\w+) \*/", text)
+
+
+def test_delegates_follow_the_yaml(tmp_path: Path) -> None:
+    """The image registers (and links) exactly the selected backends: the delegate of a program's
+    yaml, all with include_all_non_op_selectives or without a yaml, none otherwise; a program
+    whose delegate is not in the image fails at load naming the delegate id."""
+    import yaml
+    from _delegate_programs import delegate_program
+    from torchmcu.pte.writer import serialize
+    from torchmcu.selective import from_program, write_yaml
+
+    program = delegate_program()
+    pte = tmp_path / "npu.pte"
+    pte.write_bytes(serialize(program))
+    with_npu = write_yaml(from_program(program, "npu"), tmp_path / "npu.yaml")
+    assert yaml.safe_load(with_npu.read_text())["build_features"] == ["delegate:EthosUBackend"]
+    cpu_only = write_yaml(
+        {**from_program(program, "npu"), "build_features": []}, tmp_path / "cpu.yaml"
+    )
+    all_doc = {**from_program(program, "npu"), "build_features": []}
+    all_doc["include_all_non_op_selectives"] = True
+    everything = write_yaml(all_doc, tmp_path / "all.yaml")
+    out = tmp_path / "fw"
+
+    image = firmware.build(pte, NPU_BOARD, out, ops_yaml=with_npu)
+    assert _registered_backends(image) == ["EthosUBackend"]
+    assert BACKEND_SYMBOLS <= _symbols(image.elf)
+    image = firmware.build(pte, NPU_BOARD, out, ops_yaml=everything)
+    assert _registered_backends(image) == ["EthosUBackend"]
+    image = firmware.build(pte, NPU_BOARD, out)
+    assert _registered_backends(image) == ["EthosUBackend"]
+    assert BACKEND_SYMBOLS <= _symbols(image.elf)
+
+    with pytest.raises(
+        firmware.FirmwareBuildError, match=r"npu\.pte needs delegates .*EthosUBackend"
+    ):
+        firmware.build(pte, NPU_BOARD, out, ops_yaml=cpu_only)
+    # Built anyway (the host-side check bypassed): no backend in the image, none of its code,
+    # and the program is refused at load naming the delegate, with the missing-operator code.
+    image = firmware.build(pte, NPU_BOARD, out, defines={"TORCHMCU_OPS_YAML": str(cpu_only)})
+    assert _registered_backends(image) == []
+    assert not BACKEND_SYMBOLS & _symbols(image.elf)
+    assert "tm_cortex_m_transpose_out" in _symbols(image.elf)
+    result = firmware.run(image.elf, NPU_BOARD, 60)
+    assert result.exit_code == EXIT_MISSING_OPERATOR, result.console
+    (line,) = [ln for ln in result.console.splitlines() if ln.startswith("TM_ERROR")]
+    assert line.startswith("TM_ERROR missing_operator") and "EthosUBackend" in line
+
+
+def test_selected_delegate_the_board_lacks_stops_the_configure(tmp_path: Path) -> None:
+    """qemu-an547 has no NPU, so no EthosUBackend to register: a yaml selecting it is refused."""
+    from _delegate_programs import delegate_program
+    from torchmcu.pte.writer import serialize
+    from torchmcu.selective import from_program, write_yaml
+
+    program = delegate_program()
+    pte = tmp_path / "npu.pte"
+    pte.write_bytes(serialize(program))
+    with_npu = write_yaml(from_program(program, "npu"), tmp_path / "npu.yaml")
+    with pytest.raises(firmware.FirmwareBuildError) as err:
+        firmware.build(pte, BOARD, tmp_path / "fw", ops_yaml=with_npu)
+    message = " ".join(str(err.value).split())  # CMake wraps its messages
+    assert f"resolving the delegates selected by {with_npu} for {BOARD} failed" in message
+    assert "no backend offered for this image: EthosUBackend (offered: none)" in message

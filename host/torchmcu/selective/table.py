@@ -110,8 +110,9 @@ def missing_delegates(program_delegates: Iterable[str], doc: OpList) -> list[str
 
 
 def select_delegates(doc: OpList, available: Iterable[str]) -> list[str]:
-    """The backend ids `doc` selects, in `available` order (the backends the tree offers);
-    a selected id the tree does not offer is an error."""
+    """The backend ids `doc` selects, in `available` order (the backends the image's delegate
+    directories offer: a board without an NPU offers no EthosUBackend); a selected id that is
+    not offered is an error."""
     doc = canonical(doc)
     offered = list(dict.fromkeys(available))
     if doc["include_all_non_op_selectives"]:
@@ -120,7 +121,7 @@ def select_delegates(doc: OpList, available: Iterable[str]) -> list[str]:
     unknown = [d for d in wanted if d not in offered]
     if unknown:
         raise OpListError(
-            f"selected delegates with no backend in this tree: {', '.join(unknown)} "
+            f"selected delegates with no backend offered for this image: {', '.join(unknown)} "
             f"(offered: {', '.join(offered) or 'none'})"
         )
     return [d for d in offered if d in wanted]
@@ -133,13 +134,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--yaml", required=True)
     parser.add_argument("--table", default=str(DEFAULT_TABLE))
     parser.add_argument(
-        "--delegates", metavar="IDS", help="';'-separated backend ids the tree offers"
+        "--delegates", metavar="IDS", help="backend ids the tree offers, ',' or ';' separated"
     )
     args = parser.parse_args(argv)
     try:
         doc = read_yaml(args.yaml)
         if args.delegates is not None:
-            offered = [d for d in args.delegates.split(";") if d]
+            offered = [d for d in args.delegates.replace(",", ";").split(";") if d]
             print(";".join(select_delegates(doc, offered)))
             return 0
         entries = load_table(args.table).select(doc)
