@@ -105,17 +105,17 @@ def _op_name(plan: pm.ExecutionPlan, ins: pm.KernelCall) -> str:
     return plan.operators[ins.op_index].name
 
 
-def _is_float(plan: pm.ExecutionPlan, vi: int) -> bool:
-    v = plan.values[vi]
-    return isinstance(v, pm.Tensor) and v.scalar_type == pm.ScalarType.FLOAT
-
-
-def _boundary_reason(plan: pm.ExecutionPlan, ins: pm.KernelCall) -> str | None:
-    """The program's float input quantize / output dequantize stay on the CPU."""
-    op = _op_name(plan, ins)
-    if op == "cortex_m::quantize_per_tensor" and _is_float(plan, ins.args[0]):
-        return "program input quantize (float32 -> int8) runs on the CPU"
-    if op == "cortex_m::dequantize_per_tensor" and _is_float(plan, ins.args[-2]):
+def _boundary_reason(op: str, source: torch.fx.Node | None) -> str | None:
+    """The program's input quantize (a quantize of a graph input) and output dequantize (a
+    dequantize the graph returns) stay on the CPU: told by the graph, not by dtypes."""
+    if source is None:
+        return None
+    if op == "cortex_m::quantize_per_tensor" and is_q(source):
+        src = source.args[0]
+        if isinstance(src, torch.fx.Node) and src.op == "placeholder":
+            return "program input quantize (float32 -> int8) runs on the CPU"
+    returned = any(user.op == "output" for user in source.users)
+    if op == "cortex_m::dequantize_per_tensor" and is_dq(source) and returned:
         return "program output dequantize (int8 -> float32) runs on the CPU"
     return None
 
@@ -164,7 +164,7 @@ def decide(
         assert isinstance(ins, pm.KernelCall)
         op = _op_name(plan, ins)
         source = ctx.sources[i] if i < len(ctx.sources) else None
-        boundary = _boundary_reason(plan, ins)
+        boundary = _boundary_reason(op, source)
         if boundary is not None:
             name = source.name if source is not None else f"<instruction {i}>"
             p = Placement(name, op, [i], [op], "cpu", boundary)
