@@ -177,6 +177,52 @@ def test_unsupported_ops_fall_back_to_the_cpu(strided_graph, tmp_path):
     assert len(u85.npu.subgraphs) == 1
 
 
+class _TwoByTwo(nn.Module):
+    """Two NPU convs whose outputs both leave for stride-4 convs on the CPU (U55), joined again
+    by an add: the first delegate has two outputs, the second two inputs (distinct scales, so a
+    swapped I/O order shows in the numbers)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.c2 = nn.Conv2d(8, 8, 3, padding=1)
+        self.s1 = nn.Conv2d(8, 8, 4, stride=4)
+        self.s2 = nn.Conv2d(8, 8, 4, stride=4)
+        self.fc = nn.Linear(8 * 4 * 4, 6)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.c1(x))
+        z = torch.relu(self.c2(y))
+        return self.fc(torch.flatten(torch.relu(self.s1(y) + self.s2(z)), 1))
+
+
+def test_delegates_with_several_inputs_and_outputs(tmp_path):
+    torch.manual_seed(1)
+    x = torch.randn(1, 3, 16, 16)
+    graph = quantize(_TwoByTwo().eval(), (x,), [(torch.randn(1, 3, 16, 16),) for _ in range(3)])
+    sample = [torch.randn(1, 3, 16, 16).numpy()]
+    expected = run_program(export_quantized(graph).program, sample)
+    exported = export_quantized(graph, npu_target=resolve_target("corstone-300", "ethos-u55-128"))
+    subgraphs = exported.npu.subgraphs
+    assert [(len(s.inputs), len(s.outputs)) for s in subgraphs] == [(1, 2), (2, 1)]
+    plan = exported.program.execution_plan[0]
+    kinds = [type(i).__name__ for i in plan.chains[0].instructions]
+    assert kinds == [
+        "KernelCall",
+        "DelegateCall",
+        "KernelCall",
+        "KernelCall",
+        "DelegateCall",
+        "KernelCall",
+    ]
+    path = exported.save(tmp_path)
+    for a, b in zip(torchmcu.run_on_host(path, sample), expected):
+        np.testing.assert_array_equal(a, b)
+    got = run_program(exported.program, sample, delegate_fn=exported.reference_delegate_fn())
+    for a, b in zip(got, expected):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_graph_without_annotation_records_is_refused(strided_graph):
     graph, _ = strided_graph
     node = next(n for n in graph.graph.nodes if n.name == "conv2d_1")
