@@ -223,6 +223,16 @@ def test_estimate_from_the_summary_csv(compiled) -> None:
     )
 
 
+def test_per_layer_table_adds_up_to_the_summary() -> None:
+    tosa, _, _ = graph_conv_rescale()
+    res = compile_tosa(tosa, resolve_target(None, "ethos-u55-128"), per_layer=True)
+    ops = {row["Original Operator"] for row in res.per_layer}
+    assert {"Conv2D", "MaxPool"} <= ops
+    assert sum(row["Op Cycles"] for row in res.per_layer) == res.estimate["cycles_total"]
+    assert sum(row["MAC Count"] for row in res.per_layer) == res.estimate["nn_macs"]
+    assert compile_tosa(tosa, resolve_target(None, "ethos-u55-128")).per_layer == []
+
+
 def test_u65_dedicated_sram_reports_fast_scratch(compiled) -> None:
     res = compiled[("conv_rescale", "ethos-u65-256")]["result"]
     assert (

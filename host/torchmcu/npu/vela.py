@@ -60,6 +60,9 @@ class VelaResult:
     # Size of the fast-scratch region (2) the firmware must provide; non-zero only in
     # Dedicated_Sram memory modes. The blob does not carry it (ExecuTorch's layout has no block).
     fast_scratch_size: int = 0
+    # compile_tosa(per_layer=True): Vela's per-layer table (operator, target, "Op Cycles",
+    # "MAC Count", ... as its per-layer CSV names them; numbers parsed).
+    per_layer: list[dict[str, str | float | int]] = field(default_factory=list)
     log: str = field(default="", repr=False)  # Vela's console output
 
 
@@ -97,6 +100,20 @@ def read_summary(path: Path) -> dict[str, float | int]:
         if kib in estimate:
             estimate[nbytes] = round(float(estimate[kib]) * 1024)
     return estimate
+
+
+def read_per_layer(path: Path) -> list[dict[str, str | float | int]]:
+    """Rows of Vela's per-layer CSV, numeric cells as numbers."""
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    out: list[dict[str, str | float | int]] = []
+    for row in rows:
+        parsed: dict[str, str | float | int] = {}
+        for key, text in row.items():
+            value = _number(text)
+            parsed[key] = text if value is None else value
+        out.append(parsed)
+    return out
 
 
 def _int_array(npz: np.lib.npyio.NpzFile, key: str, subgraph: str) -> np.ndarray:
@@ -174,11 +191,13 @@ def compile_tosa(
     name: str = "subgraph0",
     *,
     verbose: bool = False,
+    per_layer: bool = False,
     extra_args: Iterable[str] = (),
 ) -> VelaResult:
     """Compile one TOSA 1.0 flatbuffer for `target`; VelaCompileError names the subgraph.
 
     verbose: let Vela print its summary (it is captured in VelaResult.log otherwise).
+    per_layer: also return Vela's per-layer performance table (where the cycles go).
     """
     if not _NAME_RE.match(name):
         raise ValueError(f"subgraph name {name!r}: use 1-64 letters, digits or underscores")
@@ -193,6 +212,7 @@ def compile_tosa(
             "raw",
             "--output-dir",
             str(out_dir),
+            *(["--verbose-performance"] if per_layer else []),
             *extra_args,
             str(tosa_path),
         ]
@@ -224,6 +244,8 @@ def compile_tosa(
             raise VelaCompileError(f"subgraph {name!r}: Vela wrote no {npz_path.name}")
         raw = _read_npz(npz_path, name)
         estimate = read_summary(csv_path) if csv_path.is_file() else {}
+        layers_path = out_dir / f"{name}_per-layer.csv"
+        layers = read_per_layer(layers_path) if per_layer and layers_path.is_file() else []
     try:
         blob = pack_blob(raw.cmd, raw.weights, raw.scratch, raw.inputs, raw.outputs)
         parse_blob(blob)  # what the firmware will check: I/O inside the scratch area, ...
@@ -238,6 +260,7 @@ def compile_tosa(
         outputs=raw.outputs,
         estimate=estimate,
         fast_scratch_size=raw.fast,
+        per_layer=layers,
         log=console.getvalue(),
     )
 
