@@ -763,3 +763,53 @@ def test_carve_through_a_view_and_scratch():
     from torchmcu.pte.writer import serialize
 
     assert np.array_equal(native.run_program(serialize(both.program), xs)[0], whole[0])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_configurations(seed):
+    # Seeded random geometry and quantization parameters for conv, depthwise, pools, add, mul.
+    rng = np.random.default_rng(100 + seed)
+    lo, hi = int(rng.integers(-128, 0)), int(rng.integers(1, 128))
+    k = (int(rng.integers(1, 5)), int(rng.integers(1, 5)))
+    stride = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+    dilation = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+    padding = (int(rng.integers(0, k[0])), int(rng.integers(0, k[1])))
+    h = int(rng.integers(dilation[0] * (k[0] - 1) + 1, 14))
+    w = int(rng.integers(dilation[1] * (k[1] - 1) + 1, 14))
+    net = Net()
+    x = net.input([1, int(rng.integers(1, 6)), h, w])
+    c = conv(
+        net,
+        x,
+        rng,
+        int(rng.integers(1, 7)),
+        k,
+        stride,
+        padding,
+        dilation,
+        act=(lo, hi),
+        in_off=int(rng.integers(-127, 129)),
+        out_off=int(rng.integers(-128, 128)),
+    )
+    d = depthwise(
+        net, c, rng, int(rng.integers(1, 3)), (min(k[0], 3), min(k[1], 3)), (1, 1), (1, 1)
+    )
+    pool_k = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+    _, _, h_, w_ = net.b.tensor(d).sizes
+    pool_k = (min(pool_k[0], h_), min(pool_k[1], w_))
+    ap = avg_pool(net, d, pool_k, (int(rng.integers(1, 3)), int(rng.integers(1, 3))))
+    mp = max_pool(net, ap, (1, 1), (1, 1), act=(lo, hi))
+    scales = [float(v) for v in rng.uniform(0.001, 0.2, 3)]
+    zps = [int(v) for v in rng.integers(-128, 128, 3)]
+    sizes = net.b.tensor(mp).sizes
+    other = net.input(list(sizes))
+    s = _add(net, mp, other, sizes, _add_params(*scales, *zps, lo=lo, hi=hi))
+    out = net.act(list(sizes))
+    m, sh = quantize_multiplier(float(rng.uniform(1e-5, 0.3)))
+    b = net.b
+    b.call(
+        "cortex_m::quantized_mul",
+        [s, b.int_(zps[0]), other, b.int_(zps[1]), b.int_(zps[2]), b.int_(m), b.int_(sh)],
+        out,
+    )
+    assert_tosa_matches(net.finish([out]), samples=3, seed=seed)
