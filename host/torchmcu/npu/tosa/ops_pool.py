@@ -72,7 +72,7 @@ def avg_pool_is_exact(count: int) -> bool:
     return bool(np.array_equal(got, round_half_away(sums, count)))
 
 
-def _window_geometry(a: Args, h: int, w: int, oh: int, ow: int, padding_allowed: bool):
+def _window_geometry(a: Args, padding_allowed: bool):
     kh, kw = pair(a.scalar(1))
     sh, sw = pair(a.scalar(2))
     ph, pw = pair(a.scalar(3))
@@ -86,7 +86,7 @@ def _window_geometry(a: Args, h: int, w: int, oh: int, ow: int, padding_allowed:
 def avg_pool2d(g: Graph, a: Args, read: Read) -> Tensor:
     n, h, w, c = a.nhwc_shape(0)
     _, oh, ow, _ = a.nhwc_shape(len(a.args) - 2)
-    (kh, kw), (sh, sw), _ = _window_geometry(a, h, w, oh, ow, padding_allowed=False)
+    (kh, kw), (sh, sw), _ = _window_geometry(a, padding_allowed=False)
     # ceil_mode is fine as long as no window hangs over the edge
     if bool(a.scalar(4)) and ((oh - 1) * sh + kh > h or (ow - 1) * sw + kw > w):
         raise a.error("ceil-mode average pool has partial windows; no exact NPU lowering")
@@ -133,7 +133,7 @@ def avg_pool2d(g: Graph, a: Args, read: Read) -> Tensor:
 def max_pool2d(g: Graph, a: Args, read: Read) -> Tensor:
     n, h, w, c = a.nhwc_shape(0)
     _, oh, ow, _ = a.nhwc_shape(len(a.args) - 2)
-    (kh, kw), (sh, sw), (ph, pw) = _window_geometry(a, h, w, oh, ow, padding_allowed=True)
+    (kh, kw), (sh, sw), (ph, pw) = _window_geometry(a, padding_allowed=True)
     if pair(a.scalar(4)) != (1, 1) or bool(a.scalar(5)):
         raise a.error("max pool with dilation or ceil_mode")
     if int(a.scalar(6)) != int(a.scalar(7)):
