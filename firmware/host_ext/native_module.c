@@ -5,7 +5,8 @@
  * Python-facing conversions (numpy, layouts) live in torchmcu/native.py; this
  * file only speaks plain Python objects and the buffer protocol:
  *   tensor  -> tuple (buffer, scalar_type, sizes tuple, dim_order tuple)
- *   int list-> list of int; other scalars as Python None/bool/int/float.
+ *   int list-> list of int; other scalars as Python None/bool/int/float; str -> String;
+ *   tensor list -> list of tensors, (k,) references to argument k, or None items.
  * Host-only code: it may allocate (the firmware core never does).
  */
 #include "native_common.h"
@@ -55,7 +56,75 @@ typedef struct {
   int64_t ints[MAX_CALL_ARGS][MAX_LIST_ITEMS];
   Py_buffer views[MAX_CALL_ARGS];
   int view_held[MAX_CALL_ARGS];
+  /* tensor list items: one pool for all list arguments of the call */
+  const tm_value *items[MAX_LIST_ITEMS];
+  tm_value item_values[MAX_LIST_ITEMS];
+  tm_tensor item_tensors[MAX_LIST_ITEMS];
+  Py_buffer item_views[MAX_LIST_ITEMS];
+  int item_held[MAX_LIST_ITEMS];
+  size_t num_items;
 } call_frame;
+
+static int is_tensor_desc(PyObject *obj) { return PyTuple_Check(obj) && PyTuple_GET_SIZE(obj) == 4; }
+
+/* A reference to argument k of the call: a 1-tuple (k,), as a program's lists hold value indices. */
+static int is_value_ref(PyObject *obj) {
+  return PyTuple_Check(obj) && PyTuple_GET_SIZE(obj) == 1 && PyLong_Check(PyTuple_GET_ITEM(obj, 0));
+}
+
+/* A list holding tensors, references or None is a TensorList (OptionalTensorList with a None). */
+static int is_tensor_list(PyObject *obj) {
+  if (!PyList_Check(obj)) return 0;
+  for (Py_ssize_t k = 0; k < PyList_GET_SIZE(obj); ++k) {
+    PyObject *item = PyList_GET_ITEM(obj, k);
+    if (item == Py_None || is_tensor_desc(item) || is_value_ref(item)) return 1;
+  }
+  return 0;
+}
+
+static int fill_tensor(tm_tensor *t, Py_buffer *view, int *held, PyObject *desc, Py_ssize_t i,
+                       const char *op);
+
+static int fill_tensor_list(call_frame *f, Py_ssize_t i, PyObject *obj, const char *op) {
+  tm_value *v = &f->values[i];
+  Py_ssize_t n = PyList_GET_SIZE(obj);
+  if (f->num_items + (size_t)n > MAX_LIST_ITEMS) {
+    PyErr_Format(PyExc_ValueError, "%s: argument %zd: more than %d tensor list items in one call", op, i,
+                 MAX_LIST_ITEMS);
+    return -1;
+  }
+  v->tag = TM_VALUE_TENSOR_LIST;
+  v->u.list.items = &f->items[f->num_items];
+  v->u.list.length = (uint32_t)n;
+  for (Py_ssize_t k = 0; k < n; ++k) {
+    PyObject *item = PyList_GET_ITEM(obj, k);
+    size_t slot = f->num_items++;
+    if (item == Py_None) {
+      v->tag = TM_VALUE_OPTIONAL_TENSOR_LIST;
+      f->item_values[slot].tag = TM_VALUE_NONE;
+      f->items[slot] = &f->item_values[slot];
+    } else if (is_value_ref(item)) {
+      long ref = PyLong_AsLong(PyTuple_GET_ITEM(item, 0));
+      if (ref < 0 || ref >= i) {
+        PyErr_Format(PyExc_ValueError, "%s: argument %zd item %zd: reference %ld is not an earlier argument", op,
+                     i, k, ref);
+        return -1;
+      }
+      f->items[slot] = &f->values[ref];
+    } else if (is_tensor_desc(item)) {
+      if (fill_tensor(&f->item_tensors[slot], &f->item_views[slot], &f->item_held[slot], item, i, op) != 0) {
+        return -1;
+      }
+      f->item_values[slot].tag = TM_VALUE_TENSOR;
+      f->item_values[slot].u.tensor = &f->item_tensors[slot];
+      f->items[slot] = &f->item_values[slot];
+    } else {
+      PyErr_Format(PyExc_TypeError, "%s: argument %zd item %zd: not a tensor, reference or None", op, i, k);
+      return -1;
+    }
+  }
+  return 0;
+}
 
 static int fill_tensor(tm_tensor *t, Py_buffer *view, int *held, PyObject *desc, Py_ssize_t i,
                        const char *op) {
@@ -132,6 +201,15 @@ static int fill_value(call_frame *f, Py_ssize_t i, PyObject *obj, const char *op
   } else if (PyFloat_Check(obj)) {
     v->tag = TM_VALUE_DOUBLE;
     v->u.d = PyFloat_AS_DOUBLE(obj);
+  } else if (PyUnicode_Check(obj)) {
+    Py_ssize_t len = 0;
+    const char *chars = PyUnicode_AsUTF8AndSize(obj, &len); /* lives as long as obj (the call) */
+    if (chars == NULL) return -1;
+    v->tag = TM_VALUE_STRING;
+    v->u.string.chars = chars;
+    v->u.string.length = (uint32_t)len;
+  } else if (is_tensor_list(obj)) {
+    return fill_tensor_list(f, i, obj, op);
   } else if (PyList_Check(obj)) {
     Py_ssize_t n = PyList_GET_SIZE(obj);
     if (n > MAX_LIST_ITEMS) {
@@ -157,7 +235,9 @@ static int fill_value(call_frame *f, Py_ssize_t i, PyObject *obj, const char *op
 }
 
 /* call_kernel(name, overload, args): args per schema ending with the out tensor once;
- * the out value is passed a second time (the returned value) as programs do. */
+ * the out value is passed a second time (the returned value) as programs do. A
+ * multi-output op instead ends with its returned TensorList (references to the outs),
+ * passed once, as ExecuTorch emits it. */
 static PyObject *native_call_kernel(PyObject *self, PyObject *pyargs) {
   (void)self;
   const char *name, *overload;
@@ -184,11 +264,12 @@ static PyObject *native_call_kernel(PyObject *self, PyObject *pyargs) {
     if (fill_value(f, i, PyList_GET_ITEM(list, i), op) != 0) goto done;
     f->argv[i] = &f->values[i];
   }
+  const int returns_list = f->values[n - 1].tag == TM_VALUE_TENSOR_LIST;
   f->argv[n] = f->argv[n - 1];
   tm_kernel_context ctx = {0, 0}; /* one call: arguments never verified before */
   tm_status st;
   Py_BEGIN_ALLOW_THREADS
-  st = fn(&ctx, f->argv, (size_t)n + 1);
+  st = fn(&ctx, f->argv, returns_list ? (size_t)n : (size_t)n + 1);
   Py_END_ALLOW_THREADS
   if (st != TM_OK) {
     char msg[400];
@@ -202,6 +283,9 @@ static PyObject *native_call_kernel(PyObject *self, PyObject *pyargs) {
 done:
   for (Py_ssize_t i = 0; i < n; ++i) {
     if (f->view_held[i]) PyBuffer_Release(&f->views[i]);
+  }
+  for (size_t k = 0; k < f->num_items; ++k) {
+    if (f->item_held[k]) PyBuffer_Release(&f->item_views[k]);
   }
   PyMem_Free(f);
   return result;

@@ -68,6 +68,14 @@ class TensorArg:
     dim_order: Sequence[int]
 
 
+@dataclass(frozen=True)
+class ValueRef:
+    """A tensor list item that is argument `index` of the same call (as a program's
+    lists reference values): e.g. the returned TensorList of a multi-output op."""
+
+    index: int
+
+
 def _tensor_tuple(arr: np.ndarray, sizes: Sequence[int], dim_order: Sequence[int]) -> tuple:
     if not arr.flags.c_contiguous:
         raise ValueError("tensor arrays must be C-contiguous (physical memory)")
@@ -89,10 +97,20 @@ def _convert_arg(arg: Any) -> Any:
     if isinstance(arg, (np.floating,)):
         return float(arg)
     if isinstance(arg, (list, tuple)):
+        if any(isinstance(x, (np.ndarray, TensorArg, ValueRef)) or x is None for x in arg):
+            return [_list_item(x) for x in arg]  # a TensorList
         return [int(x) for x in arg]
-    if arg is None or isinstance(arg, (bool, int, float)):
+    if arg is None or isinstance(arg, (bool, int, float, str)):
         return arg
     raise TypeError(f"unsupported kernel argument type {type(arg).__name__}")
+
+
+def _list_item(x: Any) -> Any:
+    if isinstance(x, ValueRef):
+        return (int(x.index),)
+    if x is None:
+        return None
+    return _convert_arg(x)
 
 
 def call_kernel(op_name: str, args: list, overload: str = "out") -> None:
@@ -100,7 +118,10 @@ def call_kernel(op_name: str, args: list, overload: str = "out") -> None:
 
     `args` follow the operator schema (operators.yaml) and end with the out
     tensor once; like a program, the call passes it again as the returned
-    value. The out array is written in place.
+    value. A multi-output op ends instead with its returned TensorList, e.g.
+    [ValueRef(5), ValueRef(6), ValueRef(7)], passed once as ExecuTorch emits it.
+    A list of arrays is a TensorList; a str a String. The out arrays are written
+    in place.
     """
     _native.call_kernel(op_name, overload, [_convert_arg(a) for a in args])
 

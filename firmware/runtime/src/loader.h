@@ -41,6 +41,7 @@ typedef struct {
   tm_value *values;
   tm_tensor *tensors;
   int64_t *ints;
+  const tm_value **list_items; /* items of TensorList values */
   tm_instruction *instrs;
   tm_value **argv;
   tm_kernel_fn *ops;
@@ -48,7 +49,7 @@ typedef struct {
   uint8_t *arena;
   const tm_kernel_registry *registry;
   /* counts */
-  uint32_t num_values, num_tensors, num_ints, num_instrs, num_args, num_ops;
+  uint32_t num_values, num_tensors, num_ints, num_list_items, num_instrs, num_args, num_ops;
   uint32_t num_inputs, num_outputs, num_chains, num_delegates;
   uint32_t arena_bytes;
 } tm_walk;

@@ -2,9 +2,9 @@
  * Method preparation in caller memory (no heap) and the executor.
  *
  * tm_method_required_memory runs the plan walker in counting mode; tm_method_init
- * carves the metadata buffer into the value table, tensors, int lists, kernel
- * table, instructions and argument pointers, then runs the walker again to fill
- * them. Planned tensors point into the arena, constants into the .pte itself.
+ * carves the metadata buffer into the value table, tensors, int lists, tensor
+ * list items, kernel table, instructions and argument pointers, then runs the walker
+ * again to fill them. Planned tensors point into the arena, constants into the .pte itself.
  */
 #include <string.h>
 
@@ -14,7 +14,7 @@
 #define ARENA_ALIGN 16u
 
 typedef struct {
-  size_t values, tensors, instrs, argv, ints, ops, io, delegates, verified, total;
+  size_t values, tensors, instrs, argv, ints, lists, ops, io, delegates, verified, total;
 } meta_layout;
 
 static size_t align_up(size_t n, size_t a) { return (n + a - 1u) & ~(a - 1u); }
@@ -32,6 +32,8 @@ static void layout(const tm_walk *w, meta_layout *m) {
   at = align_up(at + (size_t)w->num_args * sizeof(tm_value *), META_ALIGN);
   m->ints = at;
   at = align_up(at + (size_t)w->num_ints * sizeof(int64_t), META_ALIGN);
+  m->lists = at;
+  at = align_up(at + (size_t)w->num_list_items * sizeof(tm_value *), META_ALIGN);
   m->ops = at;
   at = align_up(at + (size_t)w->num_ops * sizeof(tm_kernel_fn), META_ALIGN);
   m->io = at;
@@ -94,13 +96,19 @@ static tm_status check_writes(tm_method *m, const tm_walk *w, const uint8_t *are
     if (ins->kind != TM_INSTR_KERNEL || ins->nargs == 0) {
       continue;
     }
-    const tm_value *out = ins->args[ins->nargs - 1];
-    if (out->tag == TM_VALUE_TENSOR && !in_arena(out->u.tensor, arena, arena_bytes)) {
-      m->diag.instruction = (int32_t)i;
-      m->diag.argument = (int32_t)(ins->nargs - 1u);
-      m->diag.value = (int32_t)(out - w->values);
-      return fail(m, TM_ERR_INVALID_PROGRAM, "kernel out tensor is not planned memory (a constant?)",
-                  ins->pos);
+    /* the returned value: one out tensor, or a multi-output op's TensorList of them */
+    const tm_value *ret = ins->args[ins->nargs - 1];
+    const bool list = ret->tag == TM_VALUE_TENSOR_LIST;
+    const uint32_t count = list ? ret->u.list.length : 1u;
+    for (uint32_t k = 0; k < count; ++k) {
+      const tm_value *out = list ? ret->u.list.items[k] : ret;
+      if (out != NULL && out->tag == TM_VALUE_TENSOR && !in_arena(out->u.tensor, arena, arena_bytes)) {
+        m->diag.instruction = (int32_t)i;
+        m->diag.argument = (int32_t)(ins->nargs - 1u);
+        m->diag.value = (int32_t)(out - w->values);
+        return fail(m, TM_ERR_INVALID_PROGRAM, "kernel out tensor is not planned memory (a constant?)",
+                    ins->pos);
+      }
     }
   }
   for (uint32_t i = 0; i < w->num_inputs; ++i) {
@@ -247,6 +255,7 @@ tm_status tm_method_init(tm_method *method, tm_program *program, const char *met
   fill.instrs = (tm_instruction *)(void *)(base + m.instrs);
   fill.argv = (tm_value **)(void *)(base + m.argv);
   fill.ints = (int64_t *)(void *)(base + m.ints);
+  fill.list_items = (const tm_value **)(void *)(base + m.lists);
   fill.ops = (tm_kernel_fn *)(void *)(base + m.ops);
   fill.io = (uint32_t *)(void *)(base + m.io);
   fill.arena = arena;
@@ -319,14 +328,32 @@ static void name_operator(tm_method *m, int32_t op_index) {
   }
 }
 
-/* Generic checks before a kernel runs: the call ends with an out tensor, tensors have memory.
+/* A call's returned value: an out tensor, or (multi-output op) a TensorList of out tensors. */
+static bool returns_tensors(const tm_value *ret) {
+  if (ret->tag == TM_VALUE_TENSOR) {
+    return true;
+  }
+  if (ret->tag != TM_VALUE_TENSOR_LIST || ret->u.list.length == 0) {
+    return false;
+  }
+  for (uint32_t k = 0; k < ret->u.list.length; ++k) {
+    const tm_value *v = ret->u.list.items[k];
+    if (v == NULL || v->tag != TM_VALUE_TENSOR) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/* Generic checks before a kernel runs: the call ends with an out tensor (or a TensorList of
+ * them), tensors have memory.
  * Out of line: it runs on an instruction's first call only, and inlined its loop would cost
  * the executor loop registers on every call. */
 #if defined(__GNUC__)
 __attribute__((noinline))
 #endif
 static tm_status check_call(tm_method *m, const tm_instruction *ins) {
-  if (ins->nargs == 0 || ins->args[ins->nargs - 1]->tag != TM_VALUE_TENSOR) {
+  if (ins->nargs == 0 || !returns_tensors(ins->args[ins->nargs - 1])) {
     return fail(m, TM_ERR_INVALID_PROGRAM, "kernel call does not end with an out tensor", ins->pos);
   }
   for (uint32_t k = 0; k < ins->nargs; ++k) {

@@ -347,6 +347,10 @@ static tm_status walk_value(walk_ctx *c, uint32_t i) {
       if (!tm_fb_string(fb, &val, 0, &s, &slen)) {
         return fb_error(c->diag, fb);
       }
+      if (out != NULL) {
+        out->u.string.chars = s;
+        out->u.string.length = slen;
+      }
       break;
     case KT_INT_LIST:
       st = walk_int_list(c, &val, out);
@@ -360,10 +364,22 @@ static tm_status walk_value(walk_ctx *c, uint32_t i) {
     case KT_TENSOR_LIST:
     case KT_OPTIONAL_TENSOR_LIST:
       st = check_indices(c, &val, 0, type == KT_OPTIONAL_TENSOR_LIST, &vec);
+      if (st == TM_OK && (vec.len > fb->size / 4u || w->num_list_items + vec.len > fb->size / 4u)) {
+        return bad(c->diag, TM_ERR_INVALID_PROGRAM, "tensor list items exceed the file", val.pos);
+      }
+      if (st == TM_OK && out != NULL) {
+        /* items point into the value table (filled in any order; None items are NULL) */
+        out->u.list.items = &w->list_items[w->num_list_items];
+        out->u.list.length = vec.len;
+      }
       for (uint32_t k = 0; st == TM_OK && k < vec.len; ++k) {
         int32_t idx = tm_fb_i32(fb, vec.pos + 4u * k);
         uint64_t t2;
         tm_fb_table v2;
+        if (w->list_items != NULL) {
+          w->list_items[w->num_list_items] = idx < 0 ? NULL : &w->values[idx];
+        }
+        w->num_list_items++;
         if (idx < 0) continue;
         if (!value_type(c, (uint32_t)idx, &t2, &v2)) return fb_error(c->diag, fb);
         if (t2 != KT_TENSOR && !(t2 == KT_NULL && type == KT_OPTIONAL_TENSOR_LIST)) {
@@ -696,7 +712,7 @@ tm_status tm_walk_plan(tm_program *program, tm_diag *diag, const tm_fb_table *pl
   c.diag = diag;
   c.fb = tm_program_fb(program);
   c.w = w;
-  w->num_tensors = w->num_ints = w->num_args = 0;
+  w->num_tensors = w->num_ints = w->num_list_items = w->num_args = 0;
   tm_status st;
   if (!tm_fb_root(&c.fb, &c.program)) {
     return fb_error(diag, &c.fb);

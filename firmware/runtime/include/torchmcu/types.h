@@ -92,7 +92,22 @@ typedef enum {
   TM_VALUE_OPTIONAL_TENSOR_LIST = 10,
 } tm_value_tag; /* numbered as the KernelTypes union of program.fbs */
 
+struct tm_value;
+
+/* A String value: bytes in place (e.g. in the .pte), not NUL-terminated. */
 typedef struct {
+  const char *chars;
+  uint32_t length;
+} tm_string;
+
+/* A TensorList / OptionalTensorList value: pointers to the listed values (each a
+ * Tensor, or None in an optional list). NULL items means the list was not resolved. */
+typedef struct {
+  const struct tm_value *const *items;
+  uint32_t length;
+} tm_value_list;
+
+typedef struct tm_value {
   uint8_t tag; /* tm_value_tag */
   union {
     int64_t i;
@@ -100,6 +115,8 @@ typedef struct {
     double d;
     tm_tensor *tensor;
     tm_int_list int_list;
+    tm_string string;      /* TM_VALUE_STRING */
+    tm_value_list list;    /* TM_VALUE_TENSOR_LIST, TM_VALUE_OPTIONAL_TENSOR_LIST */
   } u;
 } tm_value;
 
