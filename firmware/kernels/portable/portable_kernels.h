@@ -8,4 +8,22 @@
 
 tm_status tm_portable_clone_dim_order_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
 
+/* aten:: float32 operators of ExecuTorch's portable library (docs/operators.md, "Portable fp32
+ * operators"). */
+tm_status tm_portable_addmm_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
+tm_status tm_portable_mm_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
+tm_status tm_portable_convolution_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
+tm_status tm_portable_add_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
+tm_status tm_portable_mul_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
+tm_status tm_portable_relu_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
+tm_status tm_portable_sigmoid_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
+tm_status tm_portable_tanh_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
+tm_status tm_portable_softmax_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
+tm_status tm_portable_mean_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
+tm_status tm_portable_view_copy_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
+tm_status tm_portable_permute_copy_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
+tm_status tm_portable_cat_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
+tm_status tm_portable_native_layer_norm_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
+tm_status tm_portable_gelu_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
+
 #endif

@@ -1,0 +1,77 @@
+/*
+ * aten::addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1,
+ * Tensor(a!) out), float32: out = beta * self + alpha * (mat1 @ mat2), mat1 [M, K],
+ * mat2 [K, N], out [M, N]. self broadcasts to [M, N] (rank <= 2, torch rules: [N], [1, N],
+ * [M, 1], [M, N], a single value). beta == 0 ignores self's values (NaN does not
+ * propagate), as torch. Any dim orders (a transposed weight [K, N] with dim order [1, 0]
+ * reads the [N, K] memory of a linear weight in place). Products summed in float32 in k
+ * order. out must not share memory with mat1 or mat2.
+ */
+#include "fp32_util.h"
+#include "portable_kernels.h"
+
+enum { A_SELF, A_MAT1, A_MAT2, A_BETA, A_ALPHA, A_OUT, N_SCHEMA };
+
+tm_status tm_portable_addmm_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
+  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
+  if (st != TM_OK) {
+    return st;
+  }
+  const tm_tensor *bias = tm_f32_arg(args, A_SELF, 0, 2);
+  TM_ARG_CHECK(ctx, bias != NULL, A_SELF);
+  const tm_tensor *m1 = tm_f32_arg(args, A_MAT1, 2, 2);
+  TM_ARG_CHECK(ctx, m1 != NULL, A_MAT1);
+  const tm_tensor *m2 = tm_f32_arg(args, A_MAT2, 2, 2);
+  TM_ARG_CHECK(ctx, m2 != NULL && m2->sizes[0] == m1->sizes[1], A_MAT2);
+  float beta = 1.0f;
+  float alpha = 1.0f;
+  TM_ARG_CHECK(ctx, tm_f32_scalar_arg(args, A_BETA, &beta), A_BETA);
+  TM_ARG_CHECK(ctx, tm_f32_scalar_arg(args, A_ALPHA, &alpha), A_ALPHA);
+  tm_tensor *out = tm_f32_arg(args, A_OUT, 2, 2);
+  TM_ARG_CHECK(ctx, out != NULL && out->sizes[0] == m1->sizes[0] && out->sizes[1] == m2->sizes[1] &&
+                        (out->numel == 0 || (out->data != m1->data && out->data != m2->data)),
+               A_OUT);
+  /* self's stride per output row / column (0 where it broadcasts). */
+  int64_t bs[TM_MAX_DIMS] = {0};
+  tm_f32_strides(bias, bs);
+  int64_t bias_row = 0;
+  int64_t bias_col = 0;
+  const int32_t M = out->sizes[0];
+  const int32_t N = out->sizes[1];
+  const int32_t K = m1->sizes[1];
+  if (bias->dim == 2) {
+    TM_ARG_CHECK(ctx, (bias->sizes[0] == M || bias->sizes[0] == 1) && (bias->sizes[1] == N || bias->sizes[1] == 1),
+                 A_SELF);
+    bias_row = bias->sizes[0] == 1 ? 0 : bs[0];
+    bias_col = bias->sizes[1] == 1 ? 0 : bs[1];
+  } else if (bias->dim == 1) {
+    TM_ARG_CHECK(ctx, bias->sizes[0] == N || bias->sizes[0] == 1, A_SELF);
+    bias_col = bias->sizes[0] == 1 ? 0 : 1;
+  }
+  TM_ARG_CHECK(ctx, bias->numel != 0 || out->numel == 0, A_SELF);
+
+  int64_t s1[TM_MAX_DIMS], s2[TM_MAX_DIMS], so[TM_MAX_DIMS];
+  tm_f32_strides(m1, s1);
+  tm_f32_strides(m2, s2);
+  tm_f32_strides(out, so);
+  const float *a = (const float *)m1->data;
+  const float *b = (const float *)m2->data;
+  const float *c = (const float *)bias->data;
+  float *o = (float *)out->data;
+  for (int32_t i = 0; i < M; ++i) {
+    for (int32_t j = 0; j < N; ++j) {
+      const float *ai = a + i * s1[0];
+      const float *bj = b + j * s2[1];
+      float acc = 0.0f;
+      for (int32_t k = 0; k < K; ++k) {
+        acc += ai[k * s1[1]] * bj[k * s2[0]];
+      }
+      float v = alpha * acc;
+      if (beta != 0.0f) {
+        v += beta * c[i * bias_row + j * bias_col];
+      }
+      o[i * so[0] + j * so[1]] = v;
+    }
+  }
+  return TM_OK;
+}

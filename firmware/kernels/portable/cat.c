@@ -1,0 +1,90 @@
+/*
+ * aten::cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out), any handled dtype (all
+ * the same): out is the tensors placed one after another along dim. dim in
+ * [-rank, rank) of out; every listed tensor has out's rank and sizes except along dim,
+ * and those sizes add up to out's. As torch, a 1-D tensor with 0 elements is skipped
+ * whatever out's rank. Any dim orders; the inputs must not share memory with out. The
+ * list must be resolved (tm_value_list items set).
+ */
+#include <string.h>
+
+#include "fp32_util.h"
+#include "portable_kernels.h"
+
+enum { A_TENSORS, A_DIM, A_OUT, N_SCHEMA };
+
+static bool skipped(const tm_tensor *t) { return t->dim == 1 && t->numel == 0; }
+
+tm_status tm_portable_cat_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
+  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
+  if (st != TM_OK) {
+    return st;
+  }
+  const tm_value *list = args[A_TENSORS];
+  TM_ARG_CHECK(ctx, list->tag == TM_VALUE_TENSOR_LIST && list->u.list.length >= 1 && list->u.list.items != NULL,
+               A_TENSORS);
+  tm_tensor *out = tm_tensor_arg(args, A_OUT, -1, 1, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, out != NULL && tm_element_size(out->scalar_type) != 0, A_OUT);
+  TM_ARG_CHECK(ctx, args[A_DIM]->tag == TM_VALUE_INT, A_DIM);
+  int32_t dim = 0;
+  TM_ARG_CHECK(ctx, tm_f32_dim(args[A_DIM]->u.i, out->dim, &dim), A_DIM);
+
+  const uint32_t count = list->u.list.length;
+  int64_t total = 0;
+  for (uint32_t n = 0; n < count; ++n) {
+    const tm_value *item = list->u.list.items[n];
+    const tm_tensor *t = NULL;
+    if (item != NULL && item->tag == TM_VALUE_TENSOR) {
+      tm_value *const one[1] = {(tm_value *)item};
+      t = tm_tensor_arg(one, 0, out->scalar_type, 1, TM_MAX_DIMS);
+    }
+    TM_ARG_CHECK(ctx, t != NULL && (t->data != out->data || t->numel == 0 || out->numel == 0), A_TENSORS);
+    if (skipped(t)) {
+      continue;
+    }
+    bool ok = t->dim == out->dim;
+    for (uint8_t d = 0; ok && d < out->dim; ++d) {
+      ok = d == dim || t->sizes[d] == out->sizes[d];
+    }
+    TM_ARG_CHECK(ctx, ok, A_TENSORS);
+    total += t->sizes[dim];
+  }
+  TM_ARG_CHECK(ctx, total == out->sizes[dim], A_OUT);
+
+  /* Each input is a box of out, shifted by `at` along dim: walk its logical indices. */
+  const size_t esize = tm_element_size(out->scalar_type);
+  int64_t out_strides[TM_MAX_DIMS];
+  tm_f32_strides(out, out_strides);
+  int64_t at = 0;
+  for (uint32_t n = 0; n < count; ++n) {
+    const tm_tensor *t = list->u.list.items[n]->u.tensor;
+    if (skipped(t)) {
+      continue;
+    }
+    tm_f32_walk w = {0};
+    tm_f32_strides(t, w.strides[0]);
+    w.dim = t->dim;
+    for (uint8_t d = 0; d < t->dim; ++d) {
+      w.sizes[d] = t->sizes[d];
+      w.strides[2][d] = out_strides[d];
+    }
+    w.off[2] = at * out_strides[dim];
+    const uint8_t *src = (const uint8_t *)t->data;
+    uint8_t *dst = (uint8_t *)out->data;
+    if (esize == 4) {
+      const uint32_t *s4 = (const uint32_t *)t->data;
+      uint32_t *d4 = (uint32_t *)out->data;
+      for (uint32_t i = 0; i < t->numel; ++i) {
+        d4[w.off[2]] = s4[w.off[0]];
+        tm_f32_walk_next(&w);
+      }
+    } else {
+      for (uint32_t i = 0; i < t->numel; ++i) {
+        memcpy(dst + (size_t)w.off[2] * esize, src + (size_t)w.off[0] * esize, esize);
+        tm_f32_walk_next(&w);
+      }
+    }
+    at += t->sizes[dim];
+  }
+  return TM_OK;
+}

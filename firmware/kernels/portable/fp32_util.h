@@ -1,0 +1,163 @@
+/*
+ * Helpers shared by the portable float32 kernels (header only: each kernel stays one
+ * translation unit, so selective builds compile only what they use).
+ *
+ * Tensors are addressed through their logical sizes and dim order: the element stride of
+ * each logical dim follows from the dim order, so a kernel that walks logical indices
+ * reads contiguous NCHW and channels-last memory alike.
+ */
+#ifndef TORCHMCU_KERNELS_PORTABLE_FP32_UTIL_H
+#define TORCHMCU_KERNELS_PORTABLE_FP32_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cortex_m/kernel_args.h"
+#include "torchmcu/types.h"
+
+/* Argument i as a float32 tensor with a rank in [min_rank, max_rank], or NULL. */
+static inline tm_tensor *tm_f32_arg(tm_value *const *args, size_t i, int min_rank, int max_rank) {
+  return tm_tensor_arg(args, i, TM_FLOAT, min_rank, max_rank);
+}
+
+/* A Scalar argument (Int, Double or Bool, as the emitter writes a Python number) as a
+ * finite float. */
+static inline bool tm_f32_scalar_arg(tm_value *const *args, size_t i, float *out) {
+  const tm_value *v = args[i];
+  double d;
+  if (v->tag == TM_VALUE_INT) {
+    d = (double)v->u.i;
+  } else if (v->tag == TM_VALUE_DOUBLE) {
+    d = v->u.d;
+  } else if (v->tag == TM_VALUE_BOOL) {
+    d = v->u.b ? 1.0 : 0.0;
+  } else {
+    return false;
+  }
+  if (!(d >= -3.4028234663852886e38 && d <= 3.4028234663852886e38)) {
+    return false; /* NaN, infinite, or beyond float */
+  }
+  *out = (float)d;
+  return true;
+}
+
+/* A dim argument in [-rank, rank) (rank 0 accepts -1 and 0) normalised to [0, rank). */
+static inline bool tm_f32_dim(int64_t dim, int rank, int32_t *out) {
+  const int64_t r = rank > 0 ? rank : 1;
+  if (dim < -r || dim >= r) {
+    return false;
+  }
+  *out = (int32_t)(dim < 0 ? dim + r : dim);
+  return true;
+}
+
+/* Element stride of each logical dim of t. */
+static inline void tm_f32_strides(const tm_tensor *t, int64_t strides[TM_MAX_DIMS]) {
+  int64_t step = 1;
+  for (int k = (int)t->dim - 1; k >= 0; --k) {
+    strides[t->dim_order[k]] = step;
+    step *= t->sizes[t->dim_order[k]];
+  }
+}
+
+/* Same logical sizes. */
+static inline bool tm_f32_same_sizes(const tm_tensor *a, const tm_tensor *b) {
+  if (a->dim != b->dim) {
+    return false;
+  }
+  for (uint8_t k = 0; k < a->dim; ++k) {
+    if (a->sizes[k] != b->sizes[k]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/*
+ * Walks the logical indices of a `dim`-rank box of `sizes` in row-major order, keeping the
+ * element offset of up to three tensors (stride 0 broadcasts a dim).
+ */
+typedef struct {
+  int32_t idx[TM_MAX_DIMS];
+  int32_t sizes[TM_MAX_DIMS];
+  int64_t strides[3][TM_MAX_DIMS];
+  int64_t off[3];
+  int dim;
+} tm_f32_walk;
+
+static inline void tm_f32_walk_next(tm_f32_walk *w) {
+  for (int k = w->dim - 1; k >= 0; --k) {
+    if (++w->idx[k] < w->sizes[k]) {
+      for (int t = 0; t < 3; ++t) {
+        w->off[t] += w->strides[t][k];
+      }
+      return;
+    }
+    w->idx[k] = 0;
+    for (int t = 0; t < 3; ++t) {
+      w->off[t] -= w->strides[t][k] * (int64_t)(w->sizes[k] - 1);
+    }
+  }
+}
+
+/*
+ * Broadcast of two operands to out (torch rules: sizes aligned from the last dim, a dim
+ * of 1 or a missing dim stretches). out's rank and sizes must be exactly the broadcast
+ * ones. Fills w (tensor 0: a, 1: b, 2: out) for the walk over out's logical indices.
+ * Returns 0, or 1/2/3 naming the operand at fault (a, b, out).
+ */
+static inline int tm_f32_broadcast(const tm_tensor *a, const tm_tensor *b, const tm_tensor *out, tm_f32_walk *w) {
+  const int rank = a->dim > b->dim ? a->dim : b->dim;
+  if (out->dim != rank) {
+    return 3;
+  }
+  const tm_tensor *ops[2] = {a, b};
+  int64_t own[TM_MAX_DIMS];
+  for (int k = 0; k < TM_MAX_DIMS; ++k) {
+    w->idx[k] = 0;
+    w->sizes[k] = 1;
+    w->strides[0][k] = w->strides[1][k] = w->strides[2][k] = 0;
+  }
+  w->off[0] = w->off[1] = w->off[2] = 0;
+  w->dim = rank;
+  for (int k = 0; k < rank; ++k) {
+    int32_t size = 1;
+    for (int t = 0; t < 2; ++t) {
+      const int d = k - (rank - ops[t]->dim);
+      const int32_t s = d >= 0 ? ops[t]->sizes[d] : 1;
+      if (s != 1) {
+        if (size != 1 && size != s) {
+          return t + 1;
+        }
+        size = s;
+      }
+    }
+    if (out->sizes[k] != size) {
+      return 3;
+    }
+    w->sizes[k] = size;
+  }
+  for (int t = 0; t < 2; ++t) {
+    tm_f32_strides(ops[t], own);
+    for (int d = 0; d < ops[t]->dim; ++d) {
+      const int k = d + (rank - ops[t]->dim);
+      w->strides[t][k] = ops[t]->sizes[d] == 1 ? 0 : own[d];
+    }
+  }
+  tm_f32_strides(out, w->strides[2]);
+  return 0;
+}
+
+/* The float32 input at i_in and out at i_out of an elementwise op: same sizes, and out
+ * places every element where the input has it (any dim order, the same for both). */
+static inline tm_status tm_f32_unary_args(tm_kernel_context *ctx, tm_value *const *args, size_t i_in,
+                                          size_t i_out, const tm_tensor **in, tm_tensor **out) {
+  *in = tm_f32_arg(args, i_in, 0, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, *in != NULL, i_in);
+  *out = tm_f32_arg(args, i_out, 0, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, *out != NULL && tm_same_layout(*in, *out), i_out);
+  return TM_OK;
+}
+
+#endif /* TORCHMCU_KERNELS_PORTABLE_FP32_UTIL_H */

@@ -1,0 +1,85 @@
+/*
+ * aten::mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None,
+ * Tensor(a!) out), float32: the mean over the listed dims (each in [-rank, rank), no
+ * repeats; None or [] reduces every dim). out keeps a reduced dim as size 1 when keepdim,
+ * else drops it; dtype is None or Float (6). Any dim orders. Sums in float32 in input
+ * order, then divides by the count (a reduction over zero elements gives NaN, as torch).
+ */
+#include "fp32_util.h"
+#include "portable_kernels.h"
+
+enum { A_SELF, A_DIM, A_KEEPDIM, A_DTYPE, A_OUT, N_SCHEMA };
+
+tm_status tm_portable_mean_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
+  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
+  if (st != TM_OK) {
+    return st;
+  }
+  const tm_tensor *in = tm_f32_arg(args, A_SELF, 0, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, in != NULL, A_SELF);
+  bool reduced[TM_MAX_DIMS] = {false};
+  uint32_t ndims = 0;
+  if (!tm_is_none(args, A_DIM)) {
+    const int64_t *items = NULL;
+    TM_ARG_CHECK(ctx, tm_int_list_arg(args, A_DIM, 0, TM_MAX_DIMS, &items, &ndims), A_DIM);
+    for (uint32_t k = 0; k < ndims; ++k) {
+      int32_t d = 0;
+      TM_ARG_CHECK(ctx, tm_f32_dim(items[k], in->dim, &d), A_DIM);
+      TM_ARG_CHECK(ctx, in->dim == 0 || !reduced[d], A_DIM);
+      reduced[d] = true;
+    }
+  }
+  for (uint8_t d = 0; d < in->dim; ++d) {
+    reduced[d] = reduced[d] || ndims == 0;
+  }
+  bool keepdim = false;
+  TM_ARG_CHECK(ctx, tm_bool_arg(args, A_KEEPDIM, &keepdim), A_KEEPDIM);
+  TM_ARG_CHECK(ctx, tm_is_none(args, A_DTYPE) || (args[A_DTYPE]->tag == TM_VALUE_INT && args[A_DTYPE]->u.i == TM_FLOAT),
+               A_DTYPE);
+
+  /* Expected out sizes, and out's stride for each input dim (0 along reduced dims). */
+  int32_t want[TM_MAX_DIMS];
+  int rank = 0;
+  for (uint8_t d = 0; d < in->dim; ++d) {
+    if (!reduced[d] || keepdim) {
+      want[rank++] = reduced[d] ? 1 : in->sizes[d];
+    }
+  }
+  tm_tensor *out = tm_f32_arg(args, A_OUT, rank, rank);
+  bool ok = out != NULL;
+  for (int k = 0; ok && k < rank; ++k) {
+    ok = out->sizes[k] == want[k];
+  }
+  TM_ARG_CHECK(ctx, ok, A_OUT);
+
+  tm_f32_walk w = {0};
+  int64_t out_strides[TM_MAX_DIMS];
+  tm_f32_strides(out, out_strides);
+  tm_f32_strides(in, w.strides[0]);
+  w.dim = in->dim;
+  uint32_t count = 1;
+  for (int d = 0, k = 0; d < in->dim; ++d) {
+    w.sizes[d] = in->sizes[d];
+    if (reduced[d]) {
+      count *= (uint32_t)in->sizes[d];
+    }
+    if (!reduced[d] || keepdim) {
+      w.strides[2][d] = reduced[d] ? 0 : out_strides[k];
+      ++k;
+    }
+  }
+  const float *x = (const float *)in->data;
+  float *o = (float *)out->data;
+  for (uint32_t i = 0; i < out->numel; ++i) {
+    o[i] = 0.0f;
+  }
+  for (uint32_t i = 0; i < in->numel; ++i) {
+    o[w.off[2]] += x[w.off[0]];
+    tm_f32_walk_next(&w);
+  }
+  const float n = (float)count;
+  for (uint32_t i = 0; i < out->numel; ++i) {
+    o[i] = o[i] / n; /* nothing reduced over: 0/0, NaN */
+  }
+  return TM_OK;
+}

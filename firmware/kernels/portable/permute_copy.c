@@ -1,0 +1,64 @@
+/*
+ * aten::permute_copy.out(Tensor self, int[] dims, *, Tensor(a!) out), any handled dtype
+ * (self and out the same): out[i_0, .., i_r-1] = self[j] with j[dims[k]] = i_k, so
+ * out.sizes[k] = self.sizes[dims[k]]. dims is a permutation of the dims (negative
+ * entries count from the end). Any dim orders of self and out; they must not share memory.
+ */
+#include <string.h>
+
+#include "fp32_util.h"
+#include "portable_kernels.h"
+
+enum { A_SELF, A_DIMS, A_OUT, N_SCHEMA };
+
+tm_status tm_portable_permute_copy_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
+  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
+  if (st != TM_OK) {
+    return st;
+  }
+  const tm_tensor *in = tm_tensor_arg(args, A_SELF, -1, 0, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, in != NULL && tm_element_size(in->scalar_type) != 0, A_SELF);
+  const int64_t *items = NULL;
+  uint32_t len = 0;
+  TM_ARG_CHECK(ctx, tm_int_list_arg(args, A_DIMS, in->dim, in->dim, &items, &len), A_DIMS);
+  int32_t perm[TM_MAX_DIMS];
+  uint32_t seen = 0;
+  for (uint32_t k = 0; k < len; ++k) {
+    TM_ARG_CHECK(ctx, tm_f32_dim(items[k], in->dim, &perm[k]) && (seen & (1u << perm[k])) == 0, A_DIMS);
+    seen |= 1u << perm[k];
+  }
+  tm_tensor *out = tm_tensor_arg(args, A_OUT, in->scalar_type, in->dim, in->dim);
+  bool ok = out != NULL && (out->data != in->data || in->numel == 0);
+  for (uint32_t k = 0; ok && k < len; ++k) {
+    ok = out->sizes[k] == in->sizes[perm[k]];
+  }
+  TM_ARG_CHECK(ctx, ok, A_OUT);
+
+  /* Walk out's logical indices; self's offset moves by its stride of dim perm[k]. */
+  tm_f32_walk w = {0};
+  int64_t in_strides[TM_MAX_DIMS];
+  tm_f32_strides(in, in_strides);
+  tm_f32_strides(out, w.strides[2]);
+  w.dim = out->dim;
+  for (uint32_t k = 0; k < len; ++k) {
+    w.sizes[k] = out->sizes[k];
+    w.strides[0][k] = in_strides[perm[k]];
+  }
+  const size_t esize = tm_element_size(in->scalar_type);
+  const uint8_t *src = (const uint8_t *)in->data;
+  uint8_t *dst = (uint8_t *)out->data;
+  if (esize == 4) {
+    const uint32_t *s4 = (const uint32_t *)in->data;
+    uint32_t *d4 = (uint32_t *)out->data;
+    for (uint32_t i = 0; i < out->numel; ++i) {
+      d4[w.off[2]] = s4[w.off[0]];
+      tm_f32_walk_next(&w);
+    }
+  } else {
+    for (uint32_t i = 0; i < out->numel; ++i) {
+      memcpy(dst + (size_t)w.off[2] * esize, src + (size_t)w.off[0] * esize, esize);
+      tm_f32_walk_next(&w);
+    }
+  }
+  return TM_OK;
+}

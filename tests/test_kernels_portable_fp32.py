@@ -1,0 +1,471 @@
+"""Portable float32 aten:: kernels (firmware/kernels/portable/) against torch, the independent
+reference, and our numpy reference (torchmcu.reference.ops_float) against torch too.
+
+Tolerances (|got - torch| <= atol + rtol * |torch|), per op:
+- relu, view_copy, permute_copy, cat: exact (copies and a compare).
+- add, mul: rtol 1e-6 (one rounding; alpha * other may be fused).
+- sigmoid, tanh, gelu, _softmax: rtol 1e-5, atol 1e-6 (expf/tanhf/erff differ by libm).
+- addmm, mm, convolution, mean, native_layer_norm: rtol 1e-5, atol 1e-5 * max|torch| (sums in
+  float32 in another order than torch's; near-zero results of cancelling sums need the atol).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from torchmcu import native
+from torchmcu.pte import writer
+from torchmcu.pte.program import (
+    Allocation,
+    Chain,
+    Double,
+    ExecutionPlan,
+    Int,
+    IntList,
+    KernelCall,
+    Null,
+    Operator,
+    Program,
+    ScalarType,
+    String,
+    Tensor,
+    TensorList,
+)
+from torchmcu.reference import ops_float as ref
+
+F32 = np.float32
+SETTINGS = settings(max_examples=25, deadline=None)
+NHWC = (0, 2, 3, 1)
+
+small_shape = st.lists(st.integers(1, 5), min_size=1, max_size=4)
+
+
+def _rand(rng: np.random.Generator, shape, scale: float = 2.0) -> np.ndarray:
+    return np.asarray(rng.standard_normal(size=shape) * scale, F32)  # 0-d stays an array
+
+
+def _t(x: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(np.array(x, dtype=x.dtype, copy=True))  # keeps 0-d
+
+
+def _close(got: np.ndarray, want, rtol: float, atol: float = 0.0, what: str = "") -> None:
+    want = want.numpy() if isinstance(want, torch.Tensor) else np.asarray(want)
+    assert got.shape == want.shape, what
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=what)
+
+
+def _sum_atol(want: torch.Tensor) -> float:
+    return 1e-5 * float(want.abs().max()) if want.numel() else 0.0
+
+
+def _nhwc(x: np.ndarray) -> native.TensorArg:
+    """A logical NCHW array in channels-last memory (dim order 0, 2, 3, 1)."""
+    return native.TensorArg(np.ascontiguousarray(x.transpose(NHWC)), x.shape, NHWC)
+
+
+def _from_nhwc(arg: native.TensorArg) -> np.ndarray:
+    return np.ascontiguousarray(arg.array.transpose(0, 3, 1, 2))
+
+
+def _call(op: str, args: list) -> None:
+    native.call_kernel(f"aten::{op}", args)
+
+
+# ---- elementwise ---------------------------------------------------------------------------
+
+
+@st.composite
+def broadcast_pair(draw):
+    """Two shapes broadcasting to a third (dims dropped or set to 1 on either side)."""
+    out = draw(st.lists(st.integers(1, 5), min_size=0, max_size=4))
+    shapes = []
+    for _ in range(2):
+        drop = draw(st.integers(0, len(out)))
+        s = [1 if draw(st.booleans()) else d for d in out[drop:]]
+        shapes.append(s)
+    return shapes[0], shapes[1]
+
+
+@SETTINGS
+@given(shapes=broadcast_pair(), seed=st.integers(0, 2**31), alpha=st.sampled_from([1, -1, 0.5, 2.25]))
+def test_add_mul_broadcast(shapes, seed, alpha) -> None:
+    rng = np.random.default_rng(seed)
+    a, b = _rand(rng, shapes[0]), _rand(rng, shapes[1])
+    want_add = torch.add(_t(a), _t(b), alpha=alpha)
+    want_mul = torch.mul(_t(a), _t(b))
+    out = np.zeros(want_add.shape, F32)
+    _call("add", [a, b, alpha, out])
+    _close(out, want_add, 1e-6, what="add")
+    _close(ref.add(a, b, alpha), want_add, 1e-6, what="ref add")
+    out = np.zeros(want_mul.shape, F32)
+    _call("mul", [a, b, out])
+    _close(out, want_mul, 1e-6, what="mul")
+    _close(ref.mul(a, b), want_mul, 1e-6, what="ref mul")
+
+
+def test_add_channels_last_with_per_channel_operand() -> None:
+    rng = np.random.default_rng(1)
+    a, b = _rand(rng, (2, 3, 4, 5)), _rand(rng, (1, 3, 1, 1))
+    out = _nhwc(np.zeros((2, 3, 4, 5), F32))
+    _call("add", [_nhwc(a), b, 2, out])
+    _close(_from_nhwc(out), torch.add(_t(a), _t(b), alpha=2), 1e-6)
+    out = _nhwc(np.zeros((2, 3, 4, 5), F32))
+    _call("mul", [b, _nhwc(a), out])
+    _close(_from_nhwc(out), _t(a) * _t(b), 1e-6)
+
+
+UNARY = {
+    "relu": (torch.relu, ref.relu, 0.0, 0.0),
+    "sigmoid": (torch.sigmoid, ref.sigmoid, 1e-5, 1e-6),
+    "tanh": (torch.tanh, ref.tanh, 1e-5, 1e-6),
+}
+
+
+@SETTINGS
+@given(shape=small_shape, seed=st.integers(0, 2**31), op=st.sampled_from(sorted(UNARY)),
+       scale=st.sampled_from([0.1, 3.0, 40.0]))
+def test_unary(shape, seed, op, scale) -> None:
+    fn, ref_fn, rtol, atol = UNARY[op]
+    x = _rand(np.random.default_rng(seed), shape, scale)
+    want = fn(_t(x))
+    out = np.zeros_like(x)
+    _call(op, [x, out])
+    _close(out, want, rtol, atol, op)
+    _close(ref_fn(x), want, rtol, atol, f"ref {op}")
+
+
+@SETTINGS
+@given(shape=small_shape, seed=st.integers(0, 2**31), approximate=st.sampled_from(["none", "tanh"]),
+       scale=st.sampled_from([0.5, 3.0, 12.0]))
+def test_gelu(shape, seed, approximate, scale) -> None:
+    x = _rand(np.random.default_rng(seed), shape, scale)
+    want = torch.nn.functional.gelu(_t(x), approximate=approximate)
+    out = np.zeros_like(x)
+    _call("gelu", [x, approximate, out])
+    _close(out, want, 1e-5, 1e-6, approximate)
+    _close(ref.gelu(x, approximate), want, 1e-5, 1e-6, f"ref {approximate}")
+
+
+def test_unary_channels_last_and_specials() -> None:
+    x = np.array([-np.inf, -100, -1, -0.0, 0, 1e-8, 1, 100, np.inf], F32).reshape(1, 1, 3, 3)
+    for op, (fn, _, rtol, atol) in UNARY.items():
+        out = _nhwc(np.zeros_like(x))
+        _call(op, [_nhwc(x), out])
+        _close(_from_nhwc(out), fn(_t(x)), rtol, atol, op)
+    out = np.zeros(1, F32)
+    _call("relu", [np.array([np.nan], F32), out])
+    assert np.isnan(out[0])
+
+
+# ---- softmax, mean, layer norm -------------------------------------------------------------
+
+
+@SETTINGS
+@given(shape=small_shape, seed=st.integers(0, 2**31), data=st.data(), channels_last=st.booleans())
+def test_softmax(shape, seed, data, channels_last) -> None:
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    x = _rand(np.random.default_rng(seed), shape, 5.0)
+    want = torch.softmax(_t(x), dim)
+    if channels_last and len(shape) == 4:
+        out = _nhwc(np.zeros_like(x))
+        _call("_softmax", [_nhwc(x), dim, False, out])
+        got = _from_nhwc(out)
+    else:
+        got = np.zeros_like(x)
+        _call("_softmax", [x, dim, False, got])
+    _close(got, want, 1e-5, 1e-6)
+    _close(ref._softmax(x, dim), want, 1e-5, 1e-6, "ref")
+
+
+@SETTINGS
+@given(shape=small_shape, seed=st.integers(0, 2**31), data=st.data(), keepdim=st.booleans())
+def test_mean(shape, seed, data, keepdim) -> None:
+    dims = data.draw(st.one_of(st.none(), st.just([]), st.lists(st.integers(-len(shape), len(shape) - 1),
+                                                                min_size=1, max_size=len(shape), unique_by=lambda d: d % len(shape))))
+    x = _rand(np.random.default_rng(seed), shape)
+    want = torch.ops.aten.mean.dim(_t(x), dims, keepdim) if dims is not None else torch.ops.aten.mean.dim(_t(x), [], keepdim)
+    out = np.zeros(want.shape, F32)
+    _call("mean", [x, dims, keepdim, None, out])
+    _close(out, want, 1e-5, _sum_atol(want))
+    _close(ref.mean(x, dims, keepdim), want, 1e-5, _sum_atol(want), "ref")
+
+
+def test_mean_channels_last_spatial() -> None:
+    """The global average pool of a float region: mean over H, W of an NHWC tensor."""
+    x = _rand(np.random.default_rng(3), (2, 5, 3, 7))
+    out = np.zeros((2, 5, 1, 1), F32)
+    _call("mean", [_nhwc(x), [-1, -2], True, 6, out])
+    want = _t(x).mean(dim=(-1, -2), keepdim=True)
+    _close(out, want, 1e-5, _sum_atol(want))
+
+
+def _layer_norm_args(x, shape, w, b, eps, outs):
+    return [x, list(shape), w, b, eps, *outs, [native.ValueRef(5), native.ValueRef(6), native.ValueRef(7)]]
+
+
+@SETTINGS
+@given(shape=small_shape, seed=st.integers(0, 2**31), data=st.data(), affine=st.booleans(),
+       eps=st.sampled_from([1e-5, 1e-3]))
+def test_native_layer_norm(shape, seed, data, affine, eps) -> None:
+    k = data.draw(st.integers(1, len(shape)))
+    rng = np.random.default_rng(seed)
+    x = _rand(rng, shape) + F32(3.0)
+    norm = shape[len(shape) - k:]
+    w = _rand(rng, norm) if affine else None
+    b = _rand(rng, norm) if affine else None
+    want = torch.ops.aten.native_layer_norm(_t(x), norm, None if w is None else _t(w), None if b is None else _t(b), eps)
+    outs = [np.zeros(t.shape, F32) for t in want]
+    _call("native_layer_norm", _layer_norm_args(x, norm, w, b, eps, outs))
+    for got, exp_, r in zip(outs, want, ref.native_layer_norm(x, norm, w, b, eps)):
+        _close(got, exp_, 1e-5, _sum_atol(exp_))
+        _close(r, exp_, 1e-5, _sum_atol(exp_), "ref")
+
+
+# ---- matmul and convolution ----------------------------------------------------------------
+
+
+@SETTINGS
+@given(m=st.integers(1, 6), k=st.integers(1, 17), n=st.integers(1, 9), seed=st.integers(0, 2**31),
+       bias_shape=st.sampled_from(["n", "1n", "m1", "mn", "1", "scalar"]), beta=st.sampled_from([1, 0.5, 0]),
+       alpha=st.sampled_from([1, -2.0]), transposed_weight=st.booleans())
+def test_addmm_and_mm(m, k, n, seed, bias_shape, beta, alpha, transposed_weight) -> None:
+    rng = np.random.default_rng(seed)
+    a = _rand(rng, (m, k))
+    w = _rand(rng, (n, k))  # a linear weight [out, in]
+    bshape = {"n": (n,), "1n": (1, n), "m1": (m, 1), "mn": (m, n), "1": (1,), "scalar": ()}[bias_shape]
+    bias = _rand(rng, bshape)
+    want = torch.addmm(_t(bias), _t(a), _t(w).t(), beta=beta, alpha=alpha)
+    # mat2 = w^T: either a contiguous copy or w's memory read through dim order [1, 0]
+    mat2 = native.TensorArg(w, (k, n), (1, 0)) if transposed_weight else np.ascontiguousarray(w.T)
+    out = np.zeros((m, n), F32)
+    _call("addmm", [bias, a, mat2, beta, alpha, out])
+    _close(out, want, 1e-5, _sum_atol(want))
+    _close(ref.addmm(bias, a, np.ascontiguousarray(w.T), beta, alpha), want, 1e-5, _sum_atol(want), "ref")
+    want = _t(a) @ _t(w).t()
+    out = np.zeros((m, n), F32)
+    _call("mm", [a, mat2, out])
+    _close(out, want, 1e-5, _sum_atol(want), "mm")
+    _close(ref.mm(a, np.ascontiguousarray(w.T)), want, 1e-5, _sum_atol(want), "ref mm")
+
+
+def test_addmm_beta_zero_ignores_nan_bias() -> None:
+    a, w = np.ones((2, 3), F32), np.ones((3, 4), F32)
+    out = np.zeros((2, 4), F32)
+    _call("addmm", [np.full(4, np.nan, F32), a, w, 0, 1, out])
+    np.testing.assert_array_equal(out, np.full((2, 4), 3, F32))
+
+
+@st.composite
+def conv_case(draw):
+    one_d = draw(st.booleans())
+    groups = draw(st.sampled_from([1, 1, 2, 3]))
+    cpg = draw(st.integers(1, 3))
+    opg = draw(st.integers(1, 3))
+    kh = 1 if one_d else draw(st.integers(1, 3))
+    kw = draw(st.integers(1, 3))
+    stride = [draw(st.integers(1, 2)) for _ in range(1 if one_d else 2)]
+    padding = [draw(st.integers(0, 2)) for _ in range(1 if one_d else 2)]
+    dilation = [draw(st.integers(1, 2)) for _ in range(1 if one_d else 2)]
+    h = 1 if one_d else draw(st.integers(kh + (kh - 1), 8))
+    w = draw(st.integers(kw + (kw - 1), 9))
+    n = draw(st.integers(1, 2))
+    bias = draw(st.booleans())
+    return one_d, groups, cpg, opg, kh, kw, stride, padding, dilation, n, h, w, bias
+
+
+@SETTINGS
+@given(case=conv_case(), seed=st.integers(0, 2**31), channels_last=st.booleans())
+def test_convolution(case, seed, channels_last) -> None:
+    one_d, groups, cpg, opg, kh, kw, stride, padding, dilation, n, h, w, has_bias = case
+    rng = np.random.default_rng(seed)
+    cin, cout = groups * cpg, groups * opg
+    x = _rand(rng, (n, cin, w) if one_d else (n, cin, h, w))
+    wt = _rand(rng, (cout, cpg, kw) if one_d else (cout, cpg, kh, kw))
+    bias = _rand(rng, (cout,)) if has_bias else None
+    want = torch.ops.aten.convolution(_t(x), _t(wt), None if bias is None else _t(bias), stride, padding,
+                                      dilation, False, [0] * len(stride), groups)
+    args = [bias, stride, padding, dilation, False, [0] * len(stride), groups]
+    if channels_last and not one_d:
+        out = _nhwc(np.zeros(want.shape, F32))
+        _call("convolution", [_nhwc(x), wt, *args, out])
+        got = _from_nhwc(out)
+    else:
+        got = np.zeros(want.shape, F32)
+        _call("convolution", [x, wt, *args, got])
+    _close(got, want, 1e-5, _sum_atol(want))
+    _close(ref.convolution(x, wt, bias, stride, padding, dilation, False, [0] * len(stride), groups), want,
+           1e-5, _sum_atol(want), "ref")
+
+
+# ---- views, permutes, cat ------------------------------------------------------------------
+
+
+@SETTINGS
+@given(shape=small_shape, seed=st.integers(0, 2**31), data=st.data())
+def test_view_permute(shape, seed, data) -> None:
+    x = _rand(np.random.default_rng(seed), shape)
+    perm = data.draw(st.permutations(range(len(shape))))
+    dims = [p - len(shape) if data.draw(st.booleans()) else p for p in perm]
+    want = torch.permute(_t(x), dims).contiguous()
+    out = np.zeros(want.shape, F32)
+    _call("permute_copy", [x, dims, out])
+    _close(out, want, 0.0)
+    _close(ref.permute_copy(x, dims), want, 0.0, what="ref")
+    size = [int(np.prod(shape[:1])), -1]
+    want = _t(x).reshape(size)
+    out = np.zeros(want.shape, F32)
+    _call("view_copy", [x, size, out])
+    _close(out, want, 0.0)
+    _close(ref.view_copy(x, size), want, 0.0, what="ref")
+
+
+@SETTINGS
+@given(shape=small_shape, seed=st.integers(0, 2**31), data=st.data(), count=st.integers(1, 4))
+def test_cat(shape, seed, data, count) -> None:
+    rng = np.random.default_rng(seed)
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    parts = []
+    for _ in range(count):
+        s = list(shape)
+        s[dim] = data.draw(st.integers(0, 3))
+        parts.append(_rand(rng, s))
+    if data.draw(st.booleans()):
+        parts.insert(data.draw(st.integers(0, len(parts))), np.zeros((0,), F32))  # skipped, as torch
+    want = torch.cat([_t(p) for p in parts], dim)
+    out = np.zeros(want.shape, F32)
+    _call("cat", [parts, dim, out])
+    _close(out, want, 0.0)
+    _close(ref.cat(parts, dim), want, 0.0, what="ref")
+
+
+def test_cat_channels_last_along_channels() -> None:
+    rng = np.random.default_rng(5)
+    a, b = _rand(rng, (1, 2, 3, 4)), _rand(rng, (1, 3, 3, 4))
+    out = _nhwc(np.zeros((1, 5, 3, 4), F32))
+    _call("cat", [[_nhwc(a), b], 1, out])
+    _close(_from_nhwc(out), torch.cat([_t(a), _t(b)], 1), 0.0)
+
+
+# ---- argument validation -------------------------------------------------------------------
+
+
+def _z(*shape, dtype=F32) -> np.ndarray:
+    return np.zeros(shape, dtype)
+
+
+REJECTS = [
+    ("add", lambda: [_z(2, 3, dtype=np.int32), _z(2, 3), 1, _z(2, 3)], 0),  # not float32
+    ("add", lambda: [_z(2, 3), _z(4, 3), 1, _z(2, 3)], 1),  # not broadcastable
+    ("add", lambda: [_z(2, 3), _z(3), 1, _z(3)], 3),  # out not the broadcast shape
+    ("add", lambda: [_z(2), _z(2), float("nan"), _z(2)], 2),  # alpha not finite
+    ("mul", lambda: [_z(2, 3), _z(3), _z(1, 2, 3)], 2),  # out rank too large
+    ("relu", lambda: [_z(2, 3), _z(3, 2)], 1),
+    ("sigmoid", lambda: [_z(2, 3), _z(2, 3, dtype=np.int8)], 1),
+    ("tanh", lambda: [_z(1, 2, 2, 3), _nhwc(_z(1, 2, 2, 3))], 1),  # out in another layout
+    ("gelu", lambda: [_z(4), "erf", _z(4)], 1),  # unknown approximation
+    ("gelu", lambda: [_z(4), None, _z(4)], 1),
+    ("_softmax", lambda: [_z(2, 3), 2, False, _z(2, 3)], 1),  # dim out of range
+    ("_softmax", lambda: [_z(2, 3), 1, True, _z(2, 3)], 2),  # half_to_float
+    ("mean", lambda: [_z(2, 3), [1, -1], False, None, _z(2)], 1),  # repeated dim
+    ("mean", lambda: [_z(2, 3), [1], False, None, _z(2, 1)], 4),  # keepdim False: [2]
+    ("mean", lambda: [_z(2, 3), [1], True, 3, _z(2, 1)], 3),  # dtype int32
+    ("view_copy", lambda: [_z(2, 3), [-1, -1], _z(6)], 1),  # two inferred sizes
+    ("view_copy", lambda: [_z(2, 3), [4, -1], _z(4, 1)], 1),  # 6 is not a multiple of 4
+    ("view_copy", lambda: [_z(2, 3), [3, 2], _z(2, 3)], 2),  # out sizes differ
+    ("view_copy", lambda: [_nhwc(_z(1, 2, 2, 3)), [12], _z(12)], 0),  # not contiguous
+    ("permute_copy", lambda: [_z(2, 3), [0, 0], _z(2, 3)], 1),  # not a permutation
+    ("permute_copy", lambda: [_z(2, 3), [1, 0], _z(2, 3)], 2),  # out sizes not permuted
+    ("cat", lambda: [[_z(2, 3), _z(3, 3)], 1, _z(2, 6)], 0),  # sizes differ off dim
+    ("cat", lambda: [[_z(2, 3), _z(2, 3)], 1, _z(2, 5)], 2),  # sizes do not add up
+    ("cat", lambda: [[_z(2, 3)], 2, _z(2, 3)], 1),  # dim out of range
+    ("cat", lambda: [[_z(2, 3), _z(2, 3, dtype=np.int32)], 0, _z(4, 3)], 0),  # dtypes differ
+    ("addmm", lambda: [_z(4), _z(2, 3), _z(4, 4), 1, 1, _z(2, 4)], 2),  # inner sizes differ
+    ("addmm", lambda: [_z(3), _z(2, 3), _z(3, 4), 1, 1, _z(2, 4)], 0),  # bias not broadcastable
+    ("addmm", lambda: [_z(4), _z(2, 3), _z(3, 4), "x", 1, _z(2, 4)], 3),
+    ("mm", lambda: [_z(2, 3), _z(3, 4), _z(4, 2)], 2),
+    ("convolution", lambda: [_z(1, 4, 5, 5), _z(2, 3, 3, 3), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1,
+                             _z(1, 2, 3, 3)], 8),  # C != groups * C/groups
+    ("convolution", lambda: [_z(1, 3, 5, 5), _z(2, 3, 3, 3), None, [1, 1], [0, 0], [1, 1], True, [0, 0], 1,
+                             _z(1, 2, 3, 3)], 6),  # transposed
+    ("convolution", lambda: [_z(1, 3, 5, 5), _z(2, 3, 3, 3), None, [0, 1], [0, 0], [1, 1], False, [0, 0], 1,
+                             _z(1, 2, 3, 3)], 3),  # stride 0
+    ("convolution", lambda: [_z(1, 3, 5, 5), _z(2, 3, 3, 3), _z(3), [1, 1], [0, 0], [1, 1], False, [0, 0], 1,
+                             _z(1, 2, 3, 3)], 2),  # bias size
+    ("convolution", lambda: [_z(1, 3, 5, 5), _z(2, 3, 3, 3), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1,
+                             _z(1, 2, 4, 3)], 9),  # out size
+    ("convolution", lambda: [_z(1, 3, 2, 2), _z(2, 3, 3, 3), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1,
+                             _z(1, 2, 1, 1)], 9),  # kernel larger than the input: no output
+]
+
+
+@pytest.mark.parametrize("op, make, bad", REJECTS, ids=[f"{r[0]}-{i}" for i, r in enumerate(REJECTS)])
+def test_rejects(op, make, bad) -> None:
+    with pytest.raises(native.NativeError, match=rf"INVALID_ARGUMENT.*bad_argument {bad}\)"):
+        _call(op, make())
+
+
+def test_layer_norm_rejects() -> None:
+    x = _z(2, 3)
+    outs = [_z(2, 3), _z(2, 1), _z(2, 1)]
+    cases = [
+        (_layer_norm_args(x, [2], None, None, 1e-5, outs), 1),  # not the trailing sizes
+        (_layer_norm_args(x, [3], _z(2), None, 1e-5, outs), 2),  # weight sizes
+        (_layer_norm_args(x, [3], None, None, -1.0, outs), 4),  # negative eps
+        (_layer_norm_args(x, [3], None, None, 1e-5, [_z(2, 3), _z(2), _z(2, 1)]), 6),  # mean shape
+        (_layer_norm_args(x, [3], None, None, 1e-5, outs)[:-1] + [[native.ValueRef(5), native.ValueRef(7),
+                                                                   native.ValueRef(6)]], 8),  # returned order
+    ]
+    for args, bad in cases:
+        with pytest.raises(native.NativeError, match=rf"bad_argument {bad}\)"):
+            _call("native_layer_norm", args)
+
+
+# ---- through a program: String and TensorList values resolved by the runtime ---------------
+
+
+def test_program_cat_gelu_layer_norm() -> None:
+    """x [2, 3] -> cat([x, x], 1) -> gelu(tanh) -> native_layer_norm over 6: the loader resolves
+    the String argument and both TensorLists (cat's input, layer norm's returned tuple)."""
+    f32 = ScalarType.FLOAT
+
+    def planned(sizes, offset):
+        return Tensor(f32, sizes, list(range(len(sizes))), allocation=Allocation(1, offset))
+
+    values = [
+        planned([2, 3], 0),  # 0 x
+        TensorList([0, 0]),  # 1
+        Int(1),  # 2
+        planned([2, 6], 32),  # 3 cat out
+        String("tanh"),  # 4
+        planned([2, 6], 96),  # 5 gelu out
+        Int(6),  # 6
+        IntList([6]),  # 7
+        Null(),  # 8
+        Double(1e-5),  # 9
+        planned([2, 6], 160),  # 10 out0
+        planned([2, 1], 224),  # 11 mean
+        planned([2, 1], 240),  # 12 rstd
+        TensorList([10, 11, 12]),  # 13
+    ]
+    calls = [
+        KernelCall(0, [1, 2, 3, 3]),
+        KernelCall(1, [3, 4, 5, 5]),
+        KernelCall(2, [5, 7, 8, 8, 9, 10, 11, 12, 13]),
+    ]
+    plan = ExecutionPlan(
+        name="forward", values=values, inputs=[0], outputs=[10, 11, 12],
+        chains=[Chain([0], [10, 11, 12], calls)],
+        operators=[Operator("aten::cat", "out"), Operator("aten::gelu", "out"),
+                   Operator("aten::native_layer_norm", "out")],
+        non_const_buffer_sizes=[0, 256],
+    )
+    x = _rand(np.random.default_rng(9), (2, 3))
+    got = native.run_program(writer.serialize(Program(execution_plan=[plan])), [x])
+    y = torch.nn.functional.gelu(torch.cat([_t(x), _t(x)], 1), approximate="tanh")
+    want = torch.ops.aten.native_layer_norm(y, [6], None, None, 1e-5)
+    for g, w in zip(got, want):
+        _close(g, w, 1e-5, _sum_atol(w))
