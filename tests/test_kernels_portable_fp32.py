@@ -38,7 +38,7 @@ from torchmcu.pte.program import (
 from torchmcu.reference import ops_float as ref
 
 F32 = np.float32
-SETTINGS = settings(max_examples=25, deadline=None)
+SETTINGS = settings(max_examples=60, deadline=None)
 NHWC = (0, 2, 3, 1)
 
 small_shape = st.lists(st.integers(1, 5), min_size=1, max_size=4)
@@ -373,6 +373,7 @@ REJECTS = [
     ("mean", lambda: [_z(2, 3), [1, -1], False, None, _z(2)], 1),  # repeated dim
     ("mean", lambda: [_z(2, 3), [1], False, None, _z(2, 1)], 4),  # keepdim False: [2]
     ("mean", lambda: [_z(2, 3), [1], True, 3, _z(2, 1)], 3),  # dtype int32
+    ("mean", lambda: (lambda a: [a, [0], True, None, a])(_z(1, 3)), 4),  # out is the input
     ("view_copy", lambda: [_z(2, 3), [-1, -1], _z(6)], 1),  # two inferred sizes
     ("view_copy", lambda: [_z(2, 3), [4, -1], _z(4, 1)], 1),  # 6 is not a multiple of 4
     ("view_copy", lambda: [_z(2, 3), [3, 2], _z(2, 3)], 2),  # out sizes differ
@@ -389,6 +390,8 @@ REJECTS = [
     ("mm", lambda: [_z(2, 3), _z(3, 4), _z(4, 2)], 2),
     ("convolution", lambda: [_z(1, 4, 5, 5), _z(2, 3, 3, 3), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1,
                              _z(1, 2, 3, 3)], 8),  # C != groups * C/groups
+    ("convolution", lambda: [_z(1, 3, 5, 5), _z(2, 3, 3, 3), None, [1, 1], [0, 0], [1, 1], False, [0, 0],
+                             2**31 - 1, _z(1, 2, 3, 3)], 8),  # groups * C/groups overflows int32
     ("convolution", lambda: [_z(1, 3, 5, 5), _z(2, 3, 3, 3), None, [1, 1], [0, 0], [1, 1], True, [0, 0], 1,
                              _z(1, 2, 3, 3)], 6),  # transposed
     ("convolution", lambda: [_z(1, 3, 5, 5), _z(2, 3, 3, 3), None, [0, 1], [0, 0], [1, 1], False, [0, 0], 1,

@@ -92,7 +92,8 @@ tm_status tm_portable_convolution_out(tm_kernel_context *ctx, tm_value *const *a
     TM_ARG_CHECK(ctx, opad[k] == 0, A_OUTPUT_PADDING);
   }
   int32_t groups = 0;
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_GROUPS, 1, INT32_MAX, &groups) && cin == groups * cpg && cout % groups == 0,
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A_GROUPS, 1, INT32_MAX, &groups) && (int64_t)groups * cpg == cin &&
+                        cout % groups == 0,
                A_GROUPS);
   const int32_t oh = tm_conv_out_size(ih, kh, sh, ph, dh);
   const int32_t ow = tm_conv_out_size(iw, kw, sw, pw, dw);

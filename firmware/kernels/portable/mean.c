@@ -50,7 +50,8 @@ tm_status tm_portable_mean_out(tm_kernel_context *ctx, tm_value *const *args, si
   for (int k = 0; ok && k < rank; ++k) {
     ok = out->sizes[k] == want[k];
   }
-  TM_ARG_CHECK(ctx, ok, A_OUT);
+  /* out is zeroed before the sums: it must not be the input */
+  TM_ARG_CHECK(ctx, ok && (out->numel == 0 || in->numel == 0 || out->data != in->data), A_OUT);
 
   tm_f32_walk w = {0};
   int64_t out_strides[TM_MAX_DIMS];

@@ -70,7 +70,10 @@ tm_status tm_portable_native_layer_norm_out(tm_kernel_context *ctx, tm_value *co
     TM_ARG_CHECK(ctx, shape[k] == in->sizes[in->dim - len + k], A_SHAPE);
     row *= (uint32_t)shape[k];
   }
-  const uint32_t rows = row != 0 ? in->numel / row : 0;
+  uint32_t rows = 1; /* product of the leading sizes (not numel / row: row may be 0) */
+  for (uint32_t d = 0; d + len < in->dim; ++d) {
+    rows *= (uint32_t)in->sizes[d];
+  }
   const float *weight = NULL;
   const float *bias = NULL;
   TM_ARG_CHECK(ctx, affine_arg(args, A_WEIGHT, shape, len, &weight), A_WEIGHT);
