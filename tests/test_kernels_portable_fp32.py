@@ -12,6 +12,8 @@ Tolerances (|got - torch| <= atol + rtol * |torch|), per op:
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 import torch
@@ -22,6 +24,7 @@ from torchmcu import native
 from torchmcu.pte import writer
 from torchmcu.pte.program import (
     Allocation,
+    Bool,
     Chain,
     Double,
     ExecutionPlan,
@@ -476,3 +479,142 @@ def test_program_cat_gelu_layer_norm() -> None:
     want = torch.ops.aten.native_layer_norm(y, [6], None, None, 1e-5)
     for g, w in zip(got, want):
         _close(g, w, 1e-5, _sum_atol(w))
+
+
+# ---- every kernel in one program: host runtime and Cortex-M55 (QEMU) against torch ----------
+
+
+class _Builder:
+    """A float program under construction: planned tensors packed in one arena."""
+
+    def __init__(self) -> None:
+        self.values: list = []
+        self.constants: list[bytes] = [b""]
+        self.arena = 0
+        self.ops: list[str] = []
+        self.calls: list[KernelCall] = []
+
+    def value(self, v) -> int:
+        self.values.append(v)
+        return len(self.values) - 1
+
+    def planned(self, sizes, order=None) -> int:
+        order = list(order or range(len(sizes)))
+        t = Tensor(ScalarType.FLOAT, list(sizes), order, allocation=Allocation(1, self.arena))
+        self.arena += (int(np.prod(sizes)) * 4 + 15) // 16 * 16
+        return self.value(t)
+
+    def const(self, arr: np.ndarray, order=None) -> int:
+        order = list(order or range(arr.ndim))
+        self.constants.append(np.ascontiguousarray(np.transpose(arr, order), F32).tobytes())
+        return self.value(Tensor(ScalarType.FLOAT, list(arr.shape), order, data_buffer_idx=len(self.constants) - 1))
+
+    def ints(self, xs) -> int:
+        return self.value(IntList([self.value(Int(x)) for x in xs]))
+
+    def call(self, op: str, args: list[int]) -> None:
+        if op not in self.ops:
+            self.ops.append(op)
+        self.calls.append(KernelCall(self.ops.index(op), args))
+
+    def program(self, inputs: list[int], outputs: list[int]) -> Program:
+        plan = ExecutionPlan("forward", self.values, inputs, outputs, [Chain(inputs, outputs, self.calls)],
+                             [Operator(f"aten::{op}", "out") for op in self.ops],
+                             non_const_buffer_sizes=[0, self.arena])
+        return Program(execution_plan=[plan], constants=self.constants)
+
+
+def _all_ops_program(rng: np.random.Generator):
+    """Every portable fp32 kernel on edge geometry (channels-last tensors, groups, dilation, 1-D
+    conv, broadcasting, a 0-d operand, a skipped empty cat input, a dim-order [1, 0] weight),
+    and the same computation in torch (input -> outputs)."""
+    b = _Builder()
+    w_conv, w_conv1, b_conv1 = _rand(rng, (4, 3, 3, 2)), _rand(rng, (2, 4, 3)), _rand(rng, (2,))
+    k_add, k_mul = _rand(rng, (6, 1, 1)), _rand(rng, ())
+    bias_mm, w_lin, ln_b, w_mm = _rand(rng, (6, 1)), _rand(rng, (3, 10)), _rand(rng, (3,)), _rand(rng, (3, 4))
+    x = b.planned([2, 6, 7, 5], NHWC)
+    c = b.planned([2, 4, 3, 1])
+    b.call("convolution", [x, b.const(w_conv), b.value(Null()), b.ints([2, 3]), b.ints([1, 0]), b.ints([2, 2]),
+                           b.value(Bool(False)), b.ints([0, 0]), b.value(Int(2)), c, c])
+    v = b.planned([2, 4, 3])
+    b.call("view_copy", [c, b.ints([2, 4, -1]), v, v])
+    c1 = b.planned([2, 2, 3])
+    b.call("convolution", [v, b.const(w_conv1), b.const(b_conv1), b.ints([1]), b.ints([1]), b.ints([1]),
+                           b.value(Bool(False)), b.ints([]), b.value(Int(1)), c1, c1])
+    chain = c1
+    for op in ("tanh", "sigmoid", "relu"):
+        nxt = b.planned([2, 2, 3])
+        b.call(op, [chain, nxt, nxt])
+        chain = nxt
+    ad = b.planned([2, 6, 7, 5], NHWC)
+    b.call("add", [x, b.const(k_add), b.value(Double(0.5)), ad, ad])
+    mu_ = b.planned([2, 6, 7, 5])
+    b.call("mul", [ad, b.const(k_mul), mu_, mu_])
+    sm = b.planned([2, 6, 7, 5], NHWC)
+    b.call("_softmax", [ad, b.value(Int(1)), b.value(Bool(False)), sm, sm])
+    mn = b.planned([6, 5])
+    b.call("mean", [mu_, b.ints([0, 2]), b.value(Bool(False)), b.value(Int(6)), mn, mn])
+    pc = b.planned([5, 2, 7, 6], [1, 0, 2, 3])
+    b.call("permute_copy", [sm, b.ints([3, 0, 2, 1]), pc, pc])
+    empty = b.planned([0])
+    ct = b.planned([6, 10])
+    b.call("cat", [b.value(TensorList([mn, empty, mn])), b.value(Int(-1)), ct, ct])
+    am = b.planned([6, 3])
+    b.call("addmm", [b.const(bias_mm), ct, b.const(np.ascontiguousarray(w_lin.T), [1, 0]), b.value(Double(0.25)),
+                     b.value(Int(-1)), am, am])
+    ln, mean, rstd = b.planned([6, 3]), b.planned([6, 1]), b.planned([6, 1])
+    b.call("native_layer_norm", [am, b.ints([3]), b.value(Null()), b.const(ln_b), b.value(Double(1e-3)),
+                                 ln, mean, rstd, b.value(TensorList([ln, mean, rstd]))])
+    g = b.planned([6, 3])
+    b.call("gelu", [ln, b.value(String("tanh")), g, g])
+    g2 = b.planned([6, 3])
+    b.call("gelu", [g, b.value(String("none")), g2, g2])
+    out = b.planned([6, 4])
+    b.call("mm", [g2, b.const(w_mm), out, out])
+    program = b.program([x], [chain, pc, out, mean, rstd])
+
+    def torch_forward(xin: np.ndarray) -> list[torch.Tensor]:
+        t = _t(xin)
+        c = torch.nn.functional.conv2d(t, _t(w_conv), None, [2, 3], [1, 0], [2, 2], 2).reshape(2, 4, 3)
+        r = torch.relu(torch.sigmoid(torch.tanh(torch.nn.functional.conv1d(c, _t(w_conv1), _t(b_conv1), 1, 1))))
+        ad = torch.add(t, _t(k_add), alpha=0.5)
+        mn = (ad * _t(k_mul)).mean(dim=(0, 2))
+        pc = torch.softmax(ad, 1).permute(3, 0, 2, 1)
+        ct = torch.cat([mn, mn], -1)
+        am = torch.addmm(_t(bias_mm), ct, _t(w_lin).t(), beta=0.25, alpha=-1)
+        ln, mean, rstd = torch.ops.aten.native_layer_norm(am, [3], None, _t(ln_b), 1e-3)
+        g = torch.nn.functional.gelu(torch.nn.functional.gelu(ln, approximate="tanh"))
+        return [r, pc, g @ _t(w_mm), mean, rstd]
+
+    return program, torch_forward
+
+
+def _check_outputs(got: list[np.ndarray], want: list[torch.Tensor], what: str) -> None:
+    for i, (g, w) in enumerate(zip(got, want)):
+        _close(g, w, 1e-5, _sum_atol(w), f"{what} output {i}")
+
+
+def test_all_ops_program_on_host() -> None:
+    program, forward = _all_ops_program(np.random.default_rng(11))
+    pte = writer.serialize(program)
+    for seed in (1, 2):
+        x = _rand(np.random.default_rng(seed), (2, 6, 7, 5))
+        _check_outputs(native.run_program(pte, [x]), forward(x), "host")
+
+
+@pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None,
+                    reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_all_ops_program_on_cortex_m55(tmp_path) -> None:
+    """The all-kernels qemu-an547 image (Cortex-M55, FPU, newlib libm, -O3) runs the program."""
+    from torchmcu import firmware
+
+    program, forward = _all_ops_program(np.random.default_rng(11))
+    pte_path = tmp_path / "fp32.pte"
+    pte_path.write_bytes(writer.serialize(program))
+    info = native.program_info(pte_path.read_bytes())
+    xs = [_rand(np.random.default_rng(seed), (2, 6, 7, 5)) for seed in (1, 2)]
+    image = firmware.build(pte_path, "qemu-an547", tmp_path / "fw", inputs=firmware.write_io_blob(info, [[x] for x in xs]))
+    result = firmware.run(image.elf, "qemu-an547", timeout=120)
+    assert result.exit_code == 0, result.message + result.console[-2000:]
+    for s, x in enumerate(xs):
+        _check_outputs(result.outputs(info, sample=s), forward(x), f"QEMU sample {s}")
