@@ -134,6 +134,35 @@ def test_counts_sum_to_the_whole_inference(profiles: dict, name: str) -> None:
     assert overhead <= unattributed <= overhead + EXECUTOR_ENTRY_EXIT
 
 
+@pytest.fixture(scope="module")
+def plain_inference(profiles: dict, root: Path) -> dict[str, int]:
+    """Whole-inference instructions of each model's image built without the profile."""
+    from torchmcu.firmware.icount import count_instructions
+
+    out = {}
+    for name, (pte, _) in profiles.items():
+        image = firmware.build(pte, BOARD, root / "build-plain", profile=False)
+        (out[name],) = count_instructions(image.elf, BOARD)["regions"]["inference"]
+    return out
+
+
+@pytest.mark.parametrize("name", models.MLPERF_TINY)
+def test_profile_minus_its_marks_is_the_plain_inference(
+    profiles: dict, plain_inference: dict, name: str
+) -> None:
+    """What the profile costs is what it reports: the profiled whole inference is the plain
+    image's plus one measured overhead per mark (give or take a few instructions of the
+    executor's code generation around the call: 1 when measured), and the counts without
+    their marks fall short of the plain inference by the executor's entry/exit only (37)."""
+    _, profile = profiles[name]
+    (run,) = profile["runs"]
+    k, mark = len(run["operators"]), run["overhead"]
+    plain = plain_inference[name]
+    assert abs(run["inference"] - (k + 1) * mark - plain) <= 4
+    net = sum(op["count"] - mark for op in run["operators"])
+    assert 0 < plain - net <= EXECUTOR_ENTRY_EXIT
+
+
 def test_unattributed_part_is_the_same_for_every_model(profiles: dict) -> None:
     """It is the executor's entry/exit and one mark: nothing model-dependent leaks into it."""
     values = {name: p["runs"][0]["unattributed"] for name, (_, p) in profiles.items()}
