@@ -4,11 +4,13 @@ For each model, on inputs it was not calibrated on:
 - the C runtime's int8 output equals the Python reference semantics run on the same
   program, bit for bit (int8 I/O and float I/O programs);
 - the output agrees with torchao's fake-quantized model: the difference in output
-  quantization steps is reported, and its 99th percentile is at most one step for the
-  shallow models (MLP, small CNN). Deeper nets drift further: one-step rounding flips
-  (float32 noise of the fake-quant model near rounding boundaries) multiply through
-  depthwise and narrow layers; for them the bar is ExecuTorch's own Cortex-M flow on the
-  same model, calibration and inputs (tests/test_models_vs_executorch.py).
+  quantization steps is reported, and its 99th percentile is at most one step for the MLP,
+  the small CNN, DS-CNN and the DeepAutoEncoder. That holds through depth because the
+  exporter picks requantization multipliers that round once (docs/operators.md,
+  "Multipliers and shifts"); what remains are float32 rounding flips of the fake-quant
+  model itself. ResNet8 and MobileNetV1 drift further; for all deep nets the bar is also
+  ExecuTorch's own Cortex-M flow on the same model, calibration and inputs
+  (tests/test_models_vs_executorch.py).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ N_TEST_INPUTS = 128
 
 STRICT = ["mlp", "small_cnn"]
 DEEP = ["ds_cnn", "deep_autoencoder", "resnet8", "mobilenet_v1_025"]
+# The issue's one-step bar (99th percentile vs torchao's fake-quant model).
+ONE_STEP = STRICT + ["ds_cnn", "deep_autoencoder"]
 
 
 def quantize_input(x: torch.Tensor, scale: float, zero_point: int) -> np.ndarray:
@@ -78,7 +82,7 @@ def test_host_runtime_bit_exact_with_reference(name: str) -> None:
         np.testing.assert_array_equal(ours_f, ref_f)
 
 
-@pytest.mark.parametrize("name", STRICT)
+@pytest.mark.parametrize("name", ONE_STEP)
 def test_agrees_with_fake_quant_within_one_step(name: str) -> None:
     e = exported(name)
     steps = []

@@ -11,7 +11,7 @@ import torch.fx
 from torchmcu.lower.context import Ctx
 from torchmcu.lower.errors import LoweringError, describe_node, unsupported
 from torchmcu.lower.graph import QParams, arg, is_q, qparams_of
-from torchmcu.reference.quant import quantize_multiplier
+from torchmcu.reference.quant import single_rounding_multiplier
 
 _aten = torch.ops.aten
 
@@ -82,5 +82,5 @@ def activation_range(act: torch.fx.Node | None, qp: QParams) -> tuple[int, int]:
 
 def per_channel_requant(in_scale: float, w_scales: np.ndarray, out_scale: float):
     """(multipliers, shifts) taking each channel's int32 accumulator to the output scale."""
-    pairs = [quantize_multiplier(in_scale * float(ws) / out_scale) for ws in w_scales]
+    pairs = [single_rounding_multiplier(in_scale * float(ws) / out_scale) for ws in w_scales]
     return [m for m, _ in pairs], [s for _, s in pairs]

@@ -13,7 +13,7 @@ from torchmcu.lower.graph import shape_of
 from torchmcu.lower.layout import as_contiguous, as_nhwc
 from torchmcu.lower.requant import activation_range, output_quant
 from torchmcu.lower.values import LValue
-from torchmcu.reference.quant import quantize_multiplier
+from torchmcu.reference.quant import quantize_multiplier, single_rounding_multiplier
 
 
 def _binary_operands(ctx: Ctx, node: torch.fx.Node) -> tuple[LValue, LValue, list[int], bool]:
@@ -45,8 +45,10 @@ def emit_add(ctx: Ctx, node: torch.fx.Node) -> None:
     act_min, act_max = activation_range(act, qp)
     s1, s2 = float(a.scale), float(c.scale)  # type: ignore[arg-type]
     twice_max = 2.0 * max(s1, s2)
-    m1, sh1 = quantize_multiplier(s1 / twice_max)
-    m2, sh2 = quantize_multiplier(s2 / twice_max)
+    # Operand rescales with shift 0 round once instead of twice, so each is one TOSA
+    # RESCALE that Vela can fold into the NPU's add (docs/operators.md).
+    m1, sh1 = single_rounding_multiplier(s1 / twice_max)
+    m2, sh2 = single_rounding_multiplier(s2 / twice_max)
     mo, sho = quantize_multiplier(twice_max / (qp.scale * (1 << 20)))
     out = new_int8(ctx, node.name, out_shape, qp, nhwc=nhwc)
     b = ctx.b
@@ -62,7 +64,7 @@ def emit_add(ctx: Ctx, node: torch.fx.Node) -> None:
 def emit_mul(ctx: Ctx, node: torch.fx.Node) -> None:
     a, c, out_shape, nhwc = _binary_operands(ctx, node)
     qs, act, qp = output_quant(ctx, node, allow_activation=False)
-    mo, sho = quantize_multiplier(float(a.scale) * float(c.scale) / qp.scale)  # type: ignore[arg-type]
+    mo, sho = single_rounding_multiplier(float(a.scale) * float(c.scale) / qp.scale)  # type: ignore[arg-type]
     out = new_int8(ctx, node.name, out_shape, qp, nhwc=nhwc)
     b = ctx.b
     args = [

@@ -18,12 +18,13 @@ from torchmcu.reference.ops_linear_conv import (
 )
 from torchmcu.reference.ops_pool import quantized_avg_pool2d, quantized_max_pool2d
 from torchmcu.reference.ops_softmax import softmax
-from torchmcu.reference.quant import quantize_multiplier, requantize
+from torchmcu.reference.quant import quantize_multiplier, requantize, single_rounding_multiplier
 
 __all__ = [
     "dequantize_per_tensor",
     "pad",
     "quantize_multiplier",
+    "single_rounding_multiplier",
     "quantize_per_tensor",
     "quantized_add",
     "quantized_avg_pool2d",

@@ -42,6 +42,33 @@ def quantize_multiplier(real: float) -> tuple[int, int]:
     return int(q), int(exponent)
 
 
+# Below this scale a shift-0 multiplier has too few significant bits; the normalized
+# (TFLite) form is more precise there (see single_rounding_multiplier).
+SINGLE_ROUNDING_MIN_SCALE = 2.0**-12
+
+
+def single_rounding_multiplier(real: float) -> tuple[int, int]:
+    """(m, s) for `real` chosen so that `requantize` rounds once instead of twice.
+
+    requantize rounds the high multiply to an integer and then divides by 2^-s with a
+    second rounding. With the normalized form of quantize_multiplier a scale of about
+    2^-7 leaves a first rounding at 1/128 of an output step, which moves values lying
+    within ~0.004 steps of a .5 boundary to the wrong side: about 0.2% of every layer's
+    outputs, compounding through depth. With s = 0 the high multiply rounds straight to
+    the output grid, so the result is the exactly rounded value (ties towards +inf)
+    up to the precision of m, which is >= 2^19 here: |error| <= 128 * 2^-20 steps.
+    The kernels compute the same formula either way; only the choice of (m, s) changes.
+    Scales >= 1 or below SINGLE_ROUNDING_MIN_SCALE keep the normalized form.
+    """
+    if not math.isfinite(real) or real < 0:
+        raise ValueError(f"single_rounding_multiplier: scale must be finite and >= 0, got {real}")
+    if SINGLE_ROUNDING_MIN_SCALE <= real < 1.0:
+        m = math.floor(real * (1 << 31) + 0.5)
+        if m < (1 << 31):
+            return int(m), 0
+    return quantize_multiplier(real)
+
+
 def saturate_int32(x: np.ndarray) -> np.ndarray:
     return np.clip(np.asarray(x, dtype=np.int64), INT32_MIN, INT32_MAX)
 
