@@ -366,3 +366,17 @@ def test_several_program_image_profiles_each_program(profiles: dict, root: Path)
         (alone,) = profiles[name][1]["runs"]
         assert run["operators"] == alone["operators"], name
         assert (run["overhead"], run["unattributed"]) == (alone["overhead"], alone["unattributed"])
+
+
+def test_cli_build_profile(profiles: dict, root: Path) -> None:
+    """`torchmcu build --profile` links the runner's profile; without it there is no hook."""
+    from torchmcu.cli import main
+    from torchmcu.firmware.icount import PROFILE_MARKER, symbol_addresses
+
+    pte, _ = profiles[models.MLPERF_TINY[-1]]
+    for flag, present in (["--profile"], True), ([], False):
+        out = root / ("build" if present else "build-plain")  # the fixtures' directories
+        assert main(["build", str(pte), "--board", BOARD, "--build-dir", str(out), *flag]) == 0
+        symbols = symbol_addresses(out / "firmware.elf")
+        assert (PROFILE_MARKER in symbols) is present
+        assert ("tm_profile_put_run" in symbols) is present
