@@ -18,6 +18,7 @@ from torchmcu import native
 from torchmcu.cli import main as cli_main
 from torchmcu.firmware import FirmwareBuildError, build
 from torchmcu.pte.writer import serialize
+from torchmcu.selective.oplist import canonical
 from torchmcu.selective import (
     MergeConflict,
     OpListError,
@@ -309,3 +310,16 @@ def test_build_refuses_program_with_unselected_delegate(tmp_path: Path) -> None:
     ):
         build(pte, "qemu-an547", out, ops_yaml=cpu_only)
     assert not (out / "CMakeCache.txt").exists()  # refused before CMake ran
+
+
+def test_omitted_operator_flags_read_as_true_like_torchgen() -> None:
+    # torchgen's SelectiveBuildOperator defaults each missing flag to true; so do we.
+    doc = canonical({"operators": {"cortex_m::quantized_add.out": {}}})
+    entry = doc["operators"]["cortex_m::quantized_add.out"]
+    assert (
+        entry["is_root_operator"]
+        and entry["is_used_for_training"]
+        and entry["include_all_overloads"]
+    )
+    doc = canonical({"operators": {"cortex_m::quantized_add.out": {"is_used_for_training": False}}})
+    assert doc["operators"]["cortex_m::quantized_add.out"]["is_used_for_training"] is False

@@ -156,7 +156,8 @@ def canonical(doc: dict[str, Any], where: str = "selected operators") -> OpList:
             raise OpListError(f"{where}: operators[{name!r}] has unknown keys {extra}")
         out["operators"][name] = {
             **{
-                f: _bool(entry.get(f, False), f"{where}: operators[{name!r}].{f}")
+                # An omitted flag reads as true, as torchgen's SelectiveBuildOperator does.
+                f: _bool(entry.get(f, True), f"{where}: operators[{name!r}].{f}")
                 for f in _OP_FLAGS
             },
             "debug_info": _strings(
