@@ -116,6 +116,7 @@ def export(
     npu: str | None = None,
     system_config: str | None = None,
     memory_mode: str | None = None,
+    quantizer: Any = None,
 ) -> ExportedModel:
     """Quantize `model` to int8 with PT2E, lower it to Cortex-M kernels and plan its memory.
 
@@ -126,6 +127,9 @@ def export(
     npu: an Ethos-U NPU ("ethos-u55-128", ...; "default" for the board's): quantized operators
     the NPU supports run there as EthosUBackend delegates compiled by Vela, the rest on the
     Cortex-M. system_config/memory_mode override the board's Vela settings (validated).
+    quantizer: a configured torchmcu.quantize.TorchmcuQuantizer, e.g. with parts kept in float32
+    (`TorchmcuQuantizer().set_module_name("head", None)`); those run the portable fp32 kernels
+    with quantize/dequantize at the int8 <-> float boundaries. It replaces per_channel/observer.
     """
     from torchmcu.quantize import quantize
 
@@ -133,7 +137,8 @@ def export(
     npu_target = _npu_target(board, npu, system_config, memory_mode)  # fail before calibrating
     started = time.perf_counter()
     quantized = quantize(
-        model, example_inputs, calibration, per_channel=per_channel, observer=observer
+        model, example_inputs, calibration, per_channel=per_channel, observer=observer,
+        quantizer=quantizer,
     )
     calibrated = time.perf_counter()
     return export_quantized(

@@ -20,6 +20,9 @@ def _qdq_args(b: ProgramBuilder, vi: int, qp: QParams) -> list[int]:
             b.int_(qp.quant_max), b.int_(int(ScalarType.CHAR))]
 
 
+qdq_args = _qdq_args  # the float32 rules insert the same calls at int8 <-> float boundaries
+
+
 def _io_dtype(int8: bool) -> str:
     return "int8" if int8 else "float32"
 
@@ -60,6 +63,12 @@ def lower_output(ctx: Ctx, node: torch.fx.Node) -> None:
     items = results if isinstance(results, (tuple, list)) else [results]
     b = ctx.b
     for item in items:
+        if isinstance(item, torch.fx.Node) and item in ctx.env and \
+                ctx.env[item].scalar_type == ScalarType.FLOAT:  # a float op's result
+            ctx.outputs.append(ctx.env[item].vi)
+            ctx.io_info["outputs"].append({"name": item.name, "sizes": list(ctx.env[item].sizes),
+                                           "scale": None, "zero_point": None, "dtype": "float32"})
+            continue
         if not isinstance(item, torch.fx.Node) or not (is_dq(item) or is_q(item)):
             raise unsupported(item if isinstance(item, torch.fx.Node) else node,
                               "a program output that is not a quantized tensor")
@@ -86,6 +95,14 @@ def lower_q(ctx: Ctx, node: torch.fx.Node) -> None:
     """A quantize not consumed by an anchor: either a re-quantization of an int8 value or the
     output of an unsupported float op."""
     src = node.args[0]
+    if isinstance(src, torch.fx.Node) and src in ctx.env and \
+            ctx.env[src].scalar_type == ScalarType.FLOAT:  # float -> int8 boundary
+        v = ctx.env[src]
+        qp = qparams_of(ctx.gm, node)
+        out = new_int8(ctx, node.name, v.sizes, qp, nhwc=False)
+        call(ctx, "cortex_m::quantize_per_tensor", _qdq_args(ctx.b, v.vi, qp), out.vi, node)
+        ctx.env[node] = out
+        return
     if is_dq(src) and src.args[0] in ctx.env:  # type: ignore[union-attr]
         v = ctx.env[src.args[0]]  # type: ignore[union-attr]
         qp = qparams_of(ctx.gm, node)

@@ -68,6 +68,24 @@ def call(ctx: Ctx, op: str, args: Sequence[int], out: int, node: torch.fx.Node |
     _record(ctx, node if node is not None else ctx.current, op, instr)
 
 
+def call_multi_out(
+    ctx: Ctx, op: str, args: Sequence[int], outs: Sequence[int], node: torch.fx.Node | None
+) -> None:
+    """Emit a multi-output op the way ExecuTorch writes it: args, the outs, then ONE TensorList
+    value holding the outs (the returned tuple)."""
+    from torchmcu.pte.program import KernelCall, TensorList
+
+    b = ctx.b
+    full = list(args) + list(outs) + [b.add(TensorList(list(outs)))]
+    instr = len(b.instructions)
+    b.instructions.append(KernelCall(b.operator(op), full))
+    for vi in full:
+        key = b.tensor_buffer.get(vi)
+        if key is not None:
+            b.touch(key, instr)
+    _record(ctx, node if node is not None else ctx.current, op, instr)
+
+
 def _layout(nhwc: bool) -> list[int] | None:
     """dim_order for builder.planned: legacy channels-last, or None for contiguous."""
     return NHWC_DIM_ORDER if nhwc else None

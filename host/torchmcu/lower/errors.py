@@ -74,7 +74,8 @@ def unsupported(node: torch.fx.Node, why: str = "") -> UnsupportedOpError:
     detail = f": {why}" if why else ""
     return UnsupportedOpError(
         f"unsupported op {op_name(node)} for the int8 Cortex-M kernels{detail}; "
-        f"{describe_node(node)}. Keep this part of the model in float (fp32 kernels are not "
-        f"available yet) or replace the op with a supported one (conv2d, linear, add, mul, "
+        f"{describe_node(node)}. Keep this part of the model in float if it has a portable "
+        f"fp32 kernel (TorchmcuQuantizer().set_module_type(...) / set_operator(op, None); "
+        f"README, Mixed precision) or replace the op with a supported one (conv2d, linear, add, mul, "
         f"max/avg pooling, softmax, ReLU/ReLU6/clamp, flatten/reshape)."
     )

@@ -26,10 +26,12 @@ from torchmcu.lower.graph import DQ_PER_CHANNEL, DQ_PER_TENSOR, is_q
 from torchmcu.lower.report import LoweringReport
 from torchmcu.lower.requant import ACTIVATIONS
 from torchmcu.lower.rules_elementwise import emit_add, emit_mul
+from torchmcu.lower.rules_float import FLOAT_EMITTERS, is_float_node
 from torchmcu.lower.rules_linear_conv import emit_conv2d, emit_linear
 from torchmcu.lower.rules_misc import emit_pad, emit_softmax, emit_view
 from torchmcu.lower.rules_pool import emit_avg_pool2d, emit_global_pool, emit_max_pool2d
 from torchmcu.pte.program import Program
+from torchmcu.quantize.annotation import read_annotation
 
 __all__ = ["EMITTERS", "LoweringOptions", "finish_lowering", "lower_graph", "lower_to_program"]
 
@@ -75,8 +77,15 @@ def _lower_call(ctx: Ctx, node: torch.fx.Node) -> None:
         if node not in ctx.env:
             lower_q(ctx, node)
         return
+    if node.target in FLOAT_EMITTERS and is_float_node(ctx, node):
+        FLOAT_EMITTERS[node.target](ctx, node)  # left in float32 by the quantizer
+        return
     emitter = EMITTERS.get(node.target)
     if emitter is None:
+        if node.target in FLOAT_EMITTERS and read_annotation(node) is None:
+            raise unsupported(node, "it has no torchmcu annotation record (node.meta['custom']"
+                              "['torchmcu']), so whether it was kept in float32 is unknown; "
+                              "quantize the model again with torchmcu.quantize")
         if node.target in ACTIVATIONS:
             raise unsupported(node, "a ReLU/clamp that does not follow a conv2d, linear, "
                               "add or max pool cannot run on its own yet")

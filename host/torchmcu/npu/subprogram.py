@@ -102,15 +102,22 @@ def trace_storage(plan: pm.ExecutionPlan) -> StorageTrace:
             )
         where = f"instruction {i}"
         reads[i] = {}
-        for pos, vi in enumerate(instr.args[:-2]):
+        returned = plan.values[instr.args[-1]]
+        if isinstance(returned, pm.TensorList):  # a multi-output op: outs, then their list
+            outs = list(returned.items)
+            ins = instr.args[: len(instr.args) - 1 - len(outs)]
+        else:
+            outs, ins = [instr.args[-2]], instr.args[:-2]
+        for pos, vi in enumerate(ins):
             t = _planned(plan.values, vi)
             if t is not None and not is_scratch(t):
                 reads[i][pos] = resolve(vi, where)
-        out = instr.args[-2]
-        t = _planned(plan.values, out)
-        if t is None:
-            raise CarveError(f"{where}: out value {out} is not a planned tensor")
-        live.append((*_span(t), ("op", i)))
+        for out in outs:  # the first out stands for the call (only float CPU ops have several)
+            t = _planned(plan.values, out)
+            if t is None:
+                raise CarveError(f"{where}: out value {out} is not a planned tensor")
+            live.append((*_span(t), ("op", i)))
+        out = outs[0]
         writes[i] = (("op", i), out)
         value_of[("op", i)] = out
     outputs = [resolve(vi, f"plan output {k}") for k, vi in enumerate(plan.outputs)]

@@ -78,3 +78,28 @@ def mark_folded(node: torch.fx.Node, what: str) -> None:
     folded = d.setdefault("folded", [])
     if what not in folded:
         folded.append(what)
+
+
+def record_converted_nodes(gm: torch.fx.GraphModule) -> None:
+    """Give the nodes convert_pt2e inserted (quantize/dequantize, their scale/zero-point and
+    frozen-weight constants) a record too, so every node of the graph carries one: a q/dq node
+    is an int8 boundary (quantized=True, role "qdq"), a constant read only by dequantize nodes
+    is a quantized weight (role "constant")."""
+    from torchmcu.lower.graph import is_dq, is_q
+
+    for node in gm.graph.nodes:
+        if node.meta.get("custom", {}).get(META_KEY):
+            continue
+        if is_q(node) or is_dq(node):
+            record = TorchmcuAnnotation(quantized=True, pattern=_name(node), role="qdq")
+        elif node.op == "get_attr":
+            quantized = bool(node.users) and all(is_q(u) or is_dq(u) for u in node.users)
+            record = TorchmcuAnnotation(quantized=quantized, pattern="get_attr", role="constant")
+        else:
+            record = TorchmcuAnnotation(quantized=False, pattern=_name(node), role="float")
+        node.meta["custom"] = {**node.meta.get("custom", {}), META_KEY: record.to_dict()}
+
+
+def _name(node: torch.fx.Node) -> str:
+    target = node.target if node.op == "call_function" else node.op
+    return str(getattr(target, "__name__", target)).split(".")[0]

@@ -9,6 +9,7 @@ import torch
 import torch.fx
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
+from torchmcu.quantize.annotation import record_converted_nodes
 from torchmcu.quantize.fold_bn import fold_batch_norm
 from torchmcu.quantize.quantizer import TorchmcuQuantizer
 
@@ -58,14 +59,18 @@ def quantize(
     *,
     per_channel: bool = True,
     observer: str = "minmax",
+    quantizer: TorchmcuQuantizer | None = None,
 ) -> torch.fx.GraphModule:
     """Return the converted (q/dq around float ops) GraphModule of `model`.
 
     calibration: samples shaped like example_inputs - a list of tuples or any iterable of
     tuples (a bare tensor counts as a 1-tuple). It must yield at least one sample.
     The model is switched to eval mode (BatchNorm is folded with its running statistics).
+    quantizer: a configured TorchmcuQuantizer (e.g. with parts kept in float32 by
+    set_module_name/set_module_type/set_operator); it replaces per_channel/observer.
     """
-    quantizer = TorchmcuQuantizer(per_channel=per_channel, observer=observer)
+    if quantizer is None:
+        quantizer = TorchmcuQuantizer(per_channel=per_channel, observer=observer)
     # Our own fold first (torchao would fold too, but we want the record on the node).
     gm = fold_batch_norm(export_model(model, example_inputs))
     prepared = prepare_pt2e(gm, quantizer)
@@ -81,4 +86,6 @@ def quantize(
             "quantize: the calibration set is empty; pass at least one sample shaped like "
             "example_inputs (ideally a few hundred representative inputs)"
         )
-    return convert_pt2e(prepared)
+    converted = convert_pt2e(prepared)
+    record_converted_nodes(converted)
+    return converted

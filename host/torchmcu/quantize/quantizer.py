@@ -38,7 +38,8 @@ from torchao.quantization.pt2e.quantizer import (
     SharedQuantizationSpec,
 )
 
-from torchmcu.quantize.annotation import TorchmcuAnnotation, write_annotation
+from torchmcu.quantize.annotation import META_KEY, TorchmcuAnnotation, write_annotation
+from torchmcu.quantize.float_config import FloatConfig
 from torchmcu.quantize.fold_bn import fold_batch_norm
 
 _aten = torch.ops.aten
@@ -105,6 +106,8 @@ class TorchmcuQuantizer(Quantizer):
             qscheme=torch.per_tensor_affine,
             observer_or_fake_quant_ctr=act_obs,
         )
+        self.float_config = FloatConfig()
+        self._float: set[Node] = set()  # nodes of the graph being annotated kept in float
         self.weight_per_tensor = QuantizationSpec(
             dtype=torch.int8,
             quant_min=WEIGHT_QMIN,
@@ -129,13 +132,30 @@ class TorchmcuQuantizer(Quantizer):
             qscheme=torch.per_tensor_affine,
         )
 
+    # -- keeping parts in float32 (PT2E-style; config None = not quantized) --------------
+    def set_module_name(self, name: str, config: None) -> TorchmcuQuantizer:
+        """Keep the submodule `name` (e.g. "head", "features.3") and everything in it in float."""
+        self.float_config.add_module_name(name, config)
+        return self
+
+    def set_module_type(self, module_type: type, config: None) -> TorchmcuQuantizer:
+        """Keep every instance of `module_type` (e.g. nn.LayerNorm) in float."""
+        self.float_config.add_module_type(module_type, config)
+        return self
+
+    def set_operator(self, op: object, config: None) -> TorchmcuQuantizer:
+        """Keep every call of the aten operator `op` (e.g. torch.ops.aten.gelu.default) in float."""
+        self.float_config.add_operator(op, config)
+        return self
+
     # -- Quantizer interface -------------------------------------------------------------
     def transform_for_annotation(self, model: torch.fx.GraphModule) -> torch.fx.GraphModule:
         return fold_batch_norm(model)
 
     def annotate(self, model: torch.fx.GraphModule) -> torch.fx.GraphModule:
+        self._float = {n for n in model.graph.nodes if self.float_config.keeps_float(n)}
         for node in model.graph.nodes:
-            if node.op != "call_function" or _is_annotated(node):
+            if node.op != "call_function" or _is_annotated(node) or node in self._float:
                 continue
             t = node.target
             if t in CONV_TARGETS:
@@ -153,6 +173,7 @@ class TorchmcuQuantizer(Quantizer):
             elif t in ACTIVATION_TARGETS:
                 # A ReLU/clamp not fused into a producer: keeps its input's qparams.
                 self._annotate_shared(node, _short(t), role="anchor")
+        _record_the_rest(model)
         return model
 
     def validate(self, model: torch.fx.GraphModule) -> None:
@@ -164,7 +185,8 @@ class TorchmcuQuantizer(Quantizer):
         if len(node.users) != 1:
             return None
         user = next(iter(node.users))
-        if user.op == "call_function" and user.target in ACTIVATION_TARGETS and not _is_annotated(user):
+        if (user.op == "call_function" and user.target in ACTIVATION_TARGETS
+                and not _is_annotated(user) and user not in self._float):
             return user
         return None
 
@@ -249,6 +271,22 @@ class TorchmcuQuantizer(Quantizer):
                 pattern="softmax", fixed_output_qparams=(SOFTMAX_SCALE, SOFTMAX_ZERO_POINT)
             ),
         )
+
+
+_ROLE_OF_KIND = {"placeholder": "input", "output": "output", "get_attr": "constant"}
+
+
+def _record_the_rest(model: torch.fx.GraphModule) -> None:
+    """Every node our patterns did not quantize gets a quantized=False record, so later passes
+    (lowering, the NPU partitioner) never have to guess from dtypes."""
+    for node in model.graph.nodes:
+        previous = node.meta.get("custom", {}).get(META_KEY)
+        if previous and previous.get("pattern"):
+            continue
+        pattern = _short(node.target) if node.op == "call_function" else node.op
+        role = _ROLE_OF_KIND.get(node.op, "float")
+        write_annotation(node, TorchmcuAnnotation(quantized=False, pattern=pattern, role=role))
+
 
 
 def _is_annotated(node: Node) -> bool:

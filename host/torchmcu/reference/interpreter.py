@@ -21,6 +21,7 @@ import numpy as np
 from torchmcu.pte import program as pm
 from torchmcu.reference import ops_elementwise as ew
 from torchmcu.reference import ops_layout, ops_linear_conv, ops_pool, ops_softmax
+from torchmcu.reference.float_calls import FLOAT_OPS, run_float_call
 
 _DTYPES = {
     pm.ScalarType.BYTE: np.uint8,
@@ -259,6 +260,11 @@ def _run_kernel(memory: _Memory, plan: pm.ExecutionPlan, call: pm.KernelCall) ->
     if not 0 <= call.op_index < len(plan.operators):
         raise InterpreterError(f"operator index {call.op_index} out of range")
     op = plan.operators[call.op_index]
+    if op.name in FLOAT_OPS and op.overload == "out":  # portable fp32 ops (float regions)
+        if any(not 0 <= a < len(plan.values) for a in call.args):
+            raise InterpreterError("argument value index out of range")
+        run_float_call(_Call(memory, call.args), op.name)
+        return
     handler = _HANDLERS.get(op.name)
     if handler is None or op.overload != "out":
         raise InterpreterError(f"operator {op.name}.{op.overload} has no reference implementation")
