@@ -390,6 +390,41 @@ def test_avg_pool_shapes(shape, k, stride):
     assert_tosa_matches(program, inputs=ties)
 
 
+@pytest.mark.parametrize(
+    ("shape", "k"),
+    [
+        ((1, 16, 8, 8), (8, 8)),  # ResNet8's pool: count 64
+        ((1, 3, 4, 6), (4, 6)),  # count 24, C = 3
+        ((1, 5, 9, 8), (8, 8)),  # one input row past the window: cropped first
+    ],
+)
+def test_global_even_pool_sums_by_transposed_conv(shape, k, monkeypatch):
+    # An even-count window over the whole input: positions transposed into channels and
+    # summed by a 1x1 CONV2D (no DEPTHWISE_CONV2D), still half away from zero at ties.
+    from torchmcu.npu.tosa.graph import Graph
+
+    ops: list[str] = []
+    real_op = Graph.op
+    monkeypatch.setattr(
+        Graph, "op", lambda self, op, *rest: ops.append(op) or real_op(self, op, *rest)
+    )
+    net = Net()
+    xi = net.input(list(shape))
+    program = net.finish([avg_pool(net, xi, k, k)])
+    lower_to_tosa(program)
+    assert "TRANSPOSE" in ops and "CONV2D" in ops and "DEPTHWISE_CONV2D" not in ops
+    n, c, h, w = shape
+    rng = np.random.default_rng(5)
+    ties = rng.choice(np.array([-3, -1, 0, 1, 2], dtype=np.int8), size=(n, h, w, c))
+    ties[..., 0] = 0
+    ties[0, : k[0], : k[1] // 2, 0] = -1  # the first channel's mean is exactly -0.5
+    extremes = np.full((n, h, w, c), -128, dtype=np.int8)
+    extremes[..., -1] = 127
+    inputs = [[np.transpose(a, (0, 3, 1, 2))] for a in (ties, extremes)]
+    assert_tosa_matches(program, samples=3, inputs=inputs)
+    assert run_tosa_reference(lower_to_tosa(program), [ties])[0].reshape(-1)[0] == -1
+
+
 def test_global_pool_stride_over_3_lowers_for_u55():
     pytest.importorskip("ethosu.vela")
     net = Net()

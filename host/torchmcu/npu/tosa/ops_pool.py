@@ -9,6 +9,13 @@ weights w (acc = w * sum) and divided by one RESCALE (DOUBLE_ROUND) whose (multi
 shift) equals the half-away division for every sum, again checked exhaustively. Both need
 the same count for every window (no padding, no partial ceil-mode window).
 
+An even-count window covering the whole input (a global pool, 1x1 output) takes its sum
+another way: the positions are TRANSPOSEd into the channel axis and a 1x1 CONV2D with
+constant weights w sums them per channel (then the same exact RESCALE). Vela runs a
+transpose plus a dense 1x1 convolution far faster than a depthwise kernel spanning the
+whole input (ResNet8's 8x8x64 pool: U55 2,352 cycles instead of 6,052; U85 4,300 instead
+of 5,490).
+
 A window covering the whole (possibly cropped) input is lowered with stride 1: the
 output is 1x1 either way, and Ethos-U55 accepts no pooling stride above 3.
 """
@@ -113,6 +120,8 @@ def avg_pool2d(g: Graph, a: Args, read: Read) -> Tensor:
             attr("AvgPool2dAttribute", [kh, kw], [sh, sw], [0, 0, 0, 0], ts().DType.INT32),
         )
     weight, multiplier, shift = divisor(kh * kw)
+    if oh == 1 and ow == 1:
+        return _global_sum_pool(g, x, weight, multiplier, shift)
     ones = np.full((kh, kw, c, 1), weight, dtype=np.int8)
     acc = g.op(
         "DEPTHWISE_CONV2D",
@@ -128,6 +137,31 @@ def avg_pool2d(g: Graph, a: Args, read: Read) -> Tensor:
         attr("DepthwiseConv2dAttribute", [0, 0, 0, 0], [sh, sw], [1, 1], False, ts().DType.INT32),
     )
     return g.rescale(acc, "INT8", [multiplier], [shift])
+
+
+def _global_sum_pool(g: Graph, x: Tensor, weight: int, multiplier: int, shift: int) -> Tensor:
+    """Mean over all positions of NHWC x as TRANSPOSE [N, C, H*W] + 1x1 CONV2D summing the
+    positions (acc = weight * sum, exact in int32) + the dividing RESCALE."""
+    n, h, w, c = x.shape
+    positions = g.reshape(x, (n, h * w, c))
+    by_channel = g.op(
+        "TRANSPOSE", [positions], (n, c, h * w), "INT8", attr("TransposeAttribute", [0, 2, 1])
+    )
+    acc = g.op(
+        "CONV2D",
+        [
+            g.reshape(by_channel, (n, c, 1, h * w)),
+            g.const(np.full((1, 1, 1, h * w), weight, dtype=np.int8), "INT8"),
+            g.const(np.zeros(1, dtype=np.int32), "INT32"),
+            g.scalar(0, "INT8"),
+            g.scalar(0, "INT8"),
+        ],
+        (n, c, 1, 1),
+        "INT32",
+        attr("Conv2dAttribute", [0, 0, 0, 0], [1, 1], [1, 1], False, ts().DType.INT32),
+    )
+    mean = g.rescale(acc, "INT8", [multiplier], [shift])
+    return g.reshape(mean, (n, 1, 1, c))
 
 
 def max_pool2d(g: Graph, a: Args, read: Read) -> Tensor:
