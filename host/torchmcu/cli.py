@@ -63,6 +63,26 @@ def _load_npz_samples(path: str) -> list[tuple[np.ndarray, ...]]:
     return [tuple(a[i] for a in arrays) for i in range(n)]
 
 
+def _float_quantizer(args: argparse.Namespace) -> Any:
+    """A TorchmcuQuantizer keeping --float-module/--float-op parts in float32, or None."""
+    if not args.float_module and not args.float_op:
+        return None
+    import torch
+
+    from torchmcu.quantize import TorchmcuQuantizer
+
+    q = TorchmcuQuantizer(per_channel=not args.per_tensor, observer=args.observer)
+    for name in args.float_module:
+        q.set_module_name(name, None)
+    for spec in args.float_op:  # "gelu" or "gelu.default": an aten operator (packet)
+        packet, _, overload = spec.removeprefix("aten.").partition(".")
+        op = getattr(torch.ops.aten, packet, None)
+        if op is None or (overload and not hasattr(op, overload)):
+            raise CliError(f"--float-op {spec}: no aten operator of that name")
+        q.set_operator(getattr(op, overload) if overload else op, None)
+    return q
+
+
 def _cmd_export(args: argparse.Namespace) -> int:
     import torch
 
@@ -97,6 +117,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
         npu=args.npu,
         system_config=args.system_config,
         memory_mode=args.memory_mode,
+        quantizer=_float_quantizer(args),
     )
     if args.explain:
         if exported.npu is None:
@@ -382,6 +403,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--system-config", help="Vela system config (default: the board's)")
     p.add_argument("--memory-mode", help="Vela memory mode (default: the board's)")
+    p.add_argument(
+        "--float-module", action="append", default=[], metavar="NAME",
+        help="keep submodule NAME (e.g. classifier, head.1) in float32 (portable fp32 kernels); "
+        "repeatable",
+    )
+    p.add_argument(
+        "--float-op", action="append", default=[], metavar="OP",
+        help="keep every call of aten operator OP (e.g. gelu, layer_norm.default) in float32; "
+        "repeatable",
+    )
     p.add_argument(
         "--explain", action="store_true",
         help="print each node, where it runs (NPU subgraph / CPU kernel / float) and why",
