@@ -24,6 +24,8 @@ TM_DECLARE_KERNEL(tm_cortex_m_quantized_max_pool2d_nhwc_out);
 TM_DECLARE_KERNEL(tm_cortex_m_softmax_out);
 TM_DECLARE_KERNEL(tm_cortex_m_pad_out);
 TM_DECLARE_KERNEL(tm_cortex_m_transpose_out);
+TM_DECLARE_KERNEL(tm_cortex_m_quantized_activation_out);
+TM_DECLARE_KERNEL(tm_torchmcu_slice_copy_out); /* torchmcu::slice_copy.out */
 
 /* Scratch bytes the kernels need for their `scratch` argument (0 for the
  * scalar paths); mirrored by torchmcu.reference.scratch. */

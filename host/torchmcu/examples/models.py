@@ -34,6 +34,7 @@ __all__ = [
     "mobilenet_v1_025",
     "deep_autoencoder",
     "mobilenet_v2_like",
+    "lstm",
 ]
 
 ModelAndInputs = tuple[nn.Module, tuple[torch.Tensor, ...]]
@@ -47,6 +48,7 @@ _INPUTS: dict[str, tuple[tuple[int, ...], bool]] = {
     "mobilenet_v1_025": ((1, 3, 96, 96), True),
     "deep_autoencoder": ((1, 640), False),
     "mobilenet_v2_like": ((1, 3, 96, 96), True),
+    "lstm": ((1, 8, 16), False),  # + the (h0, c0) state inputs, see LSTMSequence
 }
 
 
@@ -63,6 +65,8 @@ def _check_name(name: str) -> str:
 
 def _sample(name: str, n: int, gen: torch.Generator) -> list[tuple[torch.Tensor, ...]]:
     shape, image = _INPUTS[name]
+    if name == "lstm":
+        return [LSTMSequence.sample(gen) for _ in range(n)]
     out = []
     for _ in range(n):
         if image:
@@ -356,6 +360,41 @@ def mobilenet_v2_like(seed: int = 0) -> ModelAndInputs:
     return _finish("mobilenet_v2_like", MobileNetV2Like(), seed)
 
 
+class LSTMSequence(nn.Module):
+    """One-layer LSTM (16 -> 16) over an 8-step sequence (batch first), the state passed in
+    and out the streaming way, 4 logits from the last hidden state. The state is an input so
+    a caller can carry it across windows (and the quantizer observes real state ranges)."""
+
+    HIDDEN = 16
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(16, self.HIDDEN, batch_first=True)
+        self.head = nn.Linear(self.HIDDEN, 4)
+
+    @staticmethod
+    def sample(gen: torch.Generator) -> tuple[torch.Tensor, ...]:
+        """(x ~ N(0,1), h0 in (-1, 1) like a tanh output, c0 ~ N(0, 0.5^2))."""
+        x = torch.randn((1, 8, 16), generator=gen)
+        h0 = torch.tanh(torch.randn((1, 1, LSTMSequence.HIDDEN), generator=gen))
+        c0 = 0.5 * torch.randn((1, 1, LSTMSequence.HIDDEN), generator=gen)
+        return x, h0, c0
+
+    def forward(self, x: torch.Tensor, h0: torch.Tensor, c0: torch.Tensor) -> torch.Tensor:
+        _, (h, _) = self.lstm(x, (h0, c0))
+        return self.head(h[0])
+
+
+def lstm(seed: int = 0) -> ModelAndInputs:
+    """One-layer LSTM sequence model (inputs 1x8x16 + state 2x 1x1x16 -> 4 logits)."""
+    model = LSTMSequence()
+    gen = torch.Generator().manual_seed(seed + 7)
+    with torch.no_grad():
+        for p in model.lstm.parameters():  # seeded; wider than torch's default so gates saturate
+            p.copy_(0.35 * torch.randn(p.shape, generator=gen))
+    return _finish("lstm", model, seed)
+
+
 MODELS: dict[str, Callable[..., ModelAndInputs]] = {
     "mlp": mlp,
     "small_cnn": small_cnn,
@@ -364,6 +403,7 @@ MODELS: dict[str, Callable[..., ModelAndInputs]] = {
     "mobilenet_v1_025": mobilenet_v1_025,
     "deep_autoencoder": deep_autoencoder,
     "mobilenet_v2_like": mobilenet_v2_like,
+    "lstm": lstm,
 }
 
 MLPERF_TINY = ("ds_cnn", "resnet8", "mobilenet_v1_025", "deep_autoencoder")

@@ -25,11 +25,13 @@ from torchmcu.lower.errors import LoweringError, unsupported
 from torchmcu.lower.graph import DQ_PER_CHANNEL, DQ_PER_TENSOR, is_q
 from torchmcu.lower.report import LoweringReport
 from torchmcu.lower.requant import ACTIVATIONS
+from torchmcu.lower.rules_activation import emit_table_activation
 from torchmcu.lower.rules_elementwise import emit_add, emit_mul
 from torchmcu.lower.rules_float import FLOAT_EMITTERS, is_float_node
 from torchmcu.lower.rules_linear_conv import emit_conv2d, emit_linear
 from torchmcu.lower.rules_misc import emit_pad, emit_softmax, emit_view
 from torchmcu.lower.rules_pool import emit_avg_pool2d, emit_global_pool, emit_max_pool2d
+from torchmcu.lower.rules_slice import emit_select, emit_slice, emit_transpose
 from torchmcu.pte.program import Program
 from torchmcu.quantize.annotation import read_annotation
 
@@ -63,6 +65,11 @@ EMITTERS: dict[Any, Callable[[Ctx, torch.fx.Node], None]] = {
     _aten.contiguous.default: emit_view,
     _aten.pad.default: emit_pad,
     _aten.constant_pad_nd.default: emit_pad,
+    _aten.sigmoid.default: emit_table_activation,
+    _aten.tanh.default: emit_table_activation,
+    _aten.select.int: emit_select,
+    _aten.slice.Tensor: emit_slice,
+    _aten.transpose.int: emit_transpose,
 }
 
 

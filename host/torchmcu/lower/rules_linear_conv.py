@@ -28,8 +28,11 @@ def _bias_int32(ctx: Ctx, node: torch.fx.Node, bias_node: object, acc_scales: np
         return np.zeros(cout, dtype=np.int32)
     if is_dq(bias_node):
         qc = quantized_constant(ctx.gm, bias_node, "bias")
-        if qc.values.dtype == np.int32:
+        if qc.values.dtype == np.int32 and np.allclose(
+                np.broadcast_to(qc.scales, acc_scales.shape), acc_scales, rtol=1e-6, atol=0):
             return qc.values.reshape(-1).astype(np.int32)
+        # A bias shared by several calls (an LSTM's recurrent linear at every step) is
+        # quantized once, at the first call's scale: re-round it to this call's.
         real = (qc.values.astype(np.float64) - qc.zero_points) * qc.scales
     elif isinstance(bias_node, torch.fx.Node) and bias_node.op == "get_attr":
         real = attr_tensor(ctx.gm, bias_node).double().numpy()

@@ -9,7 +9,7 @@ import torch.fx
 
 from torchmcu.lower.context import Ctx, alias, bind_output, call, input_value, new_int8
 from torchmcu.lower.errors import unsupported
-from torchmcu.lower.graph import arg, shape_of
+from torchmcu.lower.graph import arg, is_q, shape_of
 from torchmcu.lower.layout import as_contiguous, as_nhwc
 from torchmcu.lower.requant import output_quant, q8, same_qparams
 from torchmcu.reference.quant import quantize_multiplier
@@ -46,6 +46,11 @@ def emit_view(ctx: Ctx, node: torch.fx.Node) -> None:
     """flatten / view / reshape / squeeze / dropout: an alias of the same bytes."""
     x = input_value(ctx, node.args[0])
     out_shape = shape_of(node)
+    if not any(is_q(u) for u in node.users):
+        # PT2E puts no quantize between ops that share qparams (select -> reshape -> add)
+        same = out_shape == x.sizes
+        ctx.env[node] = x if same else alias(ctx, as_contiguous(ctx, x), out_shape, nhwc=False)
+        return
     qs, act, qp = output_quant(ctx, node, allow_activation=False)
     if not same_qparams(x.scale, x.zero_point, qp):
         raise unsupported(node, "a reshape that changes qparams")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from torchmcu.npu.subprogram import Storage, trace_storage
-from torchmcu.npu.tosa import ops_conv, ops_elementwise, ops_layout, ops_pool
+from torchmcu.npu.tosa import ops_conv, ops_elementwise, ops_layout, ops_pool, ops_slice
 from torchmcu.npu.tosa.graph import Args, Graph, Tensor, TosaLoweringError, physical_shape
 from torchmcu.npu.tosa.support import npu_support
 from torchmcu.pte import program as pm
@@ -42,6 +42,7 @@ LOWERINGS: dict[str, Lowering] = {
     "cortex_m::quantized_activation": ops_elementwise.activation_table,
     "cortex_m::pad": ops_layout.pad,
     "cortex_m::transpose": ops_layout.transpose,
+    "torchmcu::slice_copy": ops_slice.slice_copy,
 }
 
 

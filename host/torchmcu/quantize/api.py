@@ -12,14 +12,15 @@ from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 from torchmcu.quantize.annotation import record_converted_nodes
 from torchmcu.quantize.fold_bn import fold_batch_norm
 from torchmcu.quantize.quantizer import TorchmcuQuantizer
+from torchmcu.quantize.recurrent import decompose_recurrent, simplify_recurrent
 
 
 def export_model(model: torch.nn.Module, example_inputs: tuple[Any, ...]) -> torch.fx.GraphModule:
     """torch.export the model in eval mode into a GraphModule PT2E can prepare."""
     model.eval()
-    exported = torch.export.export(model, tuple(example_inputs))
+    exported = decompose_recurrent(torch.export.export(model, tuple(example_inputs)))
     # check_guards=False: the default inserts a _guards_fn call_module that breaks PT2E passes.
-    return exported.module(check_guards=False)
+    return simplify_recurrent(exported.module(check_guards=False))
 
 
 def _shape(x: Any) -> tuple[int, ...] | None:

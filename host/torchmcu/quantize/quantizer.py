@@ -48,6 +48,9 @@ ACT_QMIN, ACT_QMAX = -128, 127
 WEIGHT_QMIN, WEIGHT_QMAX = -127, 127
 SOFTMAX_SCALE = 1.0 / 256.0
 SOFTMAX_ZERO_POINT = -128
+# Table activations (int8 LUT): outputs fixed to the function's range, sigmoid [0, 1) and
+# tanh [-1, 1), as TFLite's int8 LOGISTIC/TANH fix them.
+TABLE_QPARAMS = {"sigmoid": (1.0 / 256.0, -128), "tanh": (1.0 / 128.0, 0)}
 
 CONV_TARGETS = (_aten.conv2d.default,)
 LINEAR_TARGETS = (_aten.linear.default,)
@@ -69,6 +72,7 @@ POOL_TARGETS = (
     _aten.mean.dim,
 )
 SOFTMAX_TARGETS = (_aten.softmax.int, _aten._softmax.default)
+TABLE_TARGETS = {_aten.sigmoid.default: "sigmoid", _aten.tanh.default: "tanh"}
 SHARED_TARGETS = (
     _aten.flatten.using_ints,
     _aten.view.default,
@@ -82,6 +86,9 @@ SHARED_TARGETS = (
     _aten.contiguous.default,
     _aten.pad.default,
     _aten.constant_pad_nd.default,
+    _aten.select.int,
+    _aten.slice.Tensor,
+    _aten.transpose.int,
 )
 
 
@@ -168,6 +175,8 @@ class TorchmcuQuantizer(Quantizer):
                 self._annotate_shared(node, _short(t), role="anchor")
             elif t in SOFTMAX_TARGETS:
                 self._annotate_softmax(node)
+            elif t in TABLE_TARGETS:
+                self._annotate_table(node, TABLE_TARGETS[t])
             elif t in SHARED_TARGETS:
                 self._annotate_shared(node, _short(t), role="shared")
             elif t in ACTIVATION_TARGETS:
@@ -235,7 +244,7 @@ class TorchmcuQuantizer(Quantizer):
         a, b = node.args[0], node.args[1]
         if not isinstance(a, Node) or not isinstance(b, Node):
             return  # tensor-scalar ops are not supported by the kernels; lowering reports them
-        qmap: dict[Node, QuantizationSpecBase | None] = {a: self.act_qspec, b: self.act_qspec}
+        qmap: dict[Node, QuantizationSpecBase | None] = {a: _input_spec(self, a), b: _input_spec(self, b)}
         node.meta["quantization_annotation"] = QuantizationAnnotation(
             input_qspec_map=qmap, _annotated=True
         )
@@ -272,6 +281,23 @@ class TorchmcuQuantizer(Quantizer):
             ),
         )
 
+    def _annotate_table(self, node: Node, kind: str) -> None:
+        """sigmoid/tanh: observed input, output fixed to the function's range (TABLE_QPARAMS)."""
+        x = node.args[0]
+        if not isinstance(x, Node):
+            return
+        scale, zero_point = TABLE_QPARAMS[kind]
+        out = FixedQParamsQuantizationSpec(
+            dtype=torch.int8, scale=scale, zero_point=zero_point, quant_min=ACT_QMIN,
+            quant_max=ACT_QMAX, qscheme=torch.per_tensor_affine,
+        )
+        node.meta["quantization_annotation"] = QuantizationAnnotation(
+            input_qspec_map={x: self.act_qspec}, output_qspec=out, _annotated=True
+        )
+        write_annotation(
+            node, TorchmcuAnnotation(pattern=kind, fixed_output_qparams=(scale, zero_point))
+        )
+
 
 _ROLE_OF_KIND = {"placeholder": "input", "output": "output", "get_attr": "constant"}
 
@@ -287,6 +313,15 @@ def _record_the_rest(model: torch.fx.GraphModule) -> None:
         role = _ROLE_OF_KIND.get(node.op, "float")
         write_annotation(node, TorchmcuAnnotation(quantized=False, pattern=pattern, role=role))
 
+
+
+def _input_spec(q: TorchmcuQuantizer, x: Node) -> QuantizationSpecBase:
+    """An input produced with fixed qparams (sigmoid, tanh) is read with those qparams, not
+    re-observed (that would insert an int8 -> int8 requantization)."""
+    ann = x.meta.get("quantization_annotation")
+    if ann is not None and isinstance(ann.output_qspec, FixedQParamsQuantizationSpec):
+        return SharedQuantizationSpec(x)
+    return q.act_qspec
 
 
 def _is_annotated(node: Node) -> bool:

@@ -20,7 +20,7 @@ import numpy as np
 
 from torchmcu.pte import program as pm
 from torchmcu.reference import ops_elementwise as ew
-from torchmcu.reference import ops_layout, ops_linear_conv, ops_pool, ops_softmax
+from torchmcu.reference import ops_layout, ops_linear_conv, ops_pool, ops_softmax, ops_table
 from torchmcu.reference.float_calls import FLOAT_OPS, run_float_call
 
 _DTYPES = {
@@ -228,6 +228,11 @@ _HANDLERS: dict[str, _Handler] = {
         c.physical(0), c.tensor_meta(0).sizes, c.tensor_meta(0).dim_order, c.tensor_meta(-2).sizes,
         c.tensor_meta(-2).dim_order, c.scalar(1), c.scalar(2), c.scalar(3)),
     "cortex_m::transpose": _transpose,
+    "cortex_m::quantized_activation": lambda c: ops_table.quantized_activation(
+        c.physical(0), c.physical(1)),
+    "torchmcu::slice_copy": lambda c: np.transpose(ops_table.slice_copy(
+        c.memory.read_logical(c.args[0]), *(c.scalar(i) for i in range(1, 5))),
+        c.tensor_meta(-2).dim_order),
 }
 
 
@@ -252,7 +257,7 @@ _SCHEMA_ARGS = {
     "cortex_m::quantized_depthwise_conv2d_nhwc": 15, "cortex_m::quantized_avg_pool2d": 10,
     "cortex_m::quantized_avg_pool2d_nhwc": 10, "cortex_m::quantized_max_pool2d": 11,
     "cortex_m::quantized_max_pool2d_nhwc": 11, "cortex_m::softmax": 8, "cortex_m::pad": 5,
-    "cortex_m::transpose": 3,
+    "cortex_m::transpose": 3, "cortex_m::quantized_activation": 3, "torchmcu::slice_copy": 6,
 }
 
 

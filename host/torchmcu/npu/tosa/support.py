@@ -114,6 +114,8 @@ def npu_support(plan: pm.ExecutionPlan, instruction_index: int, family: str) -> 
             if weight.sizes[3] != cin:
                 return "grouped convolution is not lowered to the NPU"
         return _stride_reason("convolution", family, _pair(_values(plan, call, 3)), out_hw)
+    if name == "torchmcu::slice_copy" and _values(plan, call, 4) != 1:
+        return f"slice with step {_values(plan, call, 4)} (TOSA SLICE takes step 1)"
     if name == "cortex_m::quantized_linear":
         if _values(plan, call, 5) != 0:
             return "quantized_linear with a non-zero filter offset"
