@@ -317,3 +317,37 @@ def test_cli_float_options_build_the_quantizer() -> None:
     assert cfg.module_names == ["head"]
     assert cfg.operators == [torch.ops.aten.gelu, torch.ops.aten.layer_norm.default]
     assert _float_quantizer(build_parser().parse_args(["export", "m.py:f"])) is None
+
+
+class FloatFirst(nn.Module):
+    """LayerNorm (float) reading the program input, then int8 conv -> relu -> pool -> linear."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm([2, 5, 5])
+        self.conv = nn.Conv2d(2, 4, 3)
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.conv(self.norm(x)))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(y, 1), 1))
+
+
+def test_float_op_reading_the_program_input() -> None:
+    torch.manual_seed(1)
+    model = FloatFirst().eval()
+    xs = [(torch.randn(1, 2, 5, 5),) for _ in range(6)]
+    e = torchmcu.export(model, xs[0], calibration=xs,
+                        quantizer=TorchmcuQuantizer().set_module_type(nn.LayerNorm, None))
+    plan = e.program.execution_plan[0]
+    ops = [plan.operators[i.op_index].name for i in plan.chains[0].instructions]
+    assert ops[:2] == ["aten::native_layer_norm", "cortex_m::quantize_per_tensor"]
+    assert e.report["inputs"][0]["dtype"] == "float32"
+    program, marks = _probe(e.quantized_model)
+    x = xs[1][0].numpy()
+    outs = native.run_program(serialize(program), [x])
+    ref = run_program(program, [x])
+    np.testing.assert_array_equal(outs[0], ref[0])  # int8 tail, dequantized: bit-exact
+    (o,) = marks["float_out"]
+    with torch.no_grad():
+        _close(outs[o], model.norm(torch.from_numpy(x)).numpy(), "layer norm of the input")

@@ -33,6 +33,11 @@ def lower_placeholder(ctx: Ctx, node: torch.fx.Node) -> None:
         return
     non_q = [u for u in users if not is_q(u)]
     if non_q:
+        from torchmcu.lower.rules_float import is_float_node
+
+        if all(is_float_node(ctx, u) for u in non_q):  # read in float32 (any quantize users
+            _float_input(ctx, node)                   # are lowered by lower_q from it)
+            return
         raise unsupported(non_q[0], "it consumes a float program input (it was not quantized)")
     params = {qparams_of(ctx.gm, q) for q in users}
     if len(params) != 1:
@@ -56,6 +61,20 @@ def lower_placeholder(ctx: Ctx, node: torch.fx.Node) -> None:
     for q in users:
         ctx.env[q] = value
         ctx.done.add(q)
+
+
+def _float_input(ctx: Ctx, node: torch.fx.Node) -> None:
+    """A float32 program input that float nodes read directly."""
+    from torchmcu.lower.values import LValue
+
+    sizes = shape_of(node)
+    key = ctx.b.new_buffer(node.name, nbytes_of(ScalarType.FLOAT, sizes))
+    vi = ctx.b.planned(key, ScalarType.FLOAT, sizes)
+    ctx.inputs.append(vi)
+    ctx.env[node] = LValue(vi, key, sizes, ScalarType.FLOAT)
+    ctx.io_info["inputs"].append(
+        {"name": node.name, "sizes": sizes, "scale": None, "zero_point": None, "dtype": "float32"}
+    )
 
 
 def lower_output(ctx: Ctx, node: torch.fx.Node) -> None:
