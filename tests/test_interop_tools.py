@@ -556,7 +556,6 @@ def test_broken_lists_rejected(case: tuple[Any, ...], checked: dict[str, Any]) -
 UNCOVERED = [
     "cortex_m::maximum.out",
     "cortex_m::minimum.out",
-    "cortex_m::quantized_activation.out",
     "cortex_m::quantized_batch_matmul.out",
     "cortex_m::quantized_div.out",
     "cortex_m::quantized_transpose_conv2d.out",
