@@ -203,8 +203,9 @@ def test_two_chains_unsupported(monkeypatch) -> None:
 
 
 EXECUTE_REJECTIONS = [
-    ("move", _instructions(KernelCall(0, [0, 1, 2, 3, 3]), MoveCall(0, 3)), "UNSUPPORTED",
-     "instruction kind not supported by this runtime (instruction 1"),
+    ("move", _instructions(KernelCall(0, [0, 1, 2, 3, 3]), MoveCall(2, 3)), "INVALID_PROGRAM",
+     "move between values of different kinds (or tensors of different type, sizes or memory) "
+     "(instruction 1"),
     ("no_out_tensor", _instructions(KernelCall(0, [0, 1, 2, 3, 2])), "INVALID_PROGRAM",
      "does not end with an out tensor (instruction 0, operator torchmcu_test::add.out"),
     ("unplanned_arg", _set_tensor(3, allocation=None), "INVALID_PROGRAM", "has no memory"),

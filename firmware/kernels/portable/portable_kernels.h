@@ -26,4 +26,11 @@ tm_status tm_portable_cat_out(tm_kernel_context *ctx, tm_value *const *args, siz
 tm_status tm_portable_native_layer_norm_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
 tm_status tm_portable_gelu_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
 
+/* Integer predicate kernels of torch.cond (predicate.c). */
+tm_status tm_portable_sum_intlist_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
+tm_status tm_portable_gt_scalar_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
+tm_status tm_portable_ge_scalar_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
+tm_status tm_portable_lt_scalar_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
+tm_status tm_portable_le_scalar_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
+
 #endif

@@ -210,6 +210,79 @@ static tm_status prepare_delegate_calls(tm_method *m, const tm_walk *w, tm_deleg
   return TM_OK;
 }
 
+/* A JumpFalseCall condition: a Bool value, or a Bool tensor (true when every element is). */
+static bool is_condition(const tm_value *v) {
+  return v->tag == TM_VALUE_BOOL ||
+         (v->tag == TM_VALUE_TENSOR && v->u.tensor->scalar_type == TM_BOOL && v->u.tensor->numel != 0 &&
+          v->u.tensor->data != NULL);
+}
+
+/* Two tensors a MoveCall may rebind between: planned memory, same type and sizes. */
+static bool movable_tensors(const tm_tensor *a, const tm_tensor *b, const uint8_t *arena, size_t arena_bytes) {
+  if (a->scalar_type != b->scalar_type || a->dim != b->dim || a->nbytes != b->nbytes || a->data == NULL ||
+      b->data == NULL || !in_arena(a, arena, arena_bytes) || !in_arena(b, arena, arena_bytes)) {
+    return false;
+  }
+  for (uint32_t k = 0; k < a->dim; ++k) {
+    if (a->sizes[k] != b->sizes[k] || a->dim_order[k] != b->dim_order[k]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/* Some MoveCall writes the value (only a MoveCall can change a Bool value). */
+static bool move_target(const tm_walk *w, uint32_t value) {
+  for (uint32_t i = 0; i < w->num_instrs; ++i) {
+    if (w->instrs[i].kind == TM_INSTR_MOVE && (uint32_t)w->instrs[i].b == value) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/*
+ * Control flow at load: a JumpFalseCall reads a condition (its destination was bounds-checked
+ * by the walk); a MoveCall rebinds a value of the same kind - scalars to scalars, a tensor to
+ * a planned tensor of the same type, sizes and layout, so a later kernel's out argument can
+ * never become a constant and no kernel sees a shape it was not loaded with.
+ */
+static tm_status check_control_flow(tm_method *m, const tm_walk *w, const uint8_t *arena, size_t arena_bytes) {
+  for (uint32_t i = 0; i < w->num_instrs; ++i) {
+    const tm_instruction *ins = &w->instrs[i];
+    m->diag.instruction = (int32_t)i;
+    if (ins->kind == TM_INSTR_JUMP_FALSE && !is_condition(&w->values[ins->a])) {
+      m->diag.value = ins->a;
+      return fail(m, TM_ERR_INVALID_PROGRAM, "jump condition is not a Bool or a Bool tensor", ins->pos);
+    }
+    if (ins->kind == TM_INSTR_JUMP_FALSE && (uint32_t)ins->b <= i && w->values[ins->a].tag == TM_VALUE_BOOL &&
+        !w->values[ins->a].u.b && !move_target(w, (uint32_t)ins->a)) {
+      m->diag.value = ins->a;
+      return fail(m, TM_ERR_INVALID_PROGRAM, "backward jump on a constant false condition (endless loop)",
+                  ins->pos);
+    }
+    if (ins->kind != TM_INSTR_MOVE) {
+      continue;
+    }
+    const tm_value *from = &w->values[ins->a], *to = &w->values[ins->b];
+    bool ok = from->tag == to->tag;
+    if (ok && from->tag == TM_VALUE_TENSOR) {
+      ok = movable_tensors(from->u.tensor, to->u.tensor, arena, arena_bytes);
+    } else if (ok) {
+      ok = from->tag == TM_VALUE_INT || from->tag == TM_VALUE_BOOL || from->tag == TM_VALUE_DOUBLE ||
+           from->tag == TM_VALUE_NONE;
+    }
+    if (!ok) {
+      m->diag.value = ins->b;
+      return fail(m, TM_ERR_INVALID_PROGRAM,
+                  "move between values of different kinds (or tensors of different type, sizes or memory)",
+                  ins->pos);
+    }
+  }
+  m->diag.instruction = TM_DIAG_NONE;
+  return TM_OK;
+}
+
 tm_status tm_method_init(tm_method *method, tm_program *program, const char *method_name,
                          const tm_kernel_registry *registry, void *meta, size_t meta_size, void *arena,
                          size_t arena_size) {
@@ -264,7 +337,8 @@ tm_status tm_method_init(tm_method *method, tm_program *program, const char *met
   if (st != TM_OK) {
     return st;
   }
-  if ((st = check_writes(method, &fill, arena, w.arena_bytes)) != TM_OK) {
+  if ((st = check_writes(method, &fill, arena, w.arena_bytes)) != TM_OK ||
+      (st = check_control_flow(method, &fill, arena, w.arena_bytes)) != TM_OK) {
     return st;
   }
   tm_delegate_slot *slots = (tm_delegate_slot *)(void *)(base + m.delegates);
@@ -445,9 +519,29 @@ tm_status tm_method_execute(tm_method *method) {
         ++pc;
         break;
       }
-      /* MoveCall, once executed, changes a value that later calls take as an argument: it must
-       * clear method->verified (every bit) so those kernels check their arguments again. */
-      default: /* MoveCall, JumpFalseCall: not implemented yet */
+      case TM_INSTR_JUMP_FALSE: { /* condition kind and destination verified at load */
+        const tm_value *c = &method->values[ins->a];
+        bool taken = true;
+        if (c->tag == TM_VALUE_BOOL) {
+          taken = c->u.b;
+        } else {
+          const uint8_t *flags = (const uint8_t *)c->u.tensor->data;
+          for (uint32_t k = 0; k < c->u.tensor->numel && taken; ++k) {
+            taken = flags[k] != 0u;
+          }
+        }
+        pc = taken ? pc + 1u : (uint32_t)ins->b;
+        break;
+      }
+      case TM_INSTR_MOVE:
+        /* ExecuTorch's semantics: the destination value becomes the source (a tensor value is
+         * rebound, not copied; same kind, type and sizes checked at load). Later calls see a
+         * different argument value: every kernel checks its arguments again. */
+        method->values[ins->b] = method->values[ins->a];
+        memset(method->verified, 0, ((size_t)method->num_instructions + 7u) / 8u);
+        ++pc;
+        break;
+      default:
         return fail(method, TM_ERR_UNSUPPORTED, "instruction kind not supported by this runtime", ins->pos);
     }
   }

@@ -88,7 +88,7 @@ def lower_output(ctx: Ctx, node: torch.fx.Node) -> None:
             ctx.io_info["outputs"].append({"name": item.name, "sizes": list(ctx.env[item].sizes),
                                            "scale": None, "zero_point": None, "dtype": "float32"})
             continue
-        if not isinstance(item, torch.fx.Node) or not (is_dq(item) or is_q(item)):
+        if not isinstance(item, torch.fx.Node) or not (is_dq(item) or is_q(item) or item in ctx.env):
             raise unsupported(item if isinstance(item, torch.fx.Node) else node,
                               "a program output that is not a quantized tensor")
         src = item.args[0] if is_dq(item) else item

@@ -9,6 +9,12 @@ import torch
 import torch.fx
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
+from torchmcu.quantize.control_flow import (
+    convert_with_branches,
+    detach_branch_weights,
+    has_control_flow,
+    quantize_branches,
+)
 from torchmcu.quantize.annotation import record_converted_nodes
 from torchmcu.quantize.fold_bn import fold_batch_norm
 from torchmcu.quantize.quantizer import TorchmcuQuantizer
@@ -74,19 +80,27 @@ def quantize(
         quantizer = TorchmcuQuantizer(per_channel=per_channel, observer=observer)
     # Our own fold first (torchao would fold too, but we want the record on the node).
     gm = fold_batch_norm(export_model(model, example_inputs))
+    control_flow = has_control_flow(gm)  # torch.cond bodies are quantized separately
+    if control_flow:
+        detach_branch_weights(gm)
     prepared = prepare_pt2e(gm, quantizer)
     count = 0
+    kept: list[tuple[Any, ...]] = []
     with torch.no_grad():
         for sample in calibration:
             args = sample if isinstance(sample, (tuple, list)) else (sample,)
             check_calibration_sample(count, args, example_inputs)
             prepared(*args)
             count += 1
+            if control_flow:
+                kept.append(tuple(args))
     if count == 0:
         raise ValueError(
             "quantize: the calibration set is empty; pass at least one sample shaped like "
             "example_inputs (ideally a few hundred representative inputs)"
         )
-    converted = convert_pt2e(prepared)
+    converted = convert_with_branches(prepared) if control_flow else convert_pt2e(prepared)
+    if control_flow:
+        quantize_branches(converted, quantizer, kept)
     record_converted_nodes(converted)
     return converted

@@ -22,6 +22,7 @@ from torchmcu.pte import program as pm
 from torchmcu.reference import ops_elementwise as ew
 from torchmcu.reference import ops_layout, ops_linear_conv, ops_pool, ops_softmax, ops_table
 from torchmcu.reference.float_calls import FLOAT_OPS, run_float_call
+from torchmcu.reference.ops_predicate import PREDICATE_OPS, run_predicate_call
 
 _DTYPES = {
     pm.ScalarType.BYTE: np.uint8,
@@ -265,6 +266,12 @@ def _run_kernel(memory: _Memory, plan: pm.ExecutionPlan, call: pm.KernelCall) ->
     if not 0 <= call.op_index < len(plan.operators):
         raise InterpreterError(f"operator index {call.op_index} out of range")
     op = plan.operators[call.op_index]
+    if (op.name, op.overload) in PREDICATE_OPS:  # torch.cond predicates
+        if len(call.args) != PREDICATE_OPS[(op.name, op.overload)] or call.args[-1] != call.args[-2] or \
+                any(not 0 <= a < len(plan.values) for a in call.args):
+            raise InterpreterError("predicate op: bad argument count or index")
+        run_predicate_call(_Call(memory, call.args), op.name)
+        return
     if op.name in FLOAT_OPS and op.overload == "out":  # portable fp32 ops (float regions)
         if any(not 0 <= a < len(plan.values) for a in call.args):
             raise InterpreterError("argument value index out of range")
@@ -369,8 +376,10 @@ def _step(memory: _Memory, plan: pm.ExecutionPlan, instr: pm.Instruction, pc: in
             memory.values[instr.move_to] = src
     elif isinstance(instr, pm.JumpFalseCall):
         cond = memory.values[instr.cond_value_index]
+        if isinstance(cond, pm.Tensor) and cond.scalar_type == pm.ScalarType.BOOL:
+            cond = pm.Bool(bool(memory.read(instr.cond_value_index).all()))  # ExecuTorch: all true
         if not isinstance(cond, pm.Bool):
-            raise InterpreterError("jump condition is not a Bool")
+            raise InterpreterError("jump condition is not a Bool or a Bool tensor")
         if not cond.value:
             return instr.destination_instruction
     elif isinstance(instr, pm.FreeCall):
