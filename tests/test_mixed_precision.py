@@ -14,6 +14,8 @@ The annotation record is on every node after export, deepcopy and re-export; the
 partitioner leaves the float region on the CPU ("float"); a graph without records is refused.
 """
 
+# ruff: noqa: I001  (torchmcu.quantize is imported before torchmcu.lower on purpose: either order
+# must work, and this one keeps working while the two packages import each other)
 from __future__ import annotations
 
 import copy
@@ -28,7 +30,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import torchmcu
-from torchmcu.quantize import META_KEY, TorchmcuQuantizer, read_annotation  # noqa: I001 (before lower)
+from torchmcu.quantize import META_KEY, TorchmcuQuantizer, read_annotation
 from torchmcu import native
 from torchmcu.examples import models
 from torchmcu.lower.lowering import finish_lowering, lower_graph

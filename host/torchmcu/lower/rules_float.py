@@ -34,7 +34,7 @@ from torchmcu.lower.graph import (
 from torchmcu.lower.layout import as_contiguous
 from torchmcu.lower.requant import INT8_MAX, INT8_MIN
 from torchmcu.lower.values import LValue
-from torchmcu.pte.program import String, TensorList, ScalarType
+from torchmcu.pte.program import ScalarType, String, TensorList
 from torchmcu.quantize.annotation import read_annotation
 
 _aten = torch.ops.aten

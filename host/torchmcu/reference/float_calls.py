@@ -24,14 +24,14 @@ def _tensor(c: Any, i: int) -> np.ndarray | None:
 def _string(c: Any, i: int) -> str:
     v = c.values[c.args[i]]
     if not isinstance(v, pm.String):
-        raise ValueError(f"argument {i}: expected a String, got {type(v).__name__}")
+        raise TypeError(f"argument {i}: expected a String, got {type(v).__name__}")
     return v.value
 
 
 def _tensor_list(c: Any, i: int) -> list[np.ndarray]:
     v = c.values[c.args[i]]
     if not isinstance(v, pm.TensorList):
-        raise ValueError(f"argument {i}: expected a TensorList, got {type(v).__name__}")
+        raise TypeError(f"argument {i}: expected a TensorList, got {type(v).__name__}")
     return [c.memory.read_logical(k) for k in v.items]
 
 
