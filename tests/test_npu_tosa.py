@@ -47,10 +47,12 @@ def random_inputs(program: pm.Program, rng: np.random.Generator) -> list[np.ndar
     return [rng.integers(-128, 128, plan.values[i].sizes).astype(np.int8) for i in plan.inputs]  # type: ignore[union-attr]
 
 
-def assert_tosa_matches(program: pm.Program, samples: int = 3, seed: int = 0, inputs=None) -> None:
+def assert_tosa_matches(
+    program: pm.Program, samples: int = 3, seed: int = 0, inputs=None, family=None
+) -> None:
     """TOSA reference model == reference interpreter on `samples` random int8 inputs."""
     plan = program.execution_plan[0]
-    graph = lower_to_tosa(program)
+    graph = lower_to_tosa(program, family=family)
     assert graph.inputs == plan.inputs and graph.outputs == plan.outputs
     rng = np.random.default_rng(seed)
     cases = inputs if inputs is not None else [random_inputs(program, rng) for _ in range(samples)]
@@ -606,7 +608,8 @@ def test_linear_bias_kernel_sum_and_rank3():
         assert_tosa_matches(net.finish([out]), samples=3)
 
 
-def test_pad_and_transpose():
+@pytest.mark.parametrize("family", [None, "u55", "u85"])
+def test_pad_and_transpose(family):
     net = Net()
     x = net.input([1, 3, 5, 4], nhwc=False)  # contiguous NCHW, as a program input
     t = net.act([1, 5, 4, 3], nhwc=False)
@@ -620,7 +623,46 @@ def test_pad_and_transpose():
         [view, b.int_list([0, 1, 0, 0]), b.int_list([0, 2, 1, 0]), b.int_(-7)],
         padded,
     )
-    assert_tosa_matches(net.finish([padded]), samples=3)
+    assert_tosa_matches(net.finish([padded]), samples=3, family=family)
+
+
+def test_collapsed_transpose_moves_the_same_bytes():
+    # For U55 a TRANSPOSE is emitted with the fewest axes; numpy checks it is the same move.
+    from torchmcu.npu.tosa.ops_layout import collapsed_transpose
+
+    rng = np.random.default_rng(11)
+    assert collapsed_transpose((1, 3, 32, 32), [0, 2, 3, 1]) == ((3, 1024), [1, 0])
+    for _ in range(200):
+        rank = int(rng.integers(2, 6))
+        shape = tuple(int(v) for v in rng.choice([1, 1, 2, 3, 4], size=rank))
+        perm = [int(p) for p in rng.permutation(rank)]
+        x = np.arange(int(np.prod(shape))).reshape(shape)
+        in_shape, merged = collapsed_transpose(shape, perm)
+        assert len(merged) == len(in_shape) >= 2 and sorted(merged) == list(range(len(merged)))
+        want = np.transpose(x, perm).reshape(-1)
+        got = np.transpose(x.reshape(in_shape), merged).reshape(-1)
+        assert np.array_equal(got, want), (shape, perm, in_shape, merged)
+
+
+def test_transpose_fewer_axes_for_u55(monkeypatch):
+    from torchmcu.npu.tosa.graph import Graph
+
+    perms: dict[str, list[int]] = {}
+    real_op = Graph.op
+
+    def spy(self, op, inputs, out_shape, dtype, attribute):
+        if op == "TRANSPOSE":
+            perms[self.family] = list(inputs[0].shape)
+        return real_op(self, op, inputs, out_shape, dtype, attribute)
+
+    monkeypatch.setattr(Graph, "op", spy)
+    for family in ("u55", "u85"):
+        net = Net()
+        x = net.input([1, 3, 6, 4], nhwc=False)
+        t = net.act([1, 6, 4, 3], nhwc=False)
+        net.b.call("cortex_m::transpose", [x, net.b.int_list([0, 2, 3, 1])], t)
+        assert_tosa_matches(net.finish([t]), samples=2, family=family)
+    assert perms == {"u55": [3, 24], "u85": [1, 3, 6, 4]}
 
 
 # --- npu_support ------------------------------------------------------------------------------------------

@@ -525,7 +525,7 @@ def partition(
     delegate_calls: list[pm.DelegateCall] = []
     for k, g in enumerate(groups):
         carved = carve(cpu_program, g)
-        graph = lower_to_tosa(carved.program)
+        graph = lower_to_tosa(carved.program, family=target.family)
         vela = compile_tosa(graph.flatbuffer, target, name=f"delegate{k}")
         key = ctx.b.new_buffer(f"npu{k}.scratch", int(vela.scratch_size))
         scratch = ctx.b.planned(key, pm.ScalarType.BYTE, [int(vela.scratch_size)])

@@ -85,11 +85,11 @@ class Reader:
 class _Lowering:
     """State of one lower_to_tosa run: TOSA tensors per storage, views, pending pads."""
 
-    def __init__(self, program: pm.Program) -> None:
+    def __init__(self, program: pm.Program, family: str | None = None) -> None:
         self.program = program
         self.plan = program.execution_plan[0]
         self.trace = trace_storage(self.plan)
-        self.g = Graph()
+        self.g = Graph(family)
         self.storages: dict[Storage, Tensor] = {}
         self.views: dict[tuple[Storage, tuple[int, ...]], Tensor] = {}
         # storage of a pad folded into its only reader -> (pad args, pad reads, amounts)
@@ -146,9 +146,11 @@ class _Lowering:
                 self.pending[storage] = i
 
 
-def lower_to_tosa(program: pm.Program) -> TosaGraph:
-    """The first plan of `program` (KernelCalls on int8 tensors) as one TOSA graph."""
-    state = _Lowering(program)
+def lower_to_tosa(program: pm.Program, family: str | None = None) -> TosaGraph:
+    """The first plan of `program` (KernelCalls on int8 tensors) as one TOSA graph.
+    family: the Ethos-U family it is for ("u55", "u65", "u85"), which picks the faster of
+    equivalent op forms where Vela's costs differ; the results are the same integers."""
+    state = _Lowering(program, family)
     plan = state.plan
     for k, vi in enumerate(plan.inputs):
         t = plan.values[vi]

@@ -75,9 +75,12 @@ def laid_out_as(t: pm.Tensor, order: Sequence[int]) -> bool:
 
 
 class Graph:
-    """One TOSA 1.0 graph under construction."""
+    """One TOSA 1.0 graph under construction. family ("u55", "u65", "u85" or None): the NPU
+    it is meant for, where the fastest of several exact forms depends on it (never the
+    arithmetic: every form computes the same integers)."""
 
-    def __init__(self) -> None:
+    def __init__(self, family: str | None = None) -> None:
+        self.family = family
         self.g = ts().TosaSerializer(
             "", targetMajor=1, targetMinor=0, targetPatch=0, targetDraft=False
         )

@@ -105,4 +105,40 @@ def transpose(g: Graph, a: Args, read: Read) -> Tensor:
     moved = [p for p in perm if x.shape[p] > 1]
     if moved == sorted(moved):  # only size-1 axes move: the bytes stay where they are
         return g.reshape(x, shape)
+    if g.family == "u55":
+        # Vela 5.2 splits a rank-4 TRANSPOSE into two passes on Ethos-U55 but runs the same
+        # move as one when it is expressed with the fewest axes (NCHW -> NHWC of ResNet8's
+        # input: 2 x 1,152 cycles -> 1,152). U65 and U85 are slower that way (measured), so
+        # they keep the tensor's own rank.
+        in_shape, merged = collapsed_transpose(x.shape, perm)
+        if len(merged) < len(perm):
+            moved_x = g.reshape(x, in_shape)
+            out_shape = tuple(in_shape[p] for p in merged)
+            t = g.op("TRANSPOSE", [moved_x], out_shape, x.dtype, attr("TransposeAttribute", merged))
+            return g.reshape(t, shape)
     return g.op("TRANSPOSE", [x], shape, x.dtype, attr("TransposeAttribute", perm))
+
+
+def collapsed_transpose(
+    shape: tuple[int, ...], perm: list[int]
+) -> tuple[tuple[int, ...], list[int]]:
+    """The same byte move with size-1 axes dropped and input axes that stay adjacent and in
+    order merged: (input shape, permutation) of the smallest rank (at least 2)."""
+    kept = [p for p in perm if shape[p] > 1]
+    groups: list[list[int]] = []  # runs of consecutive input axes, in output order
+    for p in kept:
+        if (
+            groups
+            and p > groups[-1][-1]
+            and all(shape[q] == 1 for q in range(groups[-1][-1] + 1, p))
+        ):
+            groups[-1].append(p)  # the next input axis, or only size-1 axes lie between
+        else:
+            groups.append([p])
+    order = sorted(range(len(groups)), key=lambda k: groups[k][0])  # input order of the runs
+    sizes = [int(np.prod([shape[q] for q in grp])) for grp in groups]
+    in_shape = tuple(sizes[k] for k in order)
+    merged = [order.index(k) for k in range(len(groups))]
+    while len(in_shape) < 2:
+        in_shape, merged = (1, *in_shape), [0] + [m + 1 for m in merged]
+    return in_shape, merged
