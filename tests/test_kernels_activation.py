@@ -11,7 +11,6 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from torchmcu import native
 from torchmcu.lower.rules_activation import TABLE_FUNCTIONS, activation_lut
 from torchmcu.reference import ops_table

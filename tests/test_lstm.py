@@ -21,7 +21,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-
 from torchmcu import native
 from torchmcu.api import export_quantized
 from torchmcu.examples import models
@@ -117,7 +116,7 @@ def test_u85_one_delegate_bit_exact_with_the_cpu_program(lstm):
 def test_bundled_lstm_checked_on_host(lstm, capsys):
     from torchmcu.cli import main
 
-    _, _, cpu, npu, tmp = lstm
+    _, _, _, npu, tmp = lstm
     samples = [_numpy(s) for s in models.calibration("lstm", 2, seed=11)]
     path = npu.save(tmp / "bundle", "lstm", bundle_samples=samples)
     assert main(["run", str(path.with_suffix(".bpte")), "--host"]) == 0
@@ -151,3 +150,46 @@ def test_cpu_program_on_cortex_m55_matches_the_host(lstm):
     outs, _ = firmware.run_samples(cpu.pte_bytes, "qemu-an547", samples, tmp / "m55", timeout=120)
     for sample, got in zip(samples, outs):
         np.testing.assert_array_equal(got[0], native.run_program(cpu.pte_bytes, sample)[0])
+
+
+class _ZeroState(models.LSTMSequence):
+    """The common form: `lstm(x)` with the zero initial state the module makes itself, the
+    last step of the output sequence."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        y, _ = self.lstm(x)
+        return self.head(y[:, -1])
+
+
+def test_zero_initial_state_and_last_output_step(lstm):
+    """The zero state is folded (no zeros, no concatenated sequence left); CPU program on the
+    host equals the interpreter and stays near fake-quant; on U85 one delegate, bit-exact."""
+    model, _, _, _, tmp = lstm
+    zero = _ZeroState()
+    zero.load_state_dict(model.state_dict())
+    zero.eval()
+    calib = [(s[0],) for s in models.calibration("lstm", 16)]
+    graph = quantize(zero, calib[0], calib)
+    targets = {n.target for n in graph.graph.nodes if n.op == "call_function"}
+    assert torch.ops.aten.zeros.default not in targets and torch.ops.aten.cat.default not in targets
+    cpu = export_quantized(graph, board="corstone-320")
+    npu = export_quantized(
+        graph, board="corstone-320", npu_target=resolve_target("corstone-320", "ethos-u85-256")
+    )
+    assert _ops(npu.program)["DelegateCall"] == 1
+    path = npu.save(tmp / "zero", "lstm_zero")
+    from torchmcu.api import run_on_host
+
+    scale = cpu.report["outputs"][0]["scale"]
+    steps, off_float = [], []
+    for (x,) in [(s[0],) for s in models.calibration("lstm", 12, seed=21)]:
+        xs = [np.ascontiguousarray(x.numpy())]
+        ours = run_program(cpu.program, xs)[0]
+        np.testing.assert_array_equal(native.run_program(cpu.pte_bytes, xs)[0], ours)
+        np.testing.assert_array_equal(run_on_host(path, xs)[0], ours)
+        steps.append(np.abs(ours - graph(x).detach().numpy()).max() / scale)
+        off_float.append(np.abs(ours - zero(x).detach().numpy()).max() / scale)
+    print(f"zero-state LSTM: fake-quant p99 {np.percentile(steps, 99):.2f} steps, float median "
+          f"{np.median(off_float):.1f} max {max(off_float):.1f} steps")
+    assert float(np.percentile(steps, 99)) <= 2.0
+    assert float(np.median(off_float)) <= 8.0  # int8 LSTM vs float: a few steps typically

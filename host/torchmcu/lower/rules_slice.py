@@ -54,7 +54,7 @@ def _slice_copy(ctx: Ctx, node: torch.fx.Node, x: LValue, dim: int, start: int, 
 
 
 def emit_slice(ctx: Ctx, node: torch.fx.Node) -> None:
-    x, qs, act, qp = _shared_input(ctx, node, "slice")
+    x, qs, act, _ = _shared_input(ctx, node, "slice")
     rank = x.rank
     dim = int(arg(node, 1, "dim", 0)) % rank  # type: ignore[arg-type]
     size = x.sizes[dim]
@@ -77,7 +77,7 @@ def emit_slice(ctx: Ctx, node: torch.fx.Node) -> None:
 
 
 def emit_select(ctx: Ctx, node: torch.fx.Node) -> None:
-    x, qs, act, qp = _shared_input(ctx, node, "select")
+    x, qs, act, _ = _shared_input(ctx, node, "select")
     dim = int(node.args[1]) % x.rank  # type: ignore[arg-type]
     index = int(node.args[2]) % x.sizes[dim]  # type: ignore[arg-type]
     part = x if x.sizes[dim] == 1 else _slice_copy(ctx, node, x, dim, index, index + 1, 1)
@@ -85,7 +85,7 @@ def emit_select(ctx: Ctx, node: torch.fx.Node) -> None:
 
 
 def emit_transpose(ctx: Ctx, node: torch.fx.Node) -> None:
-    x, qs, act, qp = _shared_input(ctx, node, "transpose")
+    x, qs, act, _ = _shared_input(ctx, node, "transpose")
     d0, d1 = int(node.args[1]) % x.rank, int(node.args[2]) % x.rank  # type: ignore[arg-type]
     perm = list(range(x.rank))
     perm[d0], perm[d1] = perm[d1], perm[d0]

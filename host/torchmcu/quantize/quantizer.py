@@ -314,7 +314,6 @@ def _record_the_rest(model: torch.fx.GraphModule) -> None:
         write_annotation(node, TorchmcuAnnotation(quantized=False, pattern=pattern, role=role))
 
 
-
 def _input_spec(q: TorchmcuQuantizer, x: Node) -> QuantizationSpecBase:
     """An input produced with fixed qparams (sigmoid, tanh) is read with those qparams, not
     re-observed (that would insert an int8 -> int8 requantization)."""

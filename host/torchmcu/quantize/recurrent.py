@@ -5,10 +5,12 @@ torch.export keeps nn.LSTM as one aten.lstm.input node. Its own decomposition (P
 registered one) unrolls the sequence: one linear for the input projection of every step,
 then per step a linear of the hidden state, an add, a split into the four gates, sigmoid /
 tanh, mul and add. That decomposition produces unbind / split (tuple outputs read through
-getitem) and a one-element stack; annotating tuple outputs is awkward for PT2E, so they are
-rewritten here as select / slice / unsqueeze, and an add whose operand differs from the
-output only by size-1 dimensions (the step's [1, 4H] input projection against the
-[1, 1, 4H] hidden projection) gets an explicit reshape. Only LSTM is handled now.
+getitem), a one-element stack and a cat of the output sequence; annotating tuple outputs is awkward for PT2E, so they are
+rewritten here as select / slice / unsqueeze, a select of one step from the concatenated
+sequence reads that step, a zero initial state is folded away, and an
+add whose operand differs from the output only by size-1 dimensions (the step's [1, 4H] input
+projection against the [1, 1, 4H] hidden projection) gets an explicit reshape. Only LSTM is
+handled now.
 """
 
 from __future__ import annotations
@@ -94,9 +96,113 @@ def _reshape_broadcast_operands(graph: torch.fx.Graph, node: torch.fx.Node) -> N
             node.update_arg(k, new)
 
 
+_VIEWS = (_aten.select.int, _aten.slice.Tensor, _aten.unsqueeze.default, _aten.squeeze.dim,
+          _aten.reshape.default, _aten.view.default)
+
+
+def _fold_first_step(gm: torch.fx.GraphModule, add: torch.fx.Node, zero_linear: torch.fx.Node,
+                     other: object) -> bool:
+    """add(linear(0, W_hh, b_hh), select(linear(xs, W_ih, b_ih), 0, t)): the first step of a
+    zero state adds only b_hh. Every step adds b_ih + b_hh, so b_hh moves into the input
+    projection's bias (computed once for all steps) and the recurrent linears lose theirs;
+    the add becomes a reshape of the step's projection. Needs b_ih used by the projection
+    only and b_hh by the recurrent linears only (their weight is zero_linear's)."""
+    if not (isinstance(other, torch.fx.Node) and other.target == _aten.select.int):
+        return False
+    proj = other.args[0]
+    if not (isinstance(proj, torch.fx.Node) and proj.target == _aten.linear.default
+            and len(proj.args) > 2 and len(zero_linear.args) > 2):
+        return False
+    b_in, w_hh, b_hh = proj.args[2], zero_linear.args[1], zero_linear.args[2]
+    if not all(isinstance(n, torch.fx.Node) and n.op == "get_attr" for n in (b_in, w_hh, b_hh)):
+        return False
+    recurrent = list(b_hh.users)  # type: ignore[union-attr]
+    if list(b_in.users) != [proj] or any(  # type: ignore[union-attr]
+            u.target != _aten.linear.default or u.args[1] is not w_hh or u.args[2] is not b_hh
+            for u in recurrent):
+        return False
+    bias = (_attr(gm, b_in) + _attr(gm, b_hh)).detach().clone()  # type: ignore[arg-type]
+    name = f"_recurrent_bias_{proj.name}"
+    gm.register_buffer(name, bias)
+    graph = gm.graph
+    with graph.inserting_before(proj):
+        bias_node = graph.get_attr(name)
+    bias_node.meta["val"] = torch.empty(bias.shape, dtype=bias.dtype, device="meta")
+    proj.update_arg(2, bias_node)
+    for u in recurrent:
+        u.update_arg(2, None)
+    out = _insert(graph, add, _aten.reshape.default, (other, list(add.meta["val"].shape)), add)
+    add.replace_all_uses_with(out)
+    graph.erase_node(add)
+    return True
+
+
+def _attr(gm: torch.fx.GraphModule, node: torch.fx.Node) -> torch.Tensor:
+    obj: object = gm
+    for part in str(node.target).split("."):
+        obj = getattr(obj, part)
+    return obj  # type: ignore[return-value]
+
+
+def _select_from_cat(graph: torch.fx.Graph, node: torch.fx.Node) -> None:
+    """select(transpose?(cat(steps, d)), ., t) picking one whole step (y[:, -1] of an LSTM's
+    output sequence) -> a reshape of that step: the sequence is never concatenated."""
+    src = node.args[0]
+    if not isinstance(src, torch.fx.Node) or "val" not in src.meta:
+        return
+    rank = len(src.meta["val"].shape)
+    dim = int(node.args[1]) % rank  # type: ignore[arg-type]
+    if src.target == _aten.transpose.int:
+        a, b = (int(v) % rank for v in src.args[1:3])  # type: ignore[arg-type]
+        dim = b if dim == a else a if dim == b else dim
+        src = src.args[0]  # type: ignore[assignment]
+    if not isinstance(src, torch.fx.Node) or src.target != _aten.cat.default:
+        return
+    items = list(src.args[0])  # type: ignore[arg-type]
+    cat_dim = (int(src.args[1]) if len(src.args) > 1 else 0) % rank  # type: ignore[arg-type]
+    if cat_dim != dim or any(int(i.meta["val"].shape[dim]) != 1 for i in items):
+        return
+    item = items[int(node.args[2]) % len(items)]  # type: ignore[arg-type]
+    new = _insert(graph, node, _aten.reshape.default, (item, list(node.meta["val"].shape)), node)
+    node.replace_all_uses_with(new)
+    graph.erase_node(node)
+
+
+def _fold_zero_state(gm: torch.fx.GraphModule) -> None:
+    """A state the model creates as zeros (`lstm(x)` without (h0, c0)) is folded away: mul by
+    it is zero, add of it is the other operand, and the first step's hidden projection
+    linear(0) = b_hh joins the input projection's bias (_fold_first_step). A zero that
+    cannot be folded stays and the lowering reports the constant."""
+    graph = gm.graph
+    zero: set[torch.fx.Node] = set()
+    for node in list(graph.nodes):
+        if node.op != "call_function":
+            continue
+        args = node.args
+        if (node.target == _aten.zeros.default
+                or (node.target in _VIEWS and args and args[0] in zero)
+                or (node.target == _aten.mul.Tensor and any(a in zero for a in args[:2]))
+                or (node.target == _aten.linear.default and args[0] in zero)):
+            zero.add(node)
+        elif node.target == _aten.add.Tensor and len(args) >= 2:
+            z = [a for a in args[:2] if a in zero]
+            if len(z) != 1:
+                continue
+            other = args[1] if args[0] is z[0] else args[0]
+            if z[0].target == _aten.linear.default:
+                _fold_first_step(gm, node, z[0], other)
+            elif z[0].target == _aten.mul.Tensor and isinstance(other, torch.fx.Node) and \
+                    list(other.meta["val"].shape) == list(node.meta["val"].shape):
+                node.replace_all_uses_with(other)
+                graph.erase_node(node)
+    graph.eliminate_dead_code()
+
+
 def simplify_recurrent(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """Rewrite the tuple-producing ops of a recurrent decomposition (see module doc)."""
     graph = gm.graph
+    if not any(n.target in (_aten.unbind.int, _aten.split.Tensor) for n in graph.nodes):
+        return gm
     for node in list(graph.nodes):
         if node.op != "call_function":
             continue
@@ -107,7 +213,12 @@ def simplify_recurrent(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
             new = _insert(graph, node, _aten.unsqueeze.default, (node.args[0][0], dim), node)  # type: ignore[index]
             node.replace_all_uses_with(new)
             graph.erase_node(node)
-        elif node.target in (_aten.add.Tensor, _aten.mul.Tensor):
+    for node in list(graph.nodes):
+        if node.op == "call_function" and node.target == _aten.select.int:
+            _select_from_cat(graph, node)
+    _fold_zero_state(gm)
+    for node in list(graph.nodes):
+        if node.op == "call_function" and node.target in (_aten.add.Tensor, _aten.mul.Tensor):
             _reshape_broadcast_operands(graph, node)
     graph.lint()
     gm.recompile()
