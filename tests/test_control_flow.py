@@ -1,4 +1,4 @@
-"""torch.cond end to end: quantized branch bodies, JumpFalseCall/MoveCall in one instruction list,
+"""torch.cond and torch.map end to end: quantized branch/loop bodies, JumpFalseCall/MoveCall in one instruction list,
 the host runtime and QEMU bit-exact with the reference interpreter for inputs taking each
 branch; load-time rejection of bad control-flow instructions; clear errors for what is not
 supported.
@@ -24,6 +24,7 @@ from torchmcu.pte import program as pm
 from torchmcu.pte import reader, writer
 from torchmcu.pte.validate import ProgramError
 from torchmcu.reference.interpreter import run_program
+from torch._higher_order_ops.map import map as tmap
 
 SHAPE = (1, 3, 8, 8)
 
@@ -90,6 +91,19 @@ class NestedCondNet(torch.nn.Module):
         return torch.cond(x.mean() > 0, inner, lambda t: self.b(t), (x,))
 
 
+class MapNet(torch.nn.Module):
+    """torch.map of a conv + ReLU body over the batch (dim 0)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pre = _identity_pre()
+        self.a = _conv(1, relu=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.pre(x)
+        return tmap(lambda t: self.a(t.unsqueeze(0)).squeeze(0), x)
+
+
 def _inputs(seed: int) -> list[torch.Tensor]:
     """Inputs whose means are far from the thresholds: ~-0.8, ~0.4 and ~1.6."""
     g = torch.Generator().manual_seed(seed)
@@ -103,6 +117,39 @@ def case(request):
     cal = [(x,) for s in range(3) for x in _inputs(100 + s)]
     exp = torchmcu.export(model, (cal[0][0],), calibration=cal)
     return request.param, model, exp
+
+
+def _batches(seed: int) -> list[torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn((3, *SHAPE[1:]), generator=g) for _ in range(2)]
+
+
+@pytest.fixture(scope="module")
+def mapped():
+    model = MapNet().eval()
+    cal = [(x,) for x in _batches(11)]
+    return model, torchmcu.export(model, cal[0], calibration=cal)
+
+
+def test_map_loop_form_and_bit_exact(mapped) -> None:
+    model, exp = mapped
+    plan = exp.program.execution_plan[0]
+    ins = plan.chains[0].instructions
+    names = [f"{plan.operators[i.op_index].name}.{plan.operators[i.op_index].overload}"
+             if isinstance(i, pm.KernelCall) else type(i).__name__ for i in ins]
+    start = names.index("aten::select_copy.int_out")
+    assert names[start - 1] == "aten::sym_size.int"
+    k = names.index("executorch_prim::et_copy_index.tensor")
+    assert names[k:k + 5] == ["executorch_prim::et_copy_index.tensor", "executorch_prim::add.Scalar",
+                              "executorch_prim::eq.Scalar", "JumpFalseCall", "executorch_prim::sub.Scalar"]
+    assert ins[k + 3].destination_instruction == start  # back to the slice of the next item
+    for x in _batches(12):
+        ref = run_program(exp.program, [x.numpy()])[0]
+        for _ in range(2):  # the counter is reset: a second run gives the same bytes
+            assert _same_bits(ref, native.run_program(exp.pte_bytes, [x.numpy()])[0])
+        with torch.no_grad():
+            want = torch.stack([model.a(model.pre(x[i:i + 1]))[0] for i in range(x.shape[0])]).numpy()
+        assert np.abs(ref - want).max() < 0.1  # every item went through the body
 
 
 def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
@@ -151,13 +198,22 @@ def test_each_branch_taken_and_host_runtime_bit_exact(case) -> None:
 @pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None,
                     reason="needs arm-none-eabi-gcc and qemu-system-arm")
 def test_qemu_bit_exact_with_reference(case, tmp_path_factory) -> None:
+    name, _, exp = case
+    _qemu(name, exp, [[x.numpy()] for x in _inputs(7)], tmp_path_factory)
+
+
+@pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None,
+                    reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_qemu_map_bit_exact_with_reference(mapped, tmp_path_factory) -> None:
+    _qemu("map", mapped[1], [[x.numpy()] for x in _batches(12)], tmp_path_factory)
+
+
+def _qemu(name: str, exp, samples: list, tmp_path_factory) -> None:
     from torchmcu import firmware
 
-    name, _, exp = case
-    samples = [[x.numpy()] for x in _inputs(7)]
     root = Path(tmp_path_factory.getbasetemp()) / "cf-an547"
     outs, result = firmware.run_samples(exp.pte_bytes, "qemu-an547", samples, root, timeout=120)
-    assert "TM_END status=OK samples=3" in result.console
+    assert f"TM_END status=OK samples={len(samples)}" in result.console
     for s, dev in zip(samples, outs):
         assert _same_bits(dev[0], run_program(exp.program, s)[0]), f"{name}: QEMU differs"
 
@@ -180,9 +236,9 @@ def _first(program: pm.Program, kind: type) -> int:
     return next(i for i, x in enumerate(ins) if isinstance(x, kind))
 
 
-def _load_error(program: pm.Program, monkeypatch=None) -> str:
+def _load_error(program: pm.Program, shape: tuple[int, ...] = SHAPE) -> str:
     data = writer.serialize(program)
-    x = np.zeros(SHAPE, np.float32)
+    x = np.zeros(shape, np.float32)
     with pytest.raises(native.NativeError) as err:
         native.run_program(data, [x])
     return str(err.value)
@@ -273,3 +329,35 @@ def test_while_loop_names_construct_and_line() -> None:
         torchmcu.export(WhileNet().eval(), (x,), calibration=[(x,)])
     msg = str(err.value)
     assert "while_loop" in msg and "test_control_flow.py" in msg, msg
+
+
+def _op_index(plan: pm.ExecutionPlan, name: str) -> int:
+    ins = plan.chains[0].instructions
+    return next(k for k, i in enumerate(ins) if isinstance(i, pm.KernelCall)
+                and plan.operators[i.op_index].name == name)
+
+
+def test_loop_counter_used_by_a_kernel_rejected(mapped) -> None:
+    p = copy.deepcopy(mapped[1].program)
+    plan = p.execution_plan[0]
+    ins = plan.chains[0].instructions
+    counter = ins[_op_index(plan, "executorch_prim::add")].args[2]
+    k = _op_index(plan, "cortex_m::dequantize_per_tensor")
+    zp = next(j for j, a in enumerate(ins[k].args) if isinstance(plan.values[a], pm.Int))
+    ins[k].args[zp] = counter  # a kernel that skips its checks once verified must not see it change
+    msg = _load_error(p, shape=(3, *SHAPE[1:]))
+    assert "loop counter or condition is used outside the loop kernels" in msg and f"instruction {k}" in msg
+
+
+def test_copy_index_into_a_constant_rejected(mapped) -> None:
+    p = copy.deepcopy(mapped[1].program)
+    plan = p.execution_plan[0]
+    ins = plan.chains[0].instructions
+    k = _op_index(plan, "executorch_prim::et_copy_index")
+    const = copy.deepcopy(plan.values[ins[k].args[0]])
+    const.allocation, const.data_buffer_idx = None, len(p.constants)
+    p.constants.append(bytes(const.nbytes))
+    plan.values.append(const)
+    ins[k].args[0] = len(plan.values) - 1
+    msg = _load_error(p, shape=(3, *SHAPE[1:]))
+    assert "loop kernel result is not a planned tensor" in msg and f"instruction {k}" in msg, msg

@@ -33,4 +33,12 @@ tm_status tm_portable_ge_scalar_out(tm_kernel_context *ctx, tm_value *const *arg
 tm_status tm_portable_lt_scalar_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
 tm_status tm_portable_le_scalar_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
 
+/* Loop kernels of torch.map (prim.c); the runtime runs them as loop instructions. */
+tm_status tm_prim_sym_size_int(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
+tm_status tm_portable_select_copy_int_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
+tm_status tm_prim_et_copy_index_tensor(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
+tm_status tm_prim_add_scalar(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
+tm_status tm_prim_sub_scalar(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
+tm_status tm_prim_eq_scalar(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
+
 #endif

@@ -231,14 +231,112 @@ static bool movable_tensors(const tm_tensor *a, const tm_tensor *b, const uint8_
   return true;
 }
 
-/* Some MoveCall writes the value (only a MoveCall can change a Bool value). */
-static bool move_target(const tm_walk *w, uint32_t value) {
+/* Internal instruction kind: a loop kernel of torch.map (see classify_loop_ops). */
+enum { TM_INSTR_LOOP = 16 };
+
+/* Operator op_index of the plan at plan_pos (strings in the verified program). */
+static bool op_name(const tm_program *program, uint32_t plan_pos, int32_t op_index, const char **name,
+                    uint32_t *name_len, const char **overload, uint32_t *overload_len) {
+  tm_fb fb = tm_program_fb(program);
+  tm_fb_table plan, op;
+  tm_fb_vec ops;
+  return tm_fb_table_at(&fb, plan_pos, &plan) && tm_fb_vector(&fb, &plan, 6 /* operators */, 4, &ops) &&
+         tm_fb_vec_table(&fb, &ops, (uint32_t)op_index, &op) && tm_fb_string(&fb, &op, 0, name, name_len) &&
+         tm_fb_string(&fb, &op, 1, overload, overload_len);
+}
+
+static bool same_text(const char *s, uint32_t len, const char *literal) {
+  return strlen(literal) == len && memcmp(s, literal, len) == 0;
+}
+
+/* The loop kernels ExecuTorch's emitter uses for torch.map. They change Int/Bool values (an
+ * index, a count, the loop condition) or write a tensor slot at a changing index, so they run
+ * with every argument checked on every call. */
+typedef enum { LOOP_SCALAR_OUT, LOOP_SELECT, LOOP_COPY_INDEX } loop_role;
+static const struct {
+  const char *name, *overload;
+  loop_role role;
+} LOOP_OPS[] = {
+    {"aten::sym_size", "int", LOOP_SCALAR_OUT},
+    {"aten::select_copy", "int_out", LOOP_SELECT},
+    {"executorch_prim::et_copy_index", "tensor", LOOP_COPY_INDEX},
+    {"executorch_prim::add", "Scalar", LOOP_SCALAR_OUT},
+    {"executorch_prim::sub", "Scalar", LOOP_SCALAR_OUT},
+    {"executorch_prim::eq", "Scalar", LOOP_SCALAR_OUT},
+};
+
+/* A loop kernel that writes a scalar value (its last argument). */
+static bool writes_scalar(const tm_instruction *ins) {
+  return ins->kind == TM_INSTR_LOOP && ins->nargs == 3u && ins->args[2]->tag != TM_VALUE_TENSOR;
+}
+
+/* Some instruction other than a kernel can change the value: a MoveCall or a loop kernel. */
+static bool changing_value(const tm_walk *w, uint32_t value) {
   for (uint32_t i = 0; i < w->num_instrs; ++i) {
-    if (w->instrs[i].kind == TM_INSTR_MOVE && (uint32_t)w->instrs[i].b == value) {
+    const tm_instruction *ins = &w->instrs[i];
+    if ((ins->kind == TM_INSTR_MOVE && (uint32_t)ins->b == value) ||
+        (writes_scalar(ins) && ins->args[2] == &w->values[value])) {
       return true;
     }
   }
   return false;
+}
+
+/*
+ * Marks the loop kernels (TM_INSTR_LOOP) and checks them: a scalar result is an Int (a Bool for
+ * eq) that only loop kernels and jump conditions read - a kernel that skips its checks once
+ * verified never sees it change; et_copy_index writes a planned tensor.
+ */
+static tm_status classify_loop_ops(tm_method *m, const tm_program *program, uint32_t plan_pos, tm_walk *w,
+                                   const uint8_t *arena, size_t arena_bytes) {
+  for (uint32_t i = 0; i < w->num_instrs; ++i) {
+    tm_instruction *ins = &w->instrs[i];
+    const char *name, *overload;
+    uint32_t nlen, olen;
+    if (ins->kind != TM_INSTR_KERNEL || !op_name(program, plan_pos, ins->a, &name, &nlen, &overload, &olen)) {
+      continue;
+    }
+    for (size_t k = 0; k < sizeof(LOOP_OPS) / sizeof(LOOP_OPS[0]); ++k) {
+      if (!same_text(name, nlen, LOOP_OPS[k].name) || !same_text(overload, olen, LOOP_OPS[k].overload)) {
+        continue;
+      }
+      m->diag.instruction = (int32_t)i;
+      bool ok = LOOP_OPS[k].role == LOOP_SELECT || ins->nargs == 3u;
+      if (ok && LOOP_OPS[k].role == LOOP_SCALAR_OUT) {
+        const uint8_t want = same_text(name, nlen, "executorch_prim::eq") ? TM_VALUE_BOOL : TM_VALUE_INT;
+        ok = ins->args[2]->tag == want;
+      } else if (ok && LOOP_OPS[k].role == LOOP_COPY_INDEX) {
+        ok = ins->args[0]->tag == TM_VALUE_TENSOR && ins->args[0]->u.tensor->data != NULL &&
+             in_arena(ins->args[0]->u.tensor, arena, arena_bytes);
+      }
+      if (!ok) {
+        return fail(m, TM_ERR_INVALID_PROGRAM, "loop kernel result is not a planned tensor or a scalar of its type",
+                    ins->pos);
+      }
+      ins->kind = TM_INSTR_LOOP;
+    }
+  }
+  for (uint32_t i = 0; i < w->num_instrs; ++i) {
+    if (!writes_scalar(&w->instrs[i])) {
+      continue;
+    }
+    const tm_value *v = w->instrs[i].args[2];
+    for (uint32_t j = 0; j < w->num_instrs; ++j) {
+      const tm_instruction *use = &w->instrs[j];
+      bool bad = use->kind == TM_INSTR_MOVE && (&w->values[use->a] == v || &w->values[use->b] == v);
+      for (uint32_t k = 0; use->kind != TM_INSTR_LOOP && k < use->nargs && !bad; ++k) {
+        bad = use->args[k] == v;
+      }
+      if (bad) {
+        m->diag.instruction = (int32_t)j;
+        m->diag.value = (int32_t)(v - w->values);
+        return fail(m, TM_ERR_INVALID_PROGRAM, "a loop counter or condition is used outside the loop kernels",
+                    use->pos);
+      }
+    }
+  }
+  m->diag.instruction = TM_DIAG_NONE;
+  return TM_OK;
 }
 
 /*
@@ -256,7 +354,7 @@ static tm_status check_control_flow(tm_method *m, const tm_walk *w, const uint8_
       return fail(m, TM_ERR_INVALID_PROGRAM, "jump condition is not a Bool or a Bool tensor", ins->pos);
     }
     if (ins->kind == TM_INSTR_JUMP_FALSE && (uint32_t)ins->b <= i && w->values[ins->a].tag == TM_VALUE_BOOL &&
-        !w->values[ins->a].u.b && !move_target(w, (uint32_t)ins->a)) {
+        !w->values[ins->a].u.b && !changing_value(w, (uint32_t)ins->a)) {
       m->diag.value = ins->a;
       return fail(m, TM_ERR_INVALID_PROGRAM, "backward jump on a constant false condition (endless loop)",
                   ins->pos);
@@ -338,6 +436,7 @@ tm_status tm_method_init(tm_method *method, tm_program *program, const char *met
     return st;
   }
   if ((st = check_writes(method, &fill, arena, w.arena_bytes)) != TM_OK ||
+      (st = classify_loop_ops(method, program, plan.pos, &fill, arena, w.arena_bytes)) != TM_OK ||
       (st = check_control_flow(method, &fill, arena, w.arena_bytes)) != TM_OK) {
     return st;
   }
@@ -389,14 +488,9 @@ tm_tensor *tm_method_output(tm_method *method, uint32_t index) {
 
 /* Names the operator of a failing kernel call (cold path: re-reads the verified program). */
 static void name_operator(tm_method *m, int32_t op_index) {
-  tm_fb fb = tm_program_fb(m->program);
-  tm_fb_table plan, op;
-  tm_fb_vec ops;
   uint32_t len;
   const char *name, *overload;
-  if (tm_fb_table_at(&fb, m->plan, &plan) && tm_fb_vector(&fb, &plan, 6 /* operators */, 4, &ops) &&
-      tm_fb_vec_table(&fb, &ops, (uint32_t)op_index, &op) && tm_fb_string(&fb, &op, 0, &name, &len) &&
-      tm_fb_string(&fb, &op, 1, &overload, &len)) {
+  if (op_name(m->program, m->plan, op_index, &name, &len, &overload, &len)) {
     m->diag.op_name = name;
     m->diag.op_overload = overload;
   }
@@ -500,6 +594,21 @@ tm_status tm_method_execute(tm_method *method) {
         }
         /* Same argument values next time: the kernel may skip its checks. */
         method->verified[pc >> 3] |= (uint8_t)(1u << (pc & 7u));
+        ++pc;
+        break;
+      }
+      case TM_INSTR_LOOP: { /* a loop kernel: its index/count change, checked on every call */
+        TM_PROFILE_MARK(pc);
+        tm_kernel_context ctx = {UINT16_MAX, 0};
+        st = ins->fn(&ctx, ins->args, ins->nargs);
+        if (st != TM_OK) {
+          name_operator(method, ins->a);
+          if (ctx.bad_argument < ins->nargs) {
+            d->argument = ctx.bad_argument;
+            d->value = (int32_t)(ins->args[ctx.bad_argument] - method->values);
+          }
+          return fail(method, st, "kernel failed", ins->pos);
+        }
         ++pc;
         break;
       }

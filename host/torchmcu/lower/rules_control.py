@@ -66,7 +66,7 @@ def emit_unsupported_control_flow(ctx: Ctx, node: torch.fx.Node) -> None:
     """while_loop, map, scan, ...: named, with the user's source line."""
     name = getattr(node.target, "__name__", str(node.target))
     raise unsupported(node, f"control flow '{name}' is not supported; only torch.cond (nested "
-                      "too) with tensor operands and outputs is lowered")
+                      "too) and torch.map with tensor operands and outputs are lowered")
 
 
 def _control(ctx: Ctx, ins: JumpFalseCall | MoveCall, node: torch.fx.Node, touch: list[int]) -> int:
@@ -221,23 +221,91 @@ def emit_cond(ctx: Ctx, node: torch.fx.Node) -> None:
     for r in results:
         b.touch(r.buffer, jump_to_false)
         b.touch(r.buffer, end - 1)
+    _bind_results(ctx, node, results, "torch.cond")
+
+
+def _raw_call(ctx: Ctx, name: str, overload: str, args: list[int], node: torch.fx.Node) -> int:
+    """A kernel call whose arguments are given as the schema has them (the loop ops return a
+    scalar or write their first argument: no out tensor passed twice)."""
+    b = ctx.b
+    index = len(b.instructions)
+    b.instructions.append(KernelCall(b.operator(name, overload), list(args)))
+    for vi in args:
+        key = b.tensor_buffer.get(vi)
+        if key is not None:
+            b.touch(key, index)
+    _record(ctx, node, f"{name}.{overload}", index)
+    return index
+
+
+def _bind_results(ctx: Ctx, node: torch.fx.Node, results: list[LValue], what: str) -> None:
     for g in node.users:
         if g.op != "call_function" or g.target is not operator.getitem:
-            raise unsupported(g, "a torch.cond result used other than by indexing")
+            raise unsupported(g, f"a {what} result used other than by indexing")
         r = results[int(g.args[1])]
         ctx.env[g] = r
         ctx.done.add(g)
         for q in [u for u in g.users if is_q(u)]:
             if not same_qparams(r.scale, r.zero_point, qparams_of(ctx.gm, q)):
-                raise unsupported(q, "re-quantization of a torch.cond result")
+                raise unsupported(q, f"re-quantization of a {what} result")
             ctx.env[q] = r
             ctx.done.add(q)
 
 
+def emit_map(ctx: Ctx, node: torch.fx.Node) -> None:
+    """torch.map as ExecuTorch's emitter's loop (exir/emit/_emitter.py, _emit_map):
+        count = aten::sym_size.int(xs, 0)
+      loop:
+        aten::select_copy.int_out(xs, 0, i, slice)     <body(slice, *operands)>
+        executorch_prim::et_copy_index.tensor(result, body_out, i)
+        executorch_prim::add.Scalar(i, 1, i)   executorch_prim::eq.Scalar(i, count, done)
+        JumpFalseCall(done, loop)
+        executorch_prim::sub.Scalar(i, count, i)   (i back to 0 for the next run)
+    Tensors crossing the loop are contiguous (a slice of dim 0 is then a contiguous block).
+    Memory: every buffer the loop touches lives over the whole loop (conservative)."""
+    body_node, mapped, extra = node.args
+    if len(mapped) != 1:  # type: ignore[arg-type]
+        raise unsupported(node, "torch.map over more than one tensor")
+    vals = []
+    for a in [*mapped, *extra]:  # type: ignore[misc]
+        if not (isinstance(a, torch.fx.Node) and a in ctx.env):
+            raise unsupported(node, f"torch.map operand {a} is not an int8 tensor")
+        vals.append(ctx.env[a])
+    b = ctx.b
+    xs = as_contiguous(ctx, vals[0])
+    from torchmcu.lower.context import new_int8
+    from torchmcu.lower.graph import QParams
+
+    qp = QParams(float(xs.scale), int(xs.zero_point), -128, 127)  # type: ignore[arg-type]
+    piece = new_int8(ctx, f"{node.name}.slice", xs.sizes[1:], qp, nhwc=False)
+    i, count, done = b.int_(0), b.int_(0), b.bool_(False)
+    first = _raw_call(ctx, "aten::sym_size", "int", [xs.vi, b.int_(0), count], node)
+    start = len(b.instructions)
+    _kernel(ctx, "aten::select_copy", "int_out", [xs.vi, b.int_(0), i], piece.vi, node)
+    outs, items = _lower_branch(ctx, getattr(ctx.gm, str(body_node.target)), [piece, *vals[1:]], node)
+    if len(outs) != 1:
+        raise unsupported(node, "a torch.map body with more than one output")
+    ctx.current = items[0]
+    out = as_contiguous(ctx, outs[0]) if outs[0].rank == 4 else outs[0]
+    if out.nhwc:
+        raise unsupported(node, "a torch.map body output that is not contiguous")
+    oq = QParams(float(out.scale), int(out.zero_point), -128, 127)  # type: ignore[arg-type]
+    result = new_int8(ctx, f"{node.name}.out", [xs.sizes[0], *out.sizes], oq, nhwc=False)
+    _raw_call(ctx, "executorch_prim::et_copy_index", "tensor", [result.vi, out.vi, i], node)
+    _raw_call(ctx, "executorch_prim::add", "Scalar", [i, b.int_(1), i], node)
+    _raw_call(ctx, "executorch_prim::eq", "Scalar", [i, count, done], node)
+    end = _control(ctx, JumpFalseCall(done, start), node, [])
+    _raw_call(ctx, "executorch_prim::sub", "Scalar", [i, count, i], node)
+    for key, buf in b.buffers.items():
+        if buf.first_use is not None and buf.first_use <= end and buf.last_use >= start:
+            b.touch(key, first)
+            b.touch(key, end)
+    _bind_results(ctx, node, [result], "torch.map")
+
+
 def _unsupported_targets() -> list[object]:
     hops = torch.ops.higher_order
-    return [getattr(hops, n) for n in ("while_loop", "map_impl", "scan", "associative_scan")
-            if hasattr(hops, n)]
+    return [getattr(hops, n) for n in ("while_loop", "scan", "associative_scan") if hasattr(hops, n)]
 
 
 def check_control_flow(gm: torch.fx.GraphModule) -> None:
@@ -247,11 +315,14 @@ def check_control_flow(gm: torch.fx.GraphModule) -> None:
     for node in gm.graph.nodes:
         if node.op == "call_function" and node.target in targets:
             emit_unsupported_control_flow(None, node)  # type: ignore[arg-type]
+        if node.op == "call_function" and node.target is torch.ops.higher_order.map_impl:
+            continue
 
 
 # target -> rule, merged into lowering.EMITTERS
 CONTROL_FLOW_EMITTERS = {
     COND: emit_cond,
+    torch.ops.higher_order.map_impl: emit_map,
     **{t: emit_predicate_part for t in (*_REDUCE, *_COMPARE)},
     **{t: emit_unsupported_control_flow for t in _unsupported_targets()},
 }

@@ -1,4 +1,4 @@
-"""Quantizing the bodies of torch.cond: PT2E does not look inside control-flow submodules.
+"""Quantizing the bodies of torch.cond and torch.map: PT2E does not look inside them.
 
 torch.export captures torch.cond as torch.ops.higher_order.cond(pred, true_gm, false_gm,
 operands) with both branch GraphModules as get_attr nodes; the parameters a branch uses are
@@ -6,7 +6,8 @@ lifted to the top level and passed as operands. prepare_pt2e/convert_pt2e (torch
 annotate the top-level graph, so the branches stay float. Here each branch is made a standalone
 module (its weight operands become its own constants: removed from the cond's operands and
 the branch's signature), then quantized with the same quantizer, calibrated on the operand
-values the calibration samples produce at the cond (both branches see every sample), and its
+values the calibration samples produce at the cond (both branches see every sample; a map
+body every slice), and its
 boundary qparams are unified: a branch input gets the qparams of the operand the parent passes,
 and every output gets one set of qparams in both branches (the parent's quantize of the result
 if there is one, else the union of the branches' calibrated ranges).
@@ -28,13 +29,44 @@ Q_PER_TENSOR = (_qd.quantize_per_tensor.default, _qd.quantize_per_tensor.tensor)
 DQ_PER_TENSOR = (_qd.dequantize_per_tensor.default, _qd.dequantize_per_tensor.tensor)
 
 COND = torch.ops.higher_order.cond
+MAP = torch.ops.higher_order.map_impl  # map_impl(body, [xs...], [extra operands...])
 
 __all__ = ["COND", "convert_with_branches", "detach_branch_weights", "has_control_flow",
            "quantize_branches"]
 
 
 def _conds(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
-    return [n for n in gm.graph.nodes if n.op == "call_function" and n.target is COND]
+    """cond and map nodes (control flow with GraphModule bodies)."""
+    return [n for n in gm.graph.nodes if n.op == "call_function" and n.target in (COND, MAP)]
+
+
+def _bodies(node: torch.fx.Node) -> tuple[torch.fx.Node, ...]:
+    return tuple(node.args[1:3]) if node.target is COND else (node.args[0],)  # type: ignore[return-value]
+
+
+def _operands(node: torch.fx.Node) -> list:
+    """Operands in the order of the bodies' placeholders (map: the mapped tensors first)."""
+    if node.target is COND:
+        return list(node.args[3])  # type: ignore[arg-type]
+    return [*node.args[1], *node.args[2]]  # type: ignore[misc]
+
+
+def _drop_operands(node: torch.fx.Node, drop: list[int]) -> None:
+    if node.target is COND:
+        node.args = (*node.args[:3], tuple(a for i, a in enumerate(node.args[3]) if i not in drop))
+        return
+    n_mapped = len(node.args[1])  # type: ignore[arg-type]
+    pos = [a for i, a in enumerate(node.args[2], n_mapped) if i not in drop]  # type: ignore[arg-type]
+    node.args = (node.args[0], node.args[1], pos)
+
+
+def _body_samples(node: torch.fx.Node, recorded: list[tuple]) -> list[tuple]:
+    """Body inputs per recorded operand tuple: a map body sees every slice of dim 0."""
+    if node.target is COND:
+        return recorded
+    n_mapped = len(node.args[1])  # type: ignore[arg-type]
+    return [tuple(t[i] for t in ops[:n_mapped]) + tuple(ops[n_mapped:])
+            for ops in recorded for i in range(ops[0].shape[0])]
 
 
 def has_control_flow(gm: torch.fx.GraphModule) -> bool:
@@ -57,9 +89,9 @@ def detach_branch_weights(gm: torch.fx.GraphModule) -> None:
     """Turn the constant operands of every cond (lifted parameters) into constants of the
     branch modules, recursively, and drop them from the operands and branch signatures."""
     for node in _conds(gm):
-        operands = list(node.args[3])
+        operands = _operands(node)
         weights = [i for i, a in enumerate(operands) if isinstance(a, torch.fx.Node) and a.op == "get_attr"]
-        for branch_node in node.args[1:3]:
+        for branch_node in _bodies(node):
             branch = _submodule(gm, branch_node)
             placeholders = [p for p in branch.graph.nodes if p.op == "placeholder"]
             for i in weights:
@@ -75,7 +107,7 @@ def detach_branch_weights(gm: torch.fx.GraphModule) -> None:
                 branch.graph.erase_node(n)  # a weight only the nested branches use
             branch.graph.lint()
             branch.recompile()
-        node.args = (*node.args[:3], tuple(a for i, a in enumerate(operands) if i not in weights))
+        _drop_operands(node, weights)
         for i in weights:
             if not operands[i].users:
                 gm.graph.erase_node(operands[i])
@@ -89,8 +121,8 @@ def _record_operands(gm: torch.fx.GraphModule, samples: list[tuple]) -> dict[str
 
     class _Recorder(torch.fx.Interpreter):
         def run_node(self, n: torch.fx.Node) -> Any:
-            if n.op == "call_function" and n.target is COND:
-                ops = self.map_nodes_to_values(n.args[3], n)
+            if n.op == "call_function" and n.target in (COND, MAP):
+                ops = self.map_nodes_to_values(tuple(_operands(n)), n)
                 seen[n.name].append(tuple(t.detach().clone() for t in ops))
             return super().run_node(n)
 
@@ -166,7 +198,7 @@ def _operand_qps(node: torch.fx.Node, known: dict[torch.fx.Node, tuple[float, in
     """Per operand of a cond: the qparams its int8 value has (dq'd, or a placeholder of known
     qparams), else None."""
     out = []
-    for a in node.args[3]:  # type: ignore[union-attr]
+    for a in _operands(node):
         out.append(_qp(a) if _is_dq(a) else known.get(a))  # type: ignore[arg-type]
     return out
 
@@ -183,7 +215,10 @@ def _unify_inputs(branches: list[torch.fx.GraphModule], qps: list) -> dict:
                 continue
             known[ph] = qp
             for q in [u for u in ph.users if _is_q(u)]:
-                _set_qparams(q, *qp)
+                old = _qp(q)
+                # views after the input share its observer (same qparams): they follow it
+                for other in [n for n in br.graph.nodes if _is_q(n) and _qp(n) == old]:
+                    _set_qparams(other, *qp)
         br.recompile()
         known_per_branch.append(known)
     return known_per_branch
@@ -197,6 +232,8 @@ def _unify_outputs(node: torch.fx.Node, branches: list[torch.fx.GraphModule]) ->
             continue  # a float branch output: lowering names it
         parent_qs = [q for g in node.users if g.args[1] == k for q in g.users if _is_q(q)]
         wanted = {_qp(q) for q in parent_qs}
+        if len(branches) == 1 and len(wanted) != 1:
+            continue  # one body (map): nothing to agree on
         target = wanted.pop() if len(wanted) == 1 else _union(qps)  # type: ignore[arg-type]
         for br in branches:
             _force_output_qp(br, k, target)
@@ -208,7 +245,7 @@ def convert_with_branches(prepared: torch.fx.GraphModule) -> torch.fx.GraphModul
     branches are quantized separately (quantize_branches) anyway."""
     saved = {}
     for node in _conds(prepared):
-        for b in node.args[1:3]:
+        for b in _bodies(node):
             saved[str(b.target)] = getattr(prepared, str(b.target))
             setattr(prepared, str(b.target), torch.nn.Module())
     out = convert_pt2e(prepared)
@@ -228,15 +265,16 @@ def quantize_branches(gm: torch.fx.GraphModule, quantizer: Any, samples: list[tu
     recorded = _record_operands(gm, samples)
     for node in conds:
         converted = []
-        for branch_node in node.args[1:3]:
+        samples_in = _body_samples(node, recorded[node.name])
+        for branch_node in _bodies(node):
             prepared = prepare_pt2e(_submodule(gm, branch_node), quantizer)
             with torch.no_grad():
-                for ops in recorded[node.name]:
+                for ops in samples_in:
                     prepared(*ops)
             out = convert_with_branches(prepared)
             setattr(gm, str(branch_node.target), out)
             converted.append(out)
         inner_known = _unify_inputs(converted, _operand_qps(node, known or {}))
         for out, kn in zip(converted, inner_known):
-            quantize_branches(out, quantizer, recorded[node.name], kn)
+            quantize_branches(out, quantizer, samples_in, kn)
         _unify_outputs(node, converted)

@@ -22,7 +22,7 @@ from torchmcu.pte import program as pm
 from torchmcu.reference import ops_elementwise as ew
 from torchmcu.reference import ops_layout, ops_linear_conv, ops_pool, ops_softmax, ops_table
 from torchmcu.reference.float_calls import FLOAT_OPS, run_float_call
-from torchmcu.reference.ops_predicate import PREDICATE_OPS, run_predicate_call
+from torchmcu.reference.ops_predicate import CONTROL_OPS, run_control_call
 
 _DTYPES = {
     pm.ScalarType.BYTE: np.uint8,
@@ -266,11 +266,10 @@ def _run_kernel(memory: _Memory, plan: pm.ExecutionPlan, call: pm.KernelCall) ->
     if not 0 <= call.op_index < len(plan.operators):
         raise InterpreterError(f"operator index {call.op_index} out of range")
     op = plan.operators[call.op_index]
-    if (op.name, op.overload) in PREDICATE_OPS:  # torch.cond predicates
-        if len(call.args) != PREDICATE_OPS[(op.name, op.overload)] or call.args[-1] != call.args[-2] or \
-                any(not 0 <= a < len(plan.values) for a in call.args):
-            raise InterpreterError("predicate op: bad argument count or index")
-        run_predicate_call(_Call(memory, call.args), op.name)
+    if (op.name, op.overload) in CONTROL_OPS:  # torch.cond predicates, torch.map loops
+        if any(not 0 <= a < len(plan.values) for a in call.args):
+            raise InterpreterError("argument value index out of range")
+        run_control_call(_Call(memory, call.args), op.name, op.overload)
         return
     if op.name in FLOAT_OPS and op.overload == "out":  # portable fp32 ops (float regions)
         if any(not 0 <= a < len(plan.values) for a in call.args):
