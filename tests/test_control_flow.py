@@ -361,3 +361,63 @@ def test_copy_index_into_a_constant_rejected(mapped) -> None:
     ins[k].args[0] = len(plan.values) - 1
     msg = _load_error(p, shape=(3, *SHAPE[1:]))
     assert "loop kernel result is not a planned tensor" in msg and f"instruction {k}" in msg, msg
+
+
+# ---- weights stored once ----------------------------------------------------------------------
+
+class SharedWeightCondNet(torch.nn.Module):
+    """Both branches use conv `a` (one after a ReLU): its weights must be stored once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pre = _identity_pre()
+        self.a = _conv(1)
+        self.b = _conv(2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.pre(x)
+        return torch.cond(x.mean() > 0, lambda t: self.a(t), lambda t: self.b(torch.relu(self.a(t))[:, :3]),
+                          (x,))
+
+
+def _int8_ohwi(conv: torch.nn.Conv2d) -> bytes:
+    """Per-output-channel symmetric int8 weights in OHWI order (independent of the code under test:
+    only the quantization rule, max|w|/127 per channel, is assumed)."""
+    w = conv.weight.detach().double()
+    scale = w.abs().amax(dim=(1, 2, 3), keepdim=True) / 127.0
+    q = torch.clamp(torch.round(w / scale), -127, 127).to(torch.int8)
+    return q.permute(0, 2, 3, 1).contiguous().numpy().tobytes()
+
+
+def test_every_weight_stored_once(case) -> None:
+    name, model, exp = case
+    consts = exp.program.constants
+    blob = b"".join(consts)
+    convs = [m for m in model.modules() if isinstance(m, torch.nn.Conv2d)]
+    for conv in convs:
+        want = _int8_ohwi(conv)
+        assert sum(c == want for c in consts) == 1, f"{name}: a conv's int8 weights not stored once"
+        assert conv.weight.detach().numpy().tobytes() not in blob  # no float copy of the weights
+    weight_bytes = sum(m.weight.numel() for m in convs)
+    # int8 weights once each + per-channel bias/requantization tables (12 bytes a channel at most)
+    assert sum(len(c) for c in consts) <= weight_bytes + sum(12 * m.out_channels for m in convs)
+
+
+def test_weight_shared_by_both_branches_stored_once() -> None:
+    model = SharedWeightCondNet().eval()
+    cal = [(x,) for x in _inputs(5)]
+    exp = torchmcu.export(model, (cal[0][0],), calibration=cal)
+    a = _int8_ohwi(model.a)
+    assert sum(c == a for c in exp.program.constants) == 1
+    for x in _inputs(9):
+        assert _same_bits(run_program(exp.program, [x.numpy()])[0],
+                          native.run_program(exp.pte_bytes, [x.numpy()])[0])
+
+
+def test_npu_with_control_flow_is_named() -> None:
+    from torchmcu.lower.errors import LoweringError
+
+    model = CondNet().eval()
+    cal = [(x,) for x in _inputs(5)]
+    with pytest.raises(LoweringError, match="control flow .*cannot be partitioned for the Ethos-U"):
+        torchmcu.export(model, (cal[0][0],), calibration=cal, npu="ethos-u55-128")

@@ -353,10 +353,12 @@ static tm_status check_control_flow(tm_method *m, const tm_walk *w, const uint8_
       m->diag.value = ins->a;
       return fail(m, TM_ERR_INVALID_PROGRAM, "jump condition is not a Bool or a Bool tensor", ins->pos);
     }
-    if (ins->kind == TM_INSTR_JUMP_FALSE && (uint32_t)ins->b <= i && w->values[ins->a].tag == TM_VALUE_BOOL &&
-        !w->values[ins->a].u.b && !changing_value(w, (uint32_t)ins->a)) {
+    /* A backward jump closes a loop: its condition must be a Bool a loop kernel or MoveCall
+     * changes (a constant false one never ends; a tensor one is not a form we emit). */
+    if (ins->kind == TM_INSTR_JUMP_FALSE && (uint32_t)ins->b <= i &&
+        (w->values[ins->a].tag != TM_VALUE_BOOL || !changing_value(w, (uint32_t)ins->a))) {
       m->diag.value = ins->a;
-      return fail(m, TM_ERR_INVALID_PROGRAM, "backward jump on a constant false condition (endless loop)",
+      return fail(m, TM_ERR_INVALID_PROGRAM, "backward jump on a condition no loop changes (endless loop)",
                   ins->pos);
     }
     if (ins->kind != TM_INSTR_MOVE) {
