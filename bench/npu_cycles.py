@@ -24,6 +24,7 @@ import csv
 import inspect
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -43,6 +44,8 @@ ET_DEFAULTS = {
     "u65": ("Ethos_U65_High_End", "Dedicated_Sram_384KB"),
     "u85": ("Ethos_U85_SYS_DRAM_Mid", "Sram_Only"),
 }
+# The export-time target of issue 6: at most 0.2x ExecuTorch's time for this (model, NPU).
+EXPORT_TIME_TARGET = ("mobilenet_v2_like", "ethos-u55-128")
 BOARD_FOR_FAMILY = {"u55": "corstone-300", "u65": "corstone-300", "u85": "corstone-320"}
 
 
@@ -97,7 +100,9 @@ def torchmcu_has_npu() -> str | None:
     return None
 
 
-def bench_torchmcu(name: str, npu: str, n_cal: int, sys_cfg: str, mode: str) -> Figures:
+def bench_torchmcu(
+    name: str, npu: str, n_cal: int, sys_cfg: str, mode: str, dump_tosa: Path | None = None
+) -> Figures:
     import torchmcu
     from torchmcu.examples import build, calibration
 
@@ -117,6 +122,10 @@ def bench_torchmcu(name: str, npu: str, n_cal: int, sys_cfg: str, mode: str) -> 
         elapsed = time.perf_counter() - started - samples.seconds
     except Exception as exc:  # noqa: BLE001  (report it and go on with the other runs)
         return Figures(error=f"{type(exc).__name__}: {exc}"[:200])
+    if dump_tosa is not None and exported.npu is not None:
+        dump_tosa.mkdir(parents=True, exist_ok=True)
+        for k, sub in enumerate(exported.npu.subgraphs):
+            (dump_tosa / f"delegate{k}.tosa").write_bytes(sub.tosa.flatbuffer)
     rep = exported.report.get("npu") or {}
     est = rep.get("estimate", {})
     return Figures(
@@ -172,7 +181,8 @@ def bench_executorch(jobs: list[dict[str, Any]], work: Path, with_warm_up: bool)
     from torchmcu.examples import calibration
 
     n = len(jobs)
-    jobs = [{**jobs[0], "warm_up": True, "model": "mlp"}, *jobs] if with_warm_up else list(jobs)
+    warm = {k: v for k, v in jobs[0].items() if k != "dump_tosa"}
+    jobs = [{**warm, "warm_up": True, "model": "mlp"}, *jobs] if with_warm_up else list(jobs)
     for job in jobs:
         path = work / f"calib_{job['model']}.npz"
         if not path.exists():
@@ -214,6 +224,68 @@ def bench_executorch(jobs: list[dict[str, Any]], work: Path, with_warm_up: bool)
     return [Figures(**f) for f in json.loads(out.read_text())]
 
 
+def _et_name(node: Any) -> str:
+    return str(getattr(node.target, "__name__", node.target))
+
+
+_ET_NOT_OPERATORS = ("getitem", "call_delegate", "alloc")
+_ET_QDQ = (
+    "quantize_per_tensor",
+    "dequantize_per_tensor",
+    "quantize_per_channel",
+    "dequantize_per_channel",
+)
+
+
+def _et_counts(node: Any, inside: bool) -> bool:
+    """Whether an edge-graph call counts as an operator: not bookkeeping, and inside a
+    delegate not a quantize/dequantize (the NPU's int ops absorb them, as our kernel calls
+    absorb theirs); on the CPU the program's input quantize / output dequantize count, as in
+    our report."""
+    name = _et_name(node)
+    if any(k in name for k in _ET_NOT_OPERATORS):
+        return False
+    return not (inside and any(k in name for k in _ET_QDQ))
+
+
+def _et_macs(node: Any) -> int:
+    """Multiply-accumulates of an edge convolution / linear / matmul node (0 otherwise)."""
+    name = _et_name(node)
+    out = node.meta.get("val")
+    if out is None or not hasattr(out, "shape"):
+        return 0
+    numel = int(out.numel())
+    if "convolution" in name or "conv2d" in name:
+        weight = node.args[1].meta["val"]
+        return numel * int(weight.numel()) // int(weight.shape[0])
+    if "linear" in name or "addmm" in name or name.startswith("mm") or "bmm" in name:
+        operand = node.args[0] if "addmm" not in name else node.args[1]
+        return numel * int(operand.meta["val"].shape[-1])
+    return 0
+
+
+def _et_shares(top: Any) -> tuple[float | None, float | None]:
+    """(operator fraction, MAC fraction) on the NPU, read from ExecuTorch's lowered program:
+    the calls left in the top-level graph run on the CPU, those in each delegate's original
+    (edge) module on the NPU."""
+    ops = {"npu": 0, "cpu": 0}
+    macs = {"npu": 0, "cpu": 0}
+    for node in top.graph.nodes:
+        if node.op != "call_function":
+            continue
+        if "call_delegate" in str(node.target):
+            lowered = getattr(top, node.args[0].target)
+            for inner in lowered.original_module.graph_module.graph.nodes:
+                if inner.op == "call_function" and _et_counts(inner, inside=True):
+                    ops["npu"] += 1
+                    macs["npu"] += _et_macs(inner)
+        elif _et_counts(node, inside=False):
+            ops["cpu"] += 1
+            macs["cpu"] += _et_macs(node)
+    n_ops, n_macs = ops["npu"] + ops["cpu"], macs["npu"] + macs["cpu"]
+    return (ops["npu"] / n_ops if n_ops else None, macs["npu"] / n_macs if n_macs else None)
+
+
 def executorch_worker(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Inside the ExecuTorch venv: its Ethos-U flow per job, Vela's summary per delegate."""
     import numpy as np
@@ -229,11 +301,17 @@ def executorch_worker(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     from torchmcu.examples.models import build
 
     summaries: list[dict[str, str]] = []
+    tosa_dump: list[Path] = []  # where the current job's TOSA graphs go (--dump-tosa)
     real_main = arm_vela.vela.main
 
     def main_with_summary(argv: list[str]) -> Any:
         status = real_main(argv)
         out_dir = next(a.split("=", 1)[1] for a in argv if a.startswith("--output-dir="))
+        if tosa_dump:
+            tosa_dump[0].mkdir(parents=True, exist_ok=True)
+            k = len(list(tosa_dump[0].glob("delegate*.tosa")))
+            source = next(Path(a) for a in argv if a.endswith(".tosa"))
+            shutil.copyfile(source, tosa_dump[0] / f"delegate{k}.tosa")
         for path in sorted(Path(out_dir).glob("*_summary_*.csv")):
             with open(path, newline="") as f:
                 summaries.extend(csv.DictReader(f))
@@ -243,6 +321,7 @@ def executorch_worker(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     results = []
     for job in jobs:
         summaries.clear()
+        tosa_dump[:] = [Path(job["dump_tosa"])] if job.get("dump_tosa") else []
         try:
             model, example = build(job["model"])
             with np.load(job["calibration"]) as z:
@@ -271,23 +350,24 @@ def executorch_worker(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 program = edge.to_executorch()
                 bytes(program.buffer)
                 t3 = time.perf_counter()
-            graph = edge.exported_program().graph
+            top = edge.exported_program().graph_module
             cpu_ops = sorted(
                 {
-                    str(getattr(n.target, "__name__", n.target))
-                    for n in graph.nodes
-                    if n.op == "call_function"
-                    and "call_delegate" not in str(n.target)
-                    and "getitem" not in str(n.target)
+                    _et_name(n)
+                    for n in top.graph.nodes
+                    if n.op == "call_function" and _et_counts(n, inside=False)
                 }
             )
-            delegates = sum(1 for n in graph.nodes if "call_delegate" in str(n.target))
+            delegates = sum(1 for n in top.graph.nodes if "call_delegate" in str(n.target))
+            shares = _et_shares(top)
             results.append(
                 asdict(
                     Figures(
                         cycles_total=sum(int(float(s["cycles_total"])) for s in summaries),
                         cycles_npu=sum(int(float(s["cycles_npu"])) for s in summaries),
                         delegates=delegates,
+                        ops_fraction=shares[0],
+                        macs_fraction=shares[1],
                         seconds=(t1 - t0) + (t3 - t2),
                         cpu_ops=cpu_ops,
                     )
@@ -320,10 +400,18 @@ def print_table(rows: list[tuple[str, str, Figures, Figures | None]]) -> None:
                 f"{_fmt(pct(f.ops_fraction), '.1f'):>6} {_fmt(pct(f.macs_fraction), '.1f'):>6} "
                 f"{_fmt(f.seconds, '.2f'):>8}  {notes[:90]}"
             )
-        if ours.cycles_total and theirs is not None and theirs.cycles_total:
+        if theirs is None:
+            continue
+        if ours.cycles_total and theirs.cycles_total:
             print(
                 f"{'':<18} {'':<14} {'ratio':<10} {ours.cycles_total / theirs.cycles_total:>10.3f}"
                 "  (torchmcu / ExecuTorch total cycles; target <= 1)"
+            )
+        if ours.seconds and theirs.seconds:
+            print(
+                f"{'':<18} {'':<14} {'ratio':<10} {'':>10} {'':>10} {'':>5} {'':>6} {'':>6} "
+                f"{ours.seconds / theirs.seconds:>8.3f}  (torchmcu / ExecuTorch export time"
+                + ("; target <= 0.2)" if (model, npu) == EXPORT_TIME_TARGET else ")")
             )
 
 
@@ -336,6 +424,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write the figures here")
     ap.add_argument("--no-executorch", action="store_true")
     ap.add_argument("--no-warm-up", action="store_true", help="time first-call costs too")
+    ap.add_argument(
+        "--dump-tosa",
+        type=Path,
+        help="write each delegate's TOSA graph to DIR/<model>_<npu>/{torchmcu,executorch}/",
+    )
     ap.add_argument("--executorch-worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
@@ -356,6 +449,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "system_config": sys_cfg,
                     "memory_mode": args.memory_mode or mode,
                     "n_cal": args.calibration,
+                    **(
+                        {"dump_tosa": str(args.dump_tosa / f"{model}_{npu}" / "executorch")}
+                        if args.dump_tosa
+                        else {}
+                    ),
                 }
             )
     why_not = torchmcu_has_npu()
@@ -364,7 +462,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ours = [
         Figures(error=why_not)
         if why_not
-        else bench_torchmcu(r["model"], r["npu"], r["n_cal"], r["system_config"], r["memory_mode"])
+        else bench_torchmcu(
+            r["model"],
+            r["npu"],
+            r["n_cal"],
+            r["system_config"],
+            r["memory_mode"],
+            args.dump_tosa / f"{r['model']}_{r['npu']}" / "torchmcu" if args.dump_tosa else None,
+        )
         for r in runs
     ]
     theirs: list[Figures | None] = [None] * len(runs)
