@@ -400,9 +400,11 @@ def test_avg_pool_shapes(shape, k, stride):
         ((1, 5, 9, 8), (8, 8)),  # one input row past the window: cropped first
     ],
 )
-def test_global_even_pool_sums_by_transposed_conv(shape, k, monkeypatch):
+@pytest.mark.parametrize("family", [None, "u85"])
+def test_global_even_pool_sums_by_transposed_conv(shape, k, family, monkeypatch):
     # An even-count window over the whole input: positions transposed into channels and
-    # summed by a 1x1 CONV2D (no DEPTHWISE_CONV2D), still half away from zero at ties.
+    # summed by a 1x1 CONV2D (for U85 a MATMUL of the positions), no DEPTHWISE_CONV2D, still
+    # half away from zero at ties.
     from torchmcu.npu.tosa.graph import Graph
 
     ops: list[str] = []
@@ -413,8 +415,12 @@ def test_global_even_pool_sums_by_transposed_conv(shape, k, monkeypatch):
     net = Net()
     xi = net.input(list(shape))
     program = net.finish([avg_pool(net, xi, k, k)])
-    lower_to_tosa(program)
-    assert "TRANSPOSE" in ops and "CONV2D" in ops and "DEPTHWISE_CONV2D" not in ops
+    lower_to_tosa(program, family=family)
+    assert "DEPTHWISE_CONV2D" not in ops
+    if family == "u85":
+        assert "MATMUL" in ops and "TRANSPOSE" not in ops
+    else:
+        assert "TRANSPOSE" in ops and "CONV2D" in ops
     n, c, h, w = shape
     rng = np.random.default_rng(5)
     ties = rng.choice(np.array([-3, -1, 0, 1, 2], dtype=np.int8), size=(n, h, w, c))
@@ -423,8 +429,9 @@ def test_global_even_pool_sums_by_transposed_conv(shape, k, monkeypatch):
     extremes = np.full((n, h, w, c), -128, dtype=np.int8)
     extremes[..., -1] = 127
     inputs = [[np.transpose(a, (0, 3, 1, 2))] for a in (ties, extremes)]
-    assert_tosa_matches(program, samples=3, inputs=inputs)
-    assert run_tosa_reference(lower_to_tosa(program), [ties])[0].reshape(-1)[0] == -1
+    assert_tosa_matches(program, samples=3, inputs=inputs, family=family)
+    graph = lower_to_tosa(program, family=family)
+    assert run_tosa_reference(graph, [ties])[0].reshape(-1)[0] == -1
 
 
 def test_global_pool_stride_over_3_lowers_for_u55():
