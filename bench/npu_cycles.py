@@ -7,14 +7,16 @@ For each (model, accelerator) it prints, in one run:
   - ExecuTorch 1.5.1 (when .venv-executorch has its Ethos-U flow: scripts/executorch_venv.sh
     --ethos-u): the same Vela figures for its EthosUQuantizer / EthosUPartitioner /
     to_edge_transform_and_lower on the same net and calibration samples, the operators it
-    leaves on the CPU, and its export time.
+    leaves on the CPU, the fraction of operators and MACs in its delegates (read from its
+    lowered program), and its export time;
+  - the torchmcu / ExecuTorch ratios of total cycles and of export time.
 Both use the same Vela (5.2.0) and the same system config and memory mode: by default
 ExecuTorch's defaults (ethos-u55: Ethos_U55_High_End_Embedded + Shared_Sram; ethos-u65:
 Ethos_U65_High_End + Dedicated_Sram_384KB; ethos-u85: Ethos_U85_SYS_DRAM_Mid + Sram_Only).
 
 Usage:  python bench/npu_cycles.py [--models ds_cnn resnet8 ...] [--npus ethos-u55-128 ...]
         [--calibration 8] [--memory-mode MODE] [--json results.json] [--no-executorch]
-        [--no-warm-up]
+        [--no-warm-up] [--dump-tosa DIR]   (DIR/<model>_<npu>/{torchmcu,executorch}/delegateK.tosa)
 """
 
 from __future__ import annotations
