@@ -248,7 +248,7 @@ def test_jump_destination_out_of_range_rejected(base_program, monkeypatch) -> No
     p = copy.deepcopy(base_program)
     ins = p.execution_plan[0].chains[0].instructions
     k = _first(p, pm.JumpFalseCall)
-    ins[k] = pm.JumpFalseCall(ins[k].cond_value_index, len(ins))
+    ins[k] = pm.JumpFalseCall(ins[k].cond_value_index, len(ins) + 1)  # len(ins): ends the method
     with pytest.raises(ProgramError, match="destination"):
         writer.serialize(p)  # our own writer refuses it too
     monkeypatch.setattr(writer, "validate", lambda program: None)
@@ -421,3 +421,41 @@ def test_npu_with_control_flow_is_named() -> None:
     cal = [(x,) for x in _inputs(5)]
     with pytest.raises(LoweringError, match="control flow .*cannot be partitioned for the Ethos-U"):
         torchmcu.export(model, (cal[0][0],), calibration=cal, npu="ethos-u55-128")
+
+
+class LinearCondNet(torch.nn.Module):
+    """Branches end in linear layers: with int8 I/O the cond is the program's last instruction
+    range and its final jump goes to the instruction count (the end of the method)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pre = _identity_pre()
+        torch.manual_seed(4)
+        self.a, self.b = torch.nn.Linear(192, 5), torch.nn.Linear(192, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.pre(x).flatten(1)
+        return torch.cond(x.mean() > 0, lambda t: self.a(t), lambda t: self.b(t), (x,))
+
+
+def test_cond_at_the_end_jumps_to_the_instruction_count() -> None:
+    cal = [(x,) for s in range(2) for x in _inputs(20 + s)]
+    model = LinearCondNet().eval()
+    exp = torchmcu.export(model, cal[0], calibration=cal, int8_io=True)
+    ins = exp.program.execution_plan[0].chains[0].instructions
+    assert isinstance(ins[-1], pm.MoveCall)
+    assert max(j.destination_instruction for j in ins if isinstance(j, pm.JumpFalseCall)) == len(ins)
+    qin, qout = exp.report["inputs"][0], exp.report["outputs"][0]
+    taken = set()
+    for x in _inputs(21):
+        q = np.clip(np.round(x.numpy() / qin["scale"]) + qin["zero_point"], -128, 127).astype(np.int8)
+        ref = run_program(exp.program, [q])[0]
+        assert _same_bits(ref, native.run_program(exp.pte_bytes, [q])[0])
+        with torch.no_grad():
+            h = model.pre(x).flatten(1)
+            want, other = (model.a, model.b) if h.mean() > 0 else (model.b, model.a)
+            taken.add(want is model.a)
+            w, o = want(h).numpy(), other(h).numpy()
+        got = (ref.astype(np.float32) - qout["zero_point"]) * qout["scale"]
+        assert 3 * np.abs(got - w).max() < np.abs(got - o).max()
+    assert taken == {True, False}

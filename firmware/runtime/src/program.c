@@ -592,7 +592,8 @@ static tm_status walk_instruction(walk_ctx *c, uint32_t chain, const tm_fb_vec *
       }
       break;
     case TM_INSTR_JUMP_FALSE:
-      if (ia < 0 || (uint32_t)ia >= nvals || ib < 0 || (uint32_t)ib >= instrs->len) {
+      /* destination == the instruction count: the jump ends the method (a cond at the end) */
+      if (ia < 0 || (uint32_t)ia >= nvals || ib < 0 || (uint32_t)ib > instrs->len) {
         return bad(c->diag, TM_ERR_INVALID_PROGRAM, "jump condition or destination out of range", args.pos);
       }
       break;

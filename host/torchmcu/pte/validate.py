@@ -189,7 +189,7 @@ def _check_plan(pi: int, plan: ExecutionPlan, program: Program) -> None:
                     f"{ip}.destination_instruction",
                     ins.destination_instruction,
                     0,
-                    len(chain.instructions) - 1,
+                    len(chain.instructions),  # == count: the jump ends the chain
                 )
             elif isinstance(ins, FreeCall):
                 _check_range(f"{ip}.value_index", ins.value_index, 0, nv - 1)
