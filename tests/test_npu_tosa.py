@@ -398,29 +398,41 @@ def test_avg_pool_shapes(shape, k, stride):
         ((1, 16, 8, 8), (8, 8)),  # ResNet8's pool: count 64
         ((1, 3, 4, 6), (4, 6)),  # count 24, C = 3
         ((1, 5, 9, 8), (8, 8)),  # one input row past the window: cropped first
+        ((1, 4, 1, 6), (1, 6)),  # one row: one strip, nothing to reduce (except U85's 2 rows)
+        ((1, 2, 2, 66), (2, 66)),  # rows longer than STRIP_MAX (U55/U65): transposed form
     ],
 )
-@pytest.mark.parametrize("family", [None, "u85"])
-def test_global_even_pool_sums_by_transposed_conv(shape, k, family, monkeypatch):
-    # An even-count window over the whole input: positions transposed into channels and
-    # summed by a 1x1 CONV2D (for U85 a MATMUL of the positions), no DEPTHWISE_CONV2D, still
-    # half away from zero at ties.
+@pytest.mark.parametrize("family", [None, "u55", "u85"])
+def test_global_even_pool_sums_strips(shape, k, family, monkeypatch):
+    # An even-count window over the whole input: strip sums (a DEPTHWISE_CONV2D spanning one
+    # axis of a regrouping of the positions) + REDUCE_SUM, or for long rows the positions
+    # transposed into channels and summed by a 1x1 CONV2D; half away from zero at ties.
     from torchmcu.npu.tosa.graph import Graph
+    from torchmcu.npu.tosa.ops_pool import STRIP_MAX
 
-    ops: list[str] = []
+    ops: list[tuple[str, list[tuple[int, ...]]]] = []
     real_op = Graph.op
-    monkeypatch.setattr(
-        Graph, "op", lambda self, op, *rest: ops.append(op) or real_op(self, op, *rest)
-    )
+
+    def spy(self, op, inputs, *rest):
+        ops.append((op, [t.shape for t in inputs]))
+        return real_op(self, op, inputs, *rest)
+
+    monkeypatch.setattr(Graph, "op", spy)
     net = Net()
     xi = net.input(list(shape))
     program = net.finish([avg_pool(net, xi, k, k)])
     lower_to_tosa(program, family=family)
-    assert "DEPTHWISE_CONV2D" not in ops
-    if family == "u85":
-        assert "MATMUL" in ops and "TRANSPOSE" not in ops
+    names = [op for op, _ in ops]
+    assert "MATMUL" not in names and "AVG_POOL2D" not in names
+    if family != "u85" and k[1] > STRIP_MAX:
+        assert "TRANSPOSE" in names and "CONV2D" in names and "DEPTHWISE_CONV2D" not in names
     else:
-        assert "TRANSPOSE" in ops and "CONV2D" in ops
+        assert "TRANSPOSE" not in names
+        kernels = [shapes[1][:2] for op, shapes in ops if op == "DEPTHWISE_CONV2D"]
+        assert len(kernels) == 1 and 1 in kernels[0]  # a strip, never the whole window
+        assert kernels[0] == (
+            (4 if k[0] * k[1] % 4 == 0 else 2, 1) if family == "u85" else (1, k[1])
+        )
     n, c, h, w = shape
     rng = np.random.default_rng(5)
     ties = rng.choice(np.array([-3, -1, 0, 1, 2], dtype=np.int8), size=(n, h, w, c))
@@ -434,13 +446,17 @@ def test_global_even_pool_sums_by_transposed_conv(shape, k, family, monkeypatch)
     assert run_tosa_reference(graph, [ties])[0].reshape(-1)[0] == -1
 
 
-def test_global_pool_stride_over_3_lowers_for_u55():
+@pytest.mark.parametrize(
+    ("family", "accelerator"),
+    [(None, "ethos-u55-128"), ("u55", "ethos-u55-128"), ("u85", "ethos-u85-256")],
+)
+def test_global_pool_stride_over_3_lowers_for_u55(family, accelerator):
     pytest.importorskip("ethosu.vela")
     net = Net()
     xi = net.input([1, 16, 8, 8])
     program = net.finish([avg_pool(net, xi, (8, 8), (8, 8))])
     assert npu_support(program.execution_plan[0], 0, "u55") is None
-    vela_compile(lower_to_tosa(program).flatbuffer, "ethos-u55-128")
+    vela_compile(lower_to_tosa(program, family=family).flatbuffer, accelerator)
 
 
 @pytest.mark.parametrize(
