@@ -459,3 +459,18 @@ def test_cond_at_the_end_jumps_to_the_instruction_count() -> None:
         got = (ref.astype(np.float32) - qout["zero_point"]) * qout["scale"]
         assert 3 * np.abs(got - w).max() < np.abs(got - o).max()
     assert taken == {True, False}
+
+
+def test_selected_operators_list_the_control_flow_kernels(case, mapped, tmp_path) -> None:
+    import yaml
+
+    _, _, exp = case
+    exp.save(tmp_path / "cond", "m")
+    doc = yaml.safe_load((tmp_path / "cond" / "selected_operators.yaml").read_text())
+    # 0-d int64 sum and 0-d Bool predicate: empty dim orders in the kernel key
+    assert doc["et_kernel_metadata"]["aten::gt.Scalar_out"] == ["v1/4;|11;|11;"]
+    mapped[1].save(tmp_path / "map", "m")
+    doc = yaml.safe_load((tmp_path / "map" / "selected_operators.yaml").read_text())
+    assert {"aten::sym_size.int", "aten::select_copy.int_out", "executorch_prim::et_copy_index.tensor",
+            "executorch_prim::add.Scalar", "executorch_prim::eq.Scalar",
+            "executorch_prim::sub.Scalar"} <= set(doc["operators"])

@@ -41,7 +41,8 @@ _TOP_LEVEL = {
 _OP_FLAGS = ("is_root_operator", "is_used_for_training", "include_all_overloads")
 DELEGATE_FEATURE = "delegate:"  # build_features entry prefix of a delegate backend id
 _BACKEND_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # a C identifier: it names a table entry
-_KERNEL_KEY = re.compile(r"^(default|v1(/\d+;\d+(,\d+)*(\|\d+;\d+(,\d+)*)*)?)$")
+# a 0-d tensor (a reduction to a scalar) has an empty dim order: "4;"
+_KERNEL_KEY = re.compile(r"^(default|v1(/\d+;(\d+(,\d+)*)?(\|\d+;(\d+(,\d+)*)?)*)?)$")
 
 
 class OpListError(ValueError):
