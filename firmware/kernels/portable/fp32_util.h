@@ -149,14 +149,43 @@ static inline int tm_f32_broadcast(const tm_tensor *a, const tm_tensor *b, const
   return 0;
 }
 
-/* The float32 input at i_in and out at i_out of an elementwise op: same sizes, and out
+/* The checked prologue of an elementwise float32 kernel: nargs matches the schema's
+ * n_schema arguments, then the input at i_in and out at i_out have the same sizes and out
  * places every element where the input has it (any dim order, the same for both). */
-static inline tm_status tm_f32_unary_args(tm_kernel_context *ctx, tm_value *const *args, size_t i_in,
-                                          size_t i_out, const tm_tensor **in, tm_tensor **out) {
+static inline tm_status tm_f32_unary_args(tm_kernel_context *ctx, tm_value *const *args, size_t nargs,
+                                          size_t n_schema, size_t i_in, size_t i_out, const tm_tensor **in,
+                                          tm_tensor **out) {
+  const tm_status st = tm_check_arg_count(ctx, args, nargs, n_schema);
+  if (st != TM_OK) {
+    return st;
+  }
   *in = tm_f32_arg(args, i_in, 0, TM_MAX_DIMS);
   TM_ARG_CHECK(ctx, *in != NULL, i_in);
   *out = tm_f32_arg(args, i_out, 0, TM_MAX_DIMS);
   TM_ARG_CHECK(ctx, *out != NULL && tm_same_layout(*in, *out), i_out);
+  return TM_OK;
+}
+
+/* out[i] = f(in[i]) over the memory of two tensors of the same layout. Static inline with
+ * a constant f, so each kernel's loop compiles with its own function inlined. */
+static inline void tm_f32_map(const tm_tensor *in, tm_tensor *out, float (*f)(float)) {
+  const float *x = (const float *)in->data;
+  float *o = (float *)out->data;
+  for (uint32_t i = 0; i < in->numel; ++i) {
+    o[i] = f(x[i]);
+  }
+}
+
+/* A whole kernel of schema (Tensor self, *, Tensor(a!) out): out = f(self) elementwise. */
+static inline tm_status tm_f32_unary_kernel(tm_kernel_context *ctx, tm_value *const *args, size_t nargs,
+                                            float (*f)(float)) {
+  const tm_tensor *in = NULL;
+  tm_tensor *out = NULL;
+  const tm_status st = tm_f32_unary_args(ctx, args, nargs, 2u, 0u, 1u, &in, &out);
+  if (st != TM_OK) {
+    return st;
+  }
+  tm_f32_map(in, out, f);
   return TM_OK;
 }
 

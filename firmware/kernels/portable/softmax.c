@@ -12,13 +12,9 @@
 enum { A_SELF, A_DIM, A_HALF_TO_FLOAT, A_OUT, N_SCHEMA };
 
 tm_status tm_portable_softmax_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
-  if (st != TM_OK) {
-    return st;
-  }
   const tm_tensor *in = NULL;
   tm_tensor *out = NULL;
-  st = tm_f32_unary_args(ctx, args, A_SELF, A_OUT, &in, &out);
+  const tm_status st = tm_f32_unary_args(ctx, args, nargs, N_SCHEMA, A_SELF, A_OUT, &in, &out);
   if (st != TM_OK) {
     return st;
   }

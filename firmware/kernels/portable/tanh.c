@@ -8,24 +8,10 @@
 #include "fp32_util.h"
 #include "portable_kernels.h"
 
-enum { A_SELF, A_OUT, N_SCHEMA };
+static float tanh_one(float v) {
+  return tanhf(v);
+}
 
 tm_status tm_portable_tanh_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
-  if (st != TM_OK) {
-    return st;
-  }
-  const tm_tensor *in = NULL;
-  tm_tensor *out = NULL;
-  st = tm_f32_unary_args(ctx, args, A_SELF, A_OUT, &in, &out);
-  if (st != TM_OK) {
-    return st;
-  }
-  const float *x = (const float *)in->data;
-  float *o = (float *)out->data;
-  for (uint32_t i = 0; i < in->numel; ++i) {
-    const float v = x[i];
-    o[i] = tanhf(v);
-  }
-  return TM_OK;
+  return tm_f32_unary_kernel(ctx, args, nargs, tanh_one);
 }
