@@ -28,9 +28,7 @@ tm_status tm_portable_addmm_out(tm_kernel_context *ctx, tm_value *const *args, s
   TM_ARG_CHECK(ctx, tm_f32_scalar_arg(args, A_BETA, &beta), A_BETA);
   TM_ARG_CHECK(ctx, tm_f32_scalar_arg(args, A_ALPHA, &alpha), A_ALPHA);
   tm_tensor *out = tm_f32_arg(args, A_OUT, 2, 2);
-  TM_ARG_CHECK(ctx, out != NULL && out->sizes[0] == m1->sizes[0] && out->sizes[1] == m2->sizes[1] &&
-                        (out->numel == 0 || (out->data != m1->data && out->data != m2->data)),
-               A_OUT);
+  TM_ARG_CHECK(ctx, tm_f32_matmul_out_ok(m1, m2, out), A_OUT);
   /* self's stride per output row / column (0 where it broadcasts). */
   int64_t bs[TM_MAX_DIMS] = {0};
   tm_f32_strides(bias, bs);
@@ -38,7 +36,6 @@ tm_status tm_portable_addmm_out(tm_kernel_context *ctx, tm_value *const *args, s
   int64_t bias_col = 0;
   const int32_t M = out->sizes[0];
   const int32_t N = out->sizes[1];
-  const int32_t K = m1->sizes[1];
   if (bias->dim == 2) {
     TM_ARG_CHECK(ctx, (bias->sizes[0] == M || bias->sizes[0] == 1) && (bias->sizes[1] == N || bias->sizes[1] == 1),
                  A_SELF);
@@ -50,28 +47,6 @@ tm_status tm_portable_addmm_out(tm_kernel_context *ctx, tm_value *const *args, s
   }
   TM_ARG_CHECK(ctx, bias->numel != 0 || out->numel == 0, A_SELF);
 
-  int64_t s1[TM_MAX_DIMS], s2[TM_MAX_DIMS], so[TM_MAX_DIMS];
-  tm_f32_strides(m1, s1);
-  tm_f32_strides(m2, s2);
-  tm_f32_strides(out, so);
-  const float *a = (const float *)m1->data;
-  const float *b = (const float *)m2->data;
-  const float *c = (const float *)bias->data;
-  float *o = (float *)out->data;
-  for (int32_t i = 0; i < M; ++i) {
-    for (int32_t j = 0; j < N; ++j) {
-      const float *ai = a + i * s1[0];
-      const float *bj = b + j * s2[1];
-      float acc = 0.0f;
-      for (int32_t k = 0; k < K; ++k) {
-        acc += ai[k * s1[1]] * bj[k * s2[0]];
-      }
-      float v = alpha * acc;
-      if (beta != 0.0f) {
-        v += beta * c[i * bias_row + j * bias_col];
-      }
-      o[i * so[0] + j * so[1]] = v;
-    }
-  }
+  tm_f32_matmul(m1, m2, out, alpha, beta, (const float *)bias->data, bias_row, bias_col);
   return TM_OK;
 }

@@ -189,4 +189,92 @@ static inline tm_status tm_f32_unary_kernel(tm_kernel_context *ctx, tm_value *co
   return TM_OK;
 }
 
+/*
+ * A whole broadcasting kernel of schema (Tensor self, Tensor other, [Scalar alpha,]
+ * *, Tensor(a!) out): out = f(self, other, alpha) elementwise with torch broadcasting
+ * (alpha 1 when the schema has none). Same-layout operands and a single-value other take
+ * flat loops; anything else walks out's logical indices.
+ */
+static inline tm_status tm_f32_binary_kernel(tm_kernel_context *ctx, tm_value *const *args, size_t nargs,
+                                             bool has_alpha, float (*f)(float, float, float)) {
+  const size_t i_a = 0u, i_b = 1u, i_alpha = 2u, i_out = has_alpha ? 3u : 2u;
+  const tm_status st = tm_check_arg_count(ctx, args, nargs, i_out + 1u);
+  if (st != TM_OK) {
+    return st;
+  }
+  const tm_tensor *a = tm_f32_arg(args, i_a, 0, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, a != NULL, i_a);
+  const tm_tensor *b = tm_f32_arg(args, i_b, 0, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, b != NULL, i_b);
+  float alpha = 1.0f;
+  if (has_alpha) {
+    TM_ARG_CHECK(ctx, tm_f32_scalar_arg(args, i_alpha, &alpha), i_alpha);
+  }
+  tm_tensor *out = tm_f32_arg(args, i_out, 0, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, out != NULL, i_out);
+  tm_f32_walk w;
+  const int bad = tm_f32_broadcast(a, b, out, &w);
+  TM_ARG_CHECK(ctx, bad == 0, bad == 1 ? i_a : (bad == 2 ? i_b : i_out));
+
+  const float *x = (const float *)a->data;
+  const float *y = (const float *)b->data;
+  float *o = (float *)out->data;
+  if (tm_same_layout(a, out) && tm_same_layout(b, out)) {
+    for (uint32_t i = 0; i < out->numel; ++i) {
+      o[i] = f(x[i], y[i], alpha);
+    }
+  } else if (tm_same_layout(a, out) && b->numel == 1) {
+    const float v = y[0];
+    for (uint32_t i = 0; i < out->numel; ++i) {
+      o[i] = f(x[i], v, alpha);
+    }
+  } else {
+    for (uint32_t i = 0; i < out->numel; ++i) {
+      o[w.off[2]] = f(x[w.off[0]], y[w.off[1]], alpha);
+      tm_f32_walk_next(&w);
+    }
+  }
+  return TM_OK;
+}
+
+/* out is a [M, N] result of m1 [M, K] @ m2 [K, N] and does not share memory with them. */
+static inline bool tm_f32_matmul_out_ok(const tm_tensor *m1, const tm_tensor *m2, const tm_tensor *out) {
+  return out != NULL && out->sizes[0] == m1->sizes[0] && out->sizes[1] == m2->sizes[1] &&
+         (out->numel == 0 || (out->data != m1->data && out->data != m2->data));
+}
+
+/*
+ * out = alpha * (m1 @ m2) + beta * c for rank-2 m1 [M, K], m2 [K, N], out [M, N] in any
+ * dim orders; c is read at i * c_row + j * c_col, and not at all when beta == 0 (NaN does
+ * not propagate, as torch). Products summed in float32 in k order.
+ */
+static inline void tm_f32_matmul(const tm_tensor *m1, const tm_tensor *m2, tm_tensor *out, float alpha, float beta,
+                                 const float *c, int64_t c_row, int64_t c_col) {
+  int64_t s1[TM_MAX_DIMS], s2[TM_MAX_DIMS], so[TM_MAX_DIMS];
+  tm_f32_strides(m1, s1);
+  tm_f32_strides(m2, s2);
+  tm_f32_strides(out, so);
+  const int32_t M = out->sizes[0];
+  const int32_t N = out->sizes[1];
+  const int32_t K = m1->sizes[1];
+  const float *a = (const float *)m1->data;
+  const float *b = (const float *)m2->data;
+  float *o = (float *)out->data;
+  for (int32_t i = 0; i < M; ++i) {
+    for (int32_t j = 0; j < N; ++j) {
+      const float *ai = a + i * s1[0];
+      const float *bj = b + j * s2[1];
+      float acc = 0.0f;
+      for (int32_t k = 0; k < K; ++k) {
+        acc += ai[k * s1[1]] * bj[k * s2[0]];
+      }
+      float v = alpha * acc;
+      if (beta != 0.0f) {
+        v += beta * c[i * c_row + j * c_col];
+      }
+      o[i * so[0] + j * so[1]] = v;
+    }
+  }
+}
+
 #endif /* TORCHMCU_KERNELS_PORTABLE_FP32_UTIL_H */

@@ -18,29 +18,7 @@ tm_status tm_portable_mm_out(tm_kernel_context *ctx, tm_value *const *args, size
   const tm_tensor *m2 = tm_f32_arg(args, A_MAT2, 2, 2);
   TM_ARG_CHECK(ctx, m2 != NULL && m2->sizes[0] == m1->sizes[1], A_MAT2);
   tm_tensor *out = tm_f32_arg(args, A_OUT, 2, 2);
-  TM_ARG_CHECK(ctx, out != NULL && out->sizes[0] == m1->sizes[0] && out->sizes[1] == m2->sizes[1] &&
-                        (out->numel == 0 || (out->data != m1->data && out->data != m2->data)),
-               A_OUT);
-  int64_t s1[TM_MAX_DIMS], s2[TM_MAX_DIMS], so[TM_MAX_DIMS];
-  tm_f32_strides(m1, s1);
-  tm_f32_strides(m2, s2);
-  tm_f32_strides(out, so);
-  const int32_t M = out->sizes[0];
-  const int32_t N = out->sizes[1];
-  const int32_t K = m1->sizes[1];
-  const float *a = (const float *)m1->data;
-  const float *b = (const float *)m2->data;
-  float *o = (float *)out->data;
-  for (int32_t i = 0; i < M; ++i) {
-    for (int32_t j = 0; j < N; ++j) {
-      const float *ai = a + i * s1[0];
-      const float *bj = b + j * s2[1];
-      float acc = 0.0f;
-      for (int32_t k = 0; k < K; ++k) {
-        acc += ai[k * s1[1]] * bj[k * s2[0]];
-      }
-      o[i * so[0] + j * so[1]] = acc;
-    }
-  }
+  TM_ARG_CHECK(ctx, tm_f32_matmul_out_ok(m1, m2, out), A_OUT);
+  tm_f32_matmul(m1, m2, out, 1.0f, 0.0f, NULL, 0, 0);
   return TM_OK;
 }
