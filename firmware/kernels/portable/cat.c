@@ -6,8 +6,6 @@
  * whatever out's rank. Any dim orders; the inputs must not share memory with out. The
  * list must be resolved (tm_value_list items set).
  */
-#include <string.h>
-
 #include "fp32_util.h"
 #include "portable_kernels.h"
 
@@ -69,21 +67,7 @@ tm_status tm_portable_cat_out(tm_kernel_context *ctx, tm_value *const *args, siz
       w.strides[2][d] = out_strides[d];
     }
     w.off[2] = at * out_strides[dim];
-    const uint8_t *src = (const uint8_t *)t->data;
-    uint8_t *dst = (uint8_t *)out->data;
-    if (esize == 4) {
-      const uint32_t *s4 = (const uint32_t *)t->data;
-      uint32_t *d4 = (uint32_t *)out->data;
-      for (uint32_t i = 0; i < t->numel; ++i) {
-        d4[w.off[2]] = s4[w.off[0]];
-        tm_f32_walk_next(&w);
-      }
-    } else {
-      for (uint32_t i = 0; i < t->numel; ++i) {
-        memcpy(dst + (size_t)w.off[2] * esize, src + (size_t)w.off[0] * esize, esize);
-        tm_f32_walk_next(&w);
-      }
-    }
+    tm_f32_walk_copy(&w, t->data, out->data, t->numel, esize);
     at += t->sizes[dim];
   }
   return TM_OK;

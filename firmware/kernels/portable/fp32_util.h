@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "cortex_m/kernel_args.h"
 #include "torchmcu/types.h"
@@ -97,6 +98,26 @@ static inline void tm_f32_walk_next(tm_f32_walk *w) {
     w->idx[k] = 0;
     for (int t = 0; t < 3; ++t) {
       w->off[t] -= w->strides[t][k] * (int64_t)(w->sizes[k] - 1);
+    }
+  }
+}
+
+/* Copies n elements of esize bytes from src to dst at the offsets the walk yields
+ * (tensor 0: source, tensor 2: destination); 4-byte elements move as words. */
+static inline void tm_f32_walk_copy(tm_f32_walk *w, const void *src, void *dst, uint32_t n, size_t esize) {
+  if (esize == 4) {
+    const uint32_t *s4 = (const uint32_t *)src;
+    uint32_t *d4 = (uint32_t *)dst;
+    for (uint32_t i = 0; i < n; ++i) {
+      d4[w->off[2]] = s4[w->off[0]];
+      tm_f32_walk_next(w);
+    }
+  } else {
+    const uint8_t *s = (const uint8_t *)src;
+    uint8_t *d = (uint8_t *)dst;
+    for (uint32_t i = 0; i < n; ++i) {
+      memcpy(d + (size_t)w->off[2] * esize, s + (size_t)w->off[0] * esize, esize);
+      tm_f32_walk_next(w);
     }
   }
 }

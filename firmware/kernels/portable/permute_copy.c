@@ -4,8 +4,6 @@
  * out.sizes[k] = self.sizes[dims[k]]. dims is a permutation of the dims (negative
  * entries count from the end). Any dim orders of self and out; they must not share memory.
  */
-#include <string.h>
-
 #include "fp32_util.h"
 #include "portable_kernels.h"
 
@@ -44,21 +42,6 @@ tm_status tm_portable_permute_copy_out(tm_kernel_context *ctx, tm_value *const *
     w.sizes[k] = out->sizes[k];
     w.strides[0][k] = in_strides[perm[k]];
   }
-  const size_t esize = tm_element_size(in->scalar_type);
-  const uint8_t *src = (const uint8_t *)in->data;
-  uint8_t *dst = (uint8_t *)out->data;
-  if (esize == 4) {
-    const uint32_t *s4 = (const uint32_t *)in->data;
-    uint32_t *d4 = (uint32_t *)out->data;
-    for (uint32_t i = 0; i < out->numel; ++i) {
-      d4[w.off[2]] = s4[w.off[0]];
-      tm_f32_walk_next(&w);
-    }
-  } else {
-    for (uint32_t i = 0; i < out->numel; ++i) {
-      memcpy(dst + (size_t)w.off[2] * esize, src + (size_t)w.off[0] * esize, esize);
-      tm_f32_walk_next(&w);
-    }
-  }
+  tm_f32_walk_copy(&w, in->data, out->data, out->numel, tm_element_size(in->scalar_type));
   return TM_OK;
 }
