@@ -414,15 +414,6 @@ def test_weight_shared_by_both_branches_stored_once() -> None:
                           native.run_program(exp.pte_bytes, [x.numpy()])[0])
 
 
-def test_npu_with_control_flow_is_named() -> None:
-    from torchmcu.lower.errors import LoweringError
-
-    model = CondNet().eval()
-    cal = [(x,) for x in _inputs(5)]
-    with pytest.raises(LoweringError, match="control flow .*cannot be partitioned for the Ethos-U"):
-        torchmcu.export(model, (cal[0][0],), calibration=cal, npu="ethos-u55-128")
-
-
 class LinearCondNet(torch.nn.Module):
     """Branches end in linear layers: with int8 I/O the cond is the program's last instruction
     range and its final jump goes to the instruction count (the end of the method)."""

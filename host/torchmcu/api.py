@@ -180,10 +180,8 @@ def export_quantized(
     if npu_target is None:
         program, lowering_report = finish_lowering(ctx)
     else:
-        from torchmcu.lower.rules_control import refuse_npu_control_flow
         from torchmcu.npu.partition import partition as npu_partition
 
-        refuse_npu_control_flow(ctx)
         program, lowering_report, partition = npu_partition(ctx, npu_target)
     pte = serialize(program)
     finished = time.perf_counter()

@@ -26,7 +26,9 @@ from torchmcu.pte.program import (
     ExecutionPlan,
     Int,
     IntList,
+    JumpFalseCall,
     KernelCall,
+    MoveCall,
     Null,
     Operator,
     Program,
@@ -186,7 +188,7 @@ class ProgramBuilder:
         for b in self.buffers.values():
             b.first_use = b.last_use = None
         for index, ins in enumerate(self.instructions):
-            for vi in ins.args:
+            for vi in instruction_values(ins):
                 key = self.tensor_buffer.get(vi)
                 if key is not None:
                     self.touch(key, index)
@@ -236,6 +238,15 @@ class ProgramBuilder:
         return program, PlanResult(
             int(plan.arena_bytes), int(plan.lower_bound)
         )
+
+
+def instruction_values(ins: object) -> list[int]:
+    """The value indices an instruction reads or writes (control flow included)."""
+    if isinstance(ins, MoveCall):
+        return [ins.move_from, ins.move_to]
+    if isinstance(ins, JumpFalseCall):
+        return [ins.cond_value_index]
+    return list(getattr(ins, "args", []))
 
 
 def nbytes_of(scalar_type: ScalarType, sizes: Sequence[int]) -> int:

@@ -29,7 +29,7 @@ import torch
 import torch.fx
 
 from torchmcu.lower.context import Ctx, _record
-from torchmcu.lower.errors import LoweringError, describe_node, unsupported
+from torchmcu.lower.errors import LoweringError, unsupported
 from torchmcu.lower.graph import is_dq, is_q, qparams_of
 from torchmcu.lower.layout import as_contiguous, as_nhwc
 from torchmcu.lower.requant import same_qparams
@@ -303,15 +303,11 @@ def emit_map(ctx: Ctx, node: torch.fx.Node) -> None:
     _bind_results(ctx, node, [result], "torch.map")
 
 
-def refuse_npu_control_flow(ctx: Ctx) -> None:
-    """The NPU partitioner regroups straight-line kernel calls: a program with jumps is not
-    partitioned yet (named, instead of a wrong schedule)."""
-    for ins, src in zip(ctx.b.instructions, ctx.sources):
-        if isinstance(ins, (JumpFalseCall, MoveCall)):
-            raise LoweringError(
-                "npu=...: programs with control flow (torch.cond/torch.map, "
-                f"{describe_node(src) if src is not None else 'a jump'}) cannot be partitioned for "
-                "the Ethos-U yet; export without npu= to run them on the Cortex-M")
+def is_control_source(node: torch.fx.Node) -> bool:
+    """Kernel calls recorded for this node are emitted by a torch.cond/torch.map itself (its
+    predicate, the loop's slice/count/copy ops), not by an op of a branch or loop body."""
+    return node.op == "call_function" and (
+        node.target in (COND, torch.ops.higher_order.map_impl) or node.target in _COMPARE)
 
 
 def _unsupported_targets() -> list[object]:

@@ -147,6 +147,45 @@ def instruction_macs(plan: pm.ExecutionPlan, ins: pm.KernelCall) -> int:
     return 0
 
 
+def is_barrier(
+    plan: pm.ExecutionPlan, ins: pm.Instruction, source: torch.fx.Node | None
+) -> bool:
+    """Control-flow instructions are fixed points of the schedule: jumps, moves, and the kernel
+    calls a torch.cond/torch.map emits itself (its predicate, the loop counter, slice and copy
+    ops). Only straight-line runs of ordinary kernel calls between them are regrouped."""
+    from torchmcu.lower.rules_control import is_control_source
+
+    if not isinstance(ins, pm.KernelCall):
+        return True
+    if _op_name(plan, ins).startswith("executorch_prim::"):
+        return True
+    return source is not None and is_control_source(source)
+
+
+def segments(plan: pm.ExecutionPlan, sources: Sequence[torch.fx.Node | None]) -> list[list[int]]:
+    """The instruction list cut at every barrier and every jump destination: each barrier is a
+    segment of its own, the rest are straight-line runs (one branch body or a stretch of the
+    top level) inside which calls may be reordered and grouped."""
+    instrs = plan.chains[0].instructions
+    targets = {i.destination_instruction for i in instrs if isinstance(i, pm.JumpFalseCall)}
+    result: list[list[int]] = []
+    run: list[int] = []
+    for i, ins in enumerate(instrs):
+        if i in targets and run:
+            result.append(run)
+            run = []
+        if is_barrier(plan, ins, sources[i] if i < len(sources) else None):
+            if run:
+                result.append(run)
+                run = []
+            result.append([i])
+        else:
+            run.append(i)
+    if run:
+        result.append(run)
+    return result
+
+
 def decide(
     ctx: Ctx,
     program: pm.Program,
@@ -156,14 +195,29 @@ def decide(
     """Placement per FX node (in instruction order) and where each instruction runs."""
     plan = program.execution_plan[0]
     instrs = plan.chains[0].instructions
-    by_node: dict[str, Placement] = {}
+    by_node: dict[torch.fx.Node, Placement] = {}
     order: list[Placement] = []
     where: dict[int, str] = {}
-    nodes: dict[str, torch.fx.Node] = {}
+    nodes: dict[int, torch.fx.Node] = {}
+    control: dict[torch.fx.Node | None, Placement] = {}
     for i, ins in enumerate(instrs):
+        source = ctx.sources[i] if i < len(ctx.sources) else None
+        if is_barrier(plan, ins, source):
+            op = _op_name(plan, ins) if isinstance(ins, pm.KernelCall) else type(ins).__name__
+            if source not in control:
+                name = source.name if source is not None else f"<instruction {i}>"
+                control[source] = Placement(
+                    name, _target_name(source) if source is not None else op, [], [], "cpu",
+                    "control flow (torch.cond/torch.map: jumps, moves, loop and predicate "
+                    "kernels) runs on the CPU",
+                )
+                order.append(control[source])
+            control[source].instructions.append(i)
+            control[source].ops.append(op)
+            where[i] = "cpu"
+            continue
         assert isinstance(ins, pm.KernelCall)
         op = _op_name(plan, ins)
-        source = ctx.sources[i] if i < len(ctx.sources) else None
         boundary = _boundary_reason(op, source)
         if boundary is not None:
             name = source.name if source is not None else f"<instruction {i}>"
@@ -176,19 +230,19 @@ def decide(
                 f"kernel call {i} ({op}) has no source node to decide its placement"
             )
         node = record_node(source)
-        if node.name not in by_node:
+        if node not in by_node:
             p = Placement(node.name, _target_name(node), [], [], "", "")
-            by_node[node.name] = p
-            nodes[node.name] = node
+            by_node[node] = p
+            nodes[id(p)] = node
             order.append(p)
-        p = by_node[node.name]
+        p = by_node[node]
         p.instructions.append(i)
         p.ops.append(op)
         p.macs += instruction_macs(plan, ins)
     for p in order:
         if p.where:
             continue
-        node = nodes[p.node]
+        node = nodes[id(p)]
         ann = read_annotation(node)
         if ann is None:
             raise PartitionError(
@@ -404,6 +458,10 @@ def compact_values(program: pm.Program) -> pm.Program:
         for ins in chain.instructions:
             if isinstance(ins, (pm.KernelCall, pm.DelegateCall)):
                 keep |= set(ins.args)
+            elif isinstance(ins, pm.MoveCall):
+                keep |= {ins.move_from, ins.move_to}
+            elif isinstance(ins, pm.JumpFalseCall):
+                keep.add(ins.cond_value_index)
     for vi in list(keep):
         v = plan.values[vi]
         if isinstance(v, (pm.IntList, pm.TensorList)):
@@ -434,6 +492,11 @@ def compact_values(program: pm.Program) -> pm.Program:
                 instrs.append(pm.KernelCall(ins.op_index, r(ins.args)))
             elif isinstance(ins, pm.DelegateCall):
                 instrs.append(pm.DelegateCall(ins.delegate_index, r(ins.args)))
+            elif isinstance(ins, pm.MoveCall):
+                instrs.append(pm.MoveCall(remap[ins.move_from], remap[ins.move_to]))
+            elif isinstance(ins, pm.JumpFalseCall):
+                instrs.append(pm.JumpFalseCall(remap[ins.cond_value_index],
+                                               ins.destination_instruction))
             else:
                 instrs.append(ins)
         chains.append(pm.Chain(r(chain.inputs), r(chain.outputs), instrs))
@@ -512,8 +575,25 @@ def partition(
     cpu_program, _ = finish_lowering(cpu_ctx, planner)
     placements, where = decide(ctx, cpu_program, target.family, npu_support)
     instrs = list(ctx.b.instructions)
-    preds = dependencies(ctx.b, instrs)
-    groups = group(where, preds)
+    cpu_plan = cpu_program.execution_plan[0]
+    runs = segments(cpu_plan, ctx.sources)
+    # Per straight-line run: dependencies, groups and schedule in the run's own numbering.
+    groups: list[list[int]] = []
+    run_orders: list[list[tuple[str, int]]] = []
+    for run in runs:
+        if len(run) == 1 and is_barrier(cpu_plan, instrs[run[0]], ctx.sources[run[0]]):
+            run_orders.append([("cpu", run[0])])
+            continue
+        local = [instrs[i] for i in run]
+        preds = dependencies(ctx.b, local)
+        local_groups = group({k: where[i] for k, i in enumerate(run)}, preds)
+        base = len(groups)
+        groups.extend([[run[k] for k in g] for g in local_groups])
+        run_orders.append([
+            ("cpu", run[k]) if kind == "cpu" else ("npu", base + k)
+            for kind, k in schedule(len(run), local_groups, preds)
+        ])
+    order = [u for o in run_orders for u in o]
     for k, g in enumerate(groups):
         for i in g:
             for p in placements:
@@ -532,10 +612,33 @@ def partition(
         inputs, outputs = list(carved.inputs), list(carved.outputs)
         delegate_calls.append(ctx.b.delegate(BACKEND_ID, vela.blob, [*inputs, *outputs, scratch]))
         result.subgraphs.append(Subgraph(k, list(g), carved.program, inputs, outputs, graph, vela))
-    order = schedule(len(instrs), groups, preds)
-    ctx.b.instructions = [instrs[i] if kind == "cpu" else delegate_calls[i] for kind, i in order]
+    # old instruction index -> its new index (a delegated call: its DelegateCall's)
+    new_index: dict[int, int] = {}
+    for n, (kind, i) in enumerate(order):
+        for old in [i] if kind == "cpu" else groups[i]:
+            new_index[old] = n
+    new_index[len(instrs)] = len(order)  # a jump may end the method
+    start_of = {run[0]: min(new_index[i] for i in run) for run in runs}
+    start_of[len(instrs)] = len(order)
+    rebuilt: list[Any] = []
+    for kind, i in order:
+        ins = instrs[i] if kind == "cpu" else delegate_calls[i]
+        if isinstance(ins, pm.JumpFalseCall):  # destinations start a run: its new first index
+            ins = pm.JumpFalseCall(ins.cond_value_index, start_of[ins.destination_instruction])
+        rebuilt.append(ins)
+    ctx.b.instructions = rebuilt
     ctx.report = _final_node_reports(ctx, order, groups)
+    ctx.sources = [ctx.sources[i] if kind == "cpu" else None for kind, i in order]
+    old_life = {k: (b.first_use, b.last_use) for k, b in ctx.b.buffers.items()}
     ctx.b.recompute_uses()
+    # Control-flow lifetimes (a cond's result reserved over both branches, buffers a loop
+    # touches live over the whole loop) were set at lowering: carried over to the new indices.
+    for key, (first, last) in old_life.items():
+        buf = ctx.b.buffers[key]
+        if buf.first_use is None or first is None or last is None:
+            continue
+        ctx.b.touch(key, new_index[first])
+        ctx.b.touch(key, new_index[last])
     program, report = finish_lowering(ctx, planner)
     program = compact_values(program)
     return program, report, result

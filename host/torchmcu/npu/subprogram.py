@@ -94,7 +94,28 @@ def trace_storage(plan: pm.ExecutionPlan) -> StorageTrace:
     writes: dict[int, tuple[Storage, int]] = {}
     instructions = plan.chains[0].instructions if plan.chains else []
     for i, instr in enumerate(instructions):
-        if isinstance(instr, pm.FreeCall):
+        if isinstance(instr, (pm.FreeCall, pm.JumpFalseCall)):
+            continue  # control flow: the straight-line replay covers every branch's writes
+        if isinstance(instr, pm.MoveCall):  # reads its source, shows the bytes as its target
+            reads[i] = {}
+            if _planned(plan.values, instr.move_from) is not None:
+                reads[i][0] = resolve(instr.move_from, f"instruction {i} (MoveCall)")
+            if _planned(plan.values, instr.move_to) is not None:
+                live.append((*_span(plan.values[instr.move_to]), ("op", i)))  # type: ignore[arg-type]
+                writes[i] = (("op", i), instr.move_to)
+                value_of[("op", i)] = instr.move_to
+            continue
+        if isinstance(instr, pm.KernelCall) and _raw_loop_op(plan, instr):
+            reads[i] = {}
+            args = instr.args
+            written = args[0] if _raw_loop_op(plan, instr) == "write0" else None
+            for pos, vi in enumerate(args):
+                if vi != written and _planned(plan.values, vi) is not None:
+                    reads[i][pos] = resolve(vi, f"instruction {i}")
+            if written is not None and _planned(plan.values, written) is not None:
+                live.append((*_span(plan.values[written]), ("op", i)))  # type: ignore[arg-type]
+                writes[i] = (("op", i), written)
+                value_of[("op", i)] = written
             continue
         if not isinstance(instr, pm.KernelCall):
             raise CarveError(
@@ -122,6 +143,17 @@ def trace_storage(plan: pm.ExecutionPlan) -> StorageTrace:
         value_of[("op", i)] = out
     outputs = [resolve(vi, f"plan output {k}") for k, vi in enumerate(plan.outputs)]
     return StorageTrace(reads, writes, outputs, value_of)
+
+
+def _raw_loop_op(plan: pm.ExecutionPlan, instr: pm.KernelCall) -> str | None:
+    """ExecuTorch's loop ops take their arguments as the schema has them (no out tensor passed
+    twice): et_copy_index writes into its first argument, the others touch no tensor bytes."""
+    name = plan.operators[instr.op_index].name
+    if name == "executorch_prim::et_copy_index":
+        return "write0"
+    if name.startswith("executorch_prim::") or name == "aten::sym_size":
+        return "read"
+    return None
 
 
 def carve(program: pm.Program, instruction_indices: list[int]) -> Carved:
