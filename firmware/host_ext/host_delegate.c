@@ -36,11 +36,8 @@ void tmx_delegate_end(tmx_delegate_session *s) {
 
 static tm_status host_init(tm_delegate_context *ctx, void *state, const tm_delegate_info *info) {
   host_state *s = state;
-  tm_ethos_u_error err;
-  tm_status st = tm_ethos_u_blob_parse(info->blob, info->blob_size, &s->blob, &err);
+  const tm_status st = tm_ethos_u_blob_init(ctx, info, &s->blob);
   if (st != TM_OK) {
-    ctx->message = err.message;
-    ctx->blob_offset = err.offset;
     return st;
   }
   s->index = info->index;

@@ -17,14 +17,7 @@ typedef struct {
 } probe_delegate;
 
 static tm_status probe_delegate_init(tm_delegate_context *ctx, void *state, const tm_delegate_info *info) {
-  probe_delegate *s = state;
-  tm_ethos_u_error err;
-  tm_status st = tm_ethos_u_blob_parse(info->blob, info->blob_size, &s->blob, &err);
-  if (st != TM_OK) {
-    ctx->message = err.message;
-    ctx->blob_offset = err.offset;
-  }
-  return st;
+  return tm_ethos_u_blob_init(ctx, info, &((probe_delegate *)state)->blob);
 }
 
 static tm_status probe_delegate_prepare(tm_delegate_context *ctx, void *state, const tm_delegate_call *call) {

@@ -223,6 +223,16 @@ tm_status tm_ethos_u_blob_parse(const uint8_t *data, size_t size, tm_ethos_u_blo
   return st != TM_OK ? st : check_scratch_io(blob, true, err);
 }
 
+tm_status tm_ethos_u_blob_init(tm_delegate_context *ctx, const tm_delegate_info *info, tm_ethos_u_blob *blob) {
+  tm_ethos_u_error err;
+  const tm_status st = tm_ethos_u_blob_parse(info->blob, info->blob_size, blob, &err);
+  if (st != TM_OK) {
+    ctx->message = err.message;
+    ctx->blob_offset = err.offset;
+  }
+  return st;
+}
+
 static tm_status call_fail(tm_delegate_context *ctx, const char *msg, size_t arg, uint32_t blob_pos) {
   ctx->message = msg;
   ctx->bad_argument = (uint16_t)(arg < UINT16_MAX ? arg : UINT16_MAX);

@@ -46,10 +46,9 @@ static tm_status fail(tm_delegate_context *ctx, tm_status st, const char *msg, u
 
 static tm_status ethos_u_init(tm_delegate_context *ctx, void *state, const tm_delegate_info *info) {
   ethos_u_state *s = state;
-  tm_ethos_u_error err;
-  tm_status st = tm_ethos_u_blob_parse(info->blob, info->blob_size, &s->blob, &err);
+  tm_status st = tm_ethos_u_blob_init(ctx, info, &s->blob);
   if (st != TM_OK) {
-    return fail(ctx, st, err.message, err.offset);
+    return st;
   }
 #if defined(TM_ETHOS_U_NPU_BASE)
   /* Board build (CMake passes the board's NPU base): the first delegate brings the NPU up,

@@ -62,6 +62,10 @@ typedef struct {
 tm_status tm_ethos_u_blob_parse(const uint8_t *data, size_t size, tm_ethos_u_blob *blob,
                                 tm_ethos_u_error *err);
 
+/* A backend's init step: parses the delegate's blob (info->blob); on failure ctx names the
+ * problem and its blob offset. */
+tm_status tm_ethos_u_blob_init(tm_delegate_context *ctx, const tm_delegate_info *info, tm_ethos_u_blob *blob);
+
 /* Input or output `index` of a parsed blob (index < num_inputs / num_outputs). */
 void tm_ethos_u_blob_io(const tm_ethos_u_blob *blob, bool output, uint32_t index, tm_ethos_u_io *io);
 
