@@ -565,6 +565,18 @@ TM_PROFILE_HOOK void tm_profile_instruction(uint32_t instruction) {
 #define TM_PROFILE_MARK(pc) ((void)0)
 #endif
 
+/* A kernel call returned st: the diagnostic names the operator and the argument (value
+ * index) the kernel reported. */
+static tm_status kernel_failed(tm_method *method, const tm_instruction *ins, const tm_kernel_context *ctx,
+                               tm_status st) {
+  name_operator(method, ins->a);
+  if (ctx->bad_argument < ins->nargs) {
+    method->diag.argument = ctx->bad_argument;
+    method->diag.value = (int32_t)(ins->args[ctx->bad_argument] - method->values);
+  }
+  return fail(method, st, "kernel failed", ins->pos);
+}
+
 tm_status tm_method_execute(tm_method *method) {
   if (method == NULL || !method->ready) {
     return TM_ERR_INVALID_STATE;
@@ -587,12 +599,7 @@ tm_status tm_method_execute(tm_method *method) {
         tm_kernel_context ctx = {UINT16_MAX, verified};
         st = ins->fn(&ctx, ins->args, ins->nargs);
         if (st != TM_OK) {
-          name_operator(method, ins->a);
-          if (ctx.bad_argument < ins->nargs) {
-            d->argument = ctx.bad_argument;
-            d->value = (int32_t)(ins->args[ctx.bad_argument] - method->values);
-          }
-          return fail(method, st, "kernel failed", ins->pos);
+          return kernel_failed(method, ins, &ctx, st);
         }
         /* Same argument values next time: the kernel may skip its checks. */
         method->verified[pc >> 3] |= (uint8_t)(1u << (pc & 7u));
@@ -604,12 +611,7 @@ tm_status tm_method_execute(tm_method *method) {
         tm_kernel_context ctx = {UINT16_MAX, 0};
         st = ins->fn(&ctx, ins->args, ins->nargs);
         if (st != TM_OK) {
-          name_operator(method, ins->a);
-          if (ctx.bad_argument < ins->nargs) {
-            d->argument = ctx.bad_argument;
-            d->value = (int32_t)(ins->args[ctx.bad_argument] - method->values);
-          }
-          return fail(method, st, "kernel failed", ins->pos);
+          return kernel_failed(method, ins, &ctx, st);
         }
         ++pc;
         break;

@@ -778,17 +778,23 @@ tm_status tm_program_method_name(const tm_program *program, uint32_t index, cons
   return TM_OK;
 }
 
+/* Table `index` of the plan vector `field` (operators, delegates) of method `method_name`. */
+static bool plan_item(tm_program *program, tm_fb *fb, const char *method_name, unsigned field, uint32_t index,
+                      tm_fb_table *item) {
+  tm_fb_table plan;
+  tm_fb_vec items;
+  return program->root != 0 && tm_find_plan(program, method_name, &plan) == TM_OK &&
+         tm_fb_vector(fb, &plan, field, 4, &items) && index < items.len && tm_fb_vec_table(fb, &items, index, item);
+}
+
 tm_status tm_program_operator(tm_program *program, const char *method_name, uint32_t index,
                               const char **name, const char **overload) {
   tm_fb fb = tm_program_fb(program);
-  tm_fb_table plan, op;
-  tm_fb_vec ops;
+  tm_fb_table op;
   uint32_t len;
   *name = *overload = NULL;
-  if (program->root == 0 || tm_find_plan(program, method_name, &plan) != TM_OK ||
-      !tm_fb_vector(&fb, &plan, PLAN_OPERATORS, 4, &ops) || index >= ops.len ||
-      !tm_fb_vec_table(&fb, &ops, index, &op) || !tm_fb_string(&fb, &op, OPERATOR_NAME, name, &len) ||
-      !tm_fb_string(&fb, &op, OPERATOR_OVERLOAD, overload, &len)) {
+  if (!plan_item(program, &fb, method_name, PLAN_OPERATORS, index, &op) ||
+      !tm_fb_string(&fb, &op, OPERATOR_NAME, name, &len) || !tm_fb_string(&fb, &op, OPERATOR_OVERLOAD, overload, &len)) {
     return TM_ERR_INVALID_ARGUMENT;
   }
   return TM_OK;
@@ -796,13 +802,11 @@ tm_status tm_program_operator(tm_program *program, const char *method_name, uint
 
 tm_status tm_program_delegate(tm_program *program, const char *method_name, uint32_t index, const char **id) {
   tm_fb fb = tm_program_fb(program);
-  tm_fb_table plan, d;
-  tm_fb_vec dels;
+  tm_fb_table d;
   uint32_t len;
   *id = NULL;
-  if (program->root == 0 || tm_find_plan(program, method_name, &plan) != TM_OK ||
-      !tm_fb_vector(&fb, &plan, PLAN_DELEGATES, 4, &dels) || index >= dels.len ||
-      !tm_fb_vec_table(&fb, &dels, index, &d) || !tm_fb_string(&fb, &d, DELEGATE_ID, id, &len)) {
+  if (!plan_item(program, &fb, method_name, PLAN_DELEGATES, index, &d) ||
+      !tm_fb_string(&fb, &d, DELEGATE_ID, id, &len)) {
     return TM_ERR_INVALID_ARGUMENT;
   }
   return TM_OK;
