@@ -95,8 +95,9 @@ def plugin_path(build_dir: str | os.PathLike[str] | None = None) -> Path:
     return lib
 
 
-def symbol_addresses(elf: str | os.PathLike[str]) -> dict[str, int]:
-    """Function and object symbols of an ELF (arm-none-eabi-nm), Thumb bit included."""
+def nm_symbols(elf: str | os.PathLike[str], kinds: str | None = None) -> dict[str, int]:
+    """Symbol addresses of an ELF (arm-none-eabi-nm), first definition of a name kept;
+    kinds: the nm type letters to keep (None: every defined symbol)."""
     nm = shutil.which("arm-none-eabi-nm")
     if nm is None:
         raise IcountError("arm-none-eabi-nm is not on PATH (scripts/setup.sh installs it)")
@@ -106,9 +107,14 @@ def symbol_addresses(elf: str | os.PathLike[str]) -> dict[str, int]:
     symbols: dict[str, int] = {}
     for line in proc.stdout.splitlines():
         parts = line.split()
-        if len(parts) == 3 and parts[1] in "TtWw":
+        if len(parts) == 3 and (kinds is None or parts[1] in kinds):
             symbols.setdefault(parts[2], int(parts[0], 16))
     return symbols
+
+
+def symbol_addresses(elf: str | os.PathLike[str]) -> dict[str, int]:
+    """Function and object symbols of an ELF (arm-none-eabi-nm), Thumb bit included."""
+    return nm_symbols(elf, "TtWw")
 
 
 def region_args(

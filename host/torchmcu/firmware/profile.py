@@ -25,8 +25,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -182,18 +180,12 @@ def merge_ticks(
 
 
 def _data_symbols(elf: str | os.PathLike[str]) -> dict[str, int]:
-    nm = shutil.which("arm-none-eabi-nm")
-    if nm is None:
-        raise ProfileError("arm-none-eabi-nm is not on PATH (scripts/setup.sh installs it)")
-    proc = subprocess.run([nm, str(elf)], capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise ProfileError(f"arm-none-eabi-nm {elf} failed: {proc.stderr.strip()}")
-    out: dict[str, int] = {}
-    for line in proc.stdout.splitlines():
-        parts = line.split()
-        if len(parts) == 3:
-            out.setdefault(parts[2], int(parts[0], 16))
-    return out
+    from torchmcu.firmware.icount import IcountError, nm_symbols
+
+    try:
+        return nm_symbols(elf)
+    except IcountError as e:
+        raise ProfileError(str(e)) from None
 
 
 def arena_range(elf: str | os.PathLike[str]) -> tuple[int, int]:
