@@ -68,7 +68,7 @@ def test_pad_rule_kernel_and_reference(seed, shape, pads, value, data) -> None:
     out_sizes = list(expected.shape)
     canonical = NHWC if nhwc else tuple(range(rank))
     # keep the input's dim order for out where it still describes the same bytes
-    out_order = order if ops_layout._laid_out_as(out_sizes, order, canonical) else canonical
+    out_order = order if ops_layout.laid_out_as(out_sizes, order, canonical) else canonical
     got = _run_kernel(x, order, out_sizes, out_order, pre, post, value)
     np.testing.assert_array_equal(got, expected)
     flat = ops_layout.pad_tensor(_memory(x, order), shape, order, out_sizes, out_order, pre, post, value)

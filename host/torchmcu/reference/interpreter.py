@@ -44,19 +44,6 @@ def _physical_shape(t: pm.Tensor) -> tuple[int, ...]:
     return tuple(t.sizes[d] for d in t.dim_order)
 
 
-def _strides(sizes: Sequence[int], order: Sequence[int]) -> dict[int, int]:
-    strides, step = {}, 1
-    for d in reversed(order):
-        strides[d] = step
-        step *= sizes[d]
-    return strides
-
-
-def _memory_equivalent(t: pm.Tensor, order: Sequence[int]) -> bool:
-    a, b = _strides(t.sizes, t.dim_order), _strides(t.sizes, order)
-    return all(a[d] == b[d] for d in range(len(t.sizes)) if t.sizes[d] > 1)
-
-
 class _Memory:
     """Tensor storage of one method: the arena bytes and the program's constants."""
 
@@ -152,7 +139,7 @@ class _Call:
     def nhwc(self, i: int, nhwc_sizes: bool) -> np.ndarray:
         t = self.tensor_meta(i)
         order = (0, 1, 2, 3) if nhwc_sizes else (0, 2, 3, 1)
-        if len(t.sizes) != 4 or not _memory_equivalent(t, order):
+        if len(t.sizes) != 4 or not ops_layout.laid_out_as(t.sizes, t.dim_order, order):
             raise InterpreterError(f"argument {i}: expected a 4-D activation with NHWC memory, got sizes "
                                    f"{t.sizes} dim_order {t.dim_order}")
         n, a, b, c = t.sizes
@@ -245,7 +232,7 @@ def _interleave_add(c: _Call) -> list:
 
 def _contiguous(c: _Call, i: int) -> np.ndarray:
     t = c.tensor_meta(i)
-    if not _memory_equivalent(t, list(range(len(t.sizes)))):
+    if not ops_layout.laid_out_as(t.sizes, t.dim_order, range(len(t.sizes))):
         raise InterpreterError(f"argument {i}: expected a contiguous tensor, dim_order {t.dim_order}")
     return c.physical(i)
 

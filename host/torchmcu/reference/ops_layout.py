@@ -48,7 +48,7 @@ def _strides(sizes: Sequence[int], order: Sequence[int]) -> dict[int, int]:
     return strides
 
 
-def _laid_out_as(sizes: Sequence[int], dim_order: Sequence[int], order: Sequence[int]) -> bool:
+def laid_out_as(sizes: Sequence[int], dim_order: Sequence[int], order: Sequence[int]) -> bool:
     """Bytes in `dim_order` equal bytes in `order` (dims of size 1 do not matter)."""
     a, b = _strides(sizes, dim_order), _strides(sizes, order)
     return all(a[d] == b[d] for d in range(len(sizes)) if sizes[d] > 1)
@@ -67,11 +67,11 @@ def pad_dims(sizes: Sequence[int], dim_order: Sequence[int], channels_last: bool
     Raises ValueError when the bytes are not laid out that way (dims of size 1 ignored).
     """
     if channels_last:
-        if len(sizes) != 4 or not _laid_out_as(sizes, dim_order, _NHWC):
+        if len(sizes) != 4 or not laid_out_as(sizes, dim_order, _NHWC):
             raise ValueError(f"pad: channels-last tensor sizes {list(sizes)} dim_order {list(dim_order)} "
                              "is not NHWC in memory")
         return tuple(int(sizes[d]) for d in _NHWC)
-    if not _laid_out_as(sizes, dim_order, range(len(sizes))):
+    if not laid_out_as(sizes, dim_order, range(len(sizes))):
         raise ValueError(f"pad: tensor sizes {list(sizes)} dim_order {list(dim_order)} is not contiguous")
     return tuple(int(s) for s in sizes)
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from torchmcu.pte import program as pm
+from torchmcu.reference import ops_layout
 
 _NP = {
     pm.ScalarType.BYTE: np.uint8,
@@ -58,20 +59,11 @@ def physical_shape(t: pm.Tensor) -> tuple[int, ...]:
     return tuple(int(t.sizes[d]) for d in t.dim_order)
 
 
-def _strides(sizes: Sequence[int], order: Sequence[int]) -> dict[int, int]:
-    strides, step = {}, 1
-    for d in reversed(order):
-        strides[d] = step
-        step *= sizes[d]
-    return strides
-
-
 def laid_out_as(t: pm.Tensor, order: Sequence[int]) -> bool:
     """t's bytes are in `order` (dims of size 1 do not matter)."""
     if len(t.sizes) != len(order):
         return False
-    a, b = _strides(t.sizes, t.dim_order), _strides(t.sizes, order)
-    return all(a[d] == b[d] for d in range(len(t.sizes)) if t.sizes[d] > 1)
+    return ops_layout.laid_out_as(t.sizes, t.dim_order, order)
 
 
 class Graph:
