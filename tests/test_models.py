@@ -22,7 +22,10 @@ OUTPUT_SHAPES = {
     "mobilenet_v1_025": (1, 2),
     "deep_autoencoder": (1, 640),
     "mobilenet_v2_like": (1, 10),
+    "lstm": (1, 4),
 }
+# Models that take more than the one input tensor (the LSTM also takes its state h0, c0).
+EXTRA_INPUTS = {"lstm": 2}
 
 
 def conv(cin: int, cout: int, kh: int, kw: int, groups: int = 1) -> int:
@@ -74,7 +77,8 @@ def built(request: pytest.FixtureRequest) -> tuple[str, nn.Module, tuple[torch.T
 def test_forward_shape_and_eval_mode(built) -> None:
     name, model, inputs = built
     assert not model.training
-    assert len(inputs) == 1 and tuple(inputs[0].shape) == input_shape(name)
+    assert len(inputs) == 1 + EXTRA_INPUTS.get(name, 0)
+    assert tuple(inputs[0].shape) == input_shape(name)
     with torch.no_grad():
         out = model(*inputs)
     assert tuple(out.shape) == OUTPUT_SHAPES[name]
@@ -84,9 +88,8 @@ def test_forward_shape_and_eval_mode(built) -> None:
 def test_output_depends_on_input(built) -> None:
     """Different inputs give clearly different outputs: the signal survives the depth."""
     name, model, _ = built
-    batch = torch.cat([x for (x,) in calibration(name, 8, seed=7)])
     with torch.no_grad():
-        out = model(batch)
+        out = torch.cat([model(*sample) for sample in calibration(name, 8, seed=7)])
     spread = out.std(dim=0).mean().item()
     level = out.abs().mean().item()
     assert spread > 0.1 * level, (name, spread, level)
@@ -158,8 +161,9 @@ def test_calibration_shapes_and_ranges() -> None:
     for name in MODELS:
         samples = calibration(name, 3, seed=0)
         assert len(samples) == 3
-        for (x,) in samples:
-            assert tuple(x.shape) == input_shape(name)
+        for sample in samples:
+            assert len(sample) == 1 + EXTRA_INPUTS.get(name, 0)
+            assert tuple(sample[0].shape) == input_shape(name)
     img = torch.cat([x for (x,) in calibration("resnet8", 4)])
     assert img.min() >= -1.0 and img.max() < 1.0
 

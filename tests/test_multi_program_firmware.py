@@ -6,14 +6,13 @@ a failing program does not stop the next one, the image exits with the first fai
 
 from __future__ import annotations
 
-import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torchmcu
+from test_selective_firmware import kernel_symbols
 from torchmcu import firmware, native
 from torchmcu.cli import main as cli_main
 from torchmcu.firmware.run import EXIT_MISSING_OPERATOR, EXIT_OK
@@ -28,7 +27,6 @@ BOARD = "qemu-an547"
 # Two cheap MLPerf Tiny models that each need kernels the other does not (ds_cnn: pad and
 # depthwise conv; resnet8: add and transpose), so the union is a real one.
 MODELS = ("ds_cnn", "resnet8")
-KERNEL_SYMBOL = re.compile(r"^tm_(cortex_m|portable)_\w+_out$")  # kernel entry points
 
 
 @pytest.fixture(scope="module")
@@ -63,11 +61,6 @@ def _samples(name: str) -> list[list[np.ndarray]]:
     return [[x.numpy() for x in s] for s in models.calibration(name, 2, seed=42)]
 
 
-def _kernel_symbols(elf: Path) -> set[str]:
-    nm = subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True, text=True, check=True)
-    return {ln.split()[-1] for ln in nm.stdout.splitlines() if KERNEL_SYMBOL.match(ln.split()[-1])}
-
-
 def test_one_image_runs_both_programs_bit_exact(exported, merged, root) -> None:
     ptes = [exported[n][0] for n in MODELS]
     infos = [native.program_info(p.read_bytes()) for p in ptes]
@@ -80,7 +73,7 @@ def test_one_image_runs_both_programs_bit_exact(exported, merged, root) -> None:
     table = load_table()
     union = {k.symbol for n in MODELS for k in table.select(read_yaml(exported[n][1]))}
     own = [{k.symbol for k in table.select(read_yaml(exported[n][1]))} for n in MODELS]
-    assert _kernel_symbols(image.elf) == union
+    assert kernel_symbols(image.elf) == union
     assert not own[0] <= own[1] and not own[1] <= own[0], "each model brings kernels of its own"
 
     result = firmware.run(image.elf, BOARD, 300).check()

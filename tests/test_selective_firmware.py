@@ -25,7 +25,8 @@ pytestmark = pytest.mark.skipif(
 
 BOARD = "qemu-an547"
 MLPERF_TINY = ["ds_cnn", "resnet8", "mobilenet_v1_025", "deep_autoencoder"]
-KERNEL_SYMBOL = re.compile(r"^tm_(cortex_m|portable)_\w+_out$")  # kernel entry points
+# Every kernel entry point the tree has (cortex_m, portable, executorch_prim, torchmcu ops).
+TABLE_SYMBOLS = frozenset(k.symbol for k in load_table().kernels)
 
 
 @pytest.fixture(scope="module")
@@ -58,9 +59,10 @@ def _blob(name: str, pte: Path) -> bytes:
     return firmware.write_io_blob(native.program_info(pte.read_bytes()), samples)
 
 
-def _kernel_symbols(elf: Path) -> set[str]:
+def kernel_symbols(elf: Path) -> set[str]:
+    """The kernel entry points linked into an image (nm)."""
     nm = subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True, text=True, check=True)
-    return {ln.split()[-1] for ln in nm.stdout.splitlines() if KERNEL_SYMBOL.match(ln.split()[-1])}
+    return {ln.split()[-1] for ln in nm.stdout.splitlines() if ln.split()[-1] in TABLE_SYMBOLS}
 
 
 def _archive_members(image: firmware.FirmwareImage) -> set[str]:
@@ -84,11 +86,11 @@ def test_selective_image_holds_only_its_kernels_and_is_bit_exact(name, exported,
     pte, yaml_path = exported(name)
     blob = _blob(name, pte)
     full = firmware.build(pte, BOARD, root / "fw-full", inputs=blob)
-    full_symbols = _kernel_symbols(full.elf)
+    full_symbols = kernel_symbols(full.elf)
     full_run = firmware.run(full.elf, BOARD, 300).check()
     sel = firmware.build(pte, BOARD, root / "fw-sel", inputs=blob, ops_yaml=yaml_path)
     symbols, objects = _expected(yaml_path)
-    assert _kernel_symbols(sel.elf) == symbols
+    assert kernel_symbols(sel.elf) == symbols
     assert symbols < full_symbols and len(full_symbols) == len(load_table().kernels)
     members = _archive_members(sel)
     assert members == objects, "only the selected translation units are compiled"
