@@ -10,6 +10,7 @@ every target from that one graph.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ import torch
 import torchmcu
 from torch import nn
 from torchmcu.api import export_quantized
+from torchmcu.boards import get_board
 from torchmcu.examples import models
 from torchmcu.npu.config import NpuConfigError, resolve_target
 from torchmcu.npu.partition import PartitionError
@@ -289,6 +291,21 @@ def test_cli_export_explain_and_saved_subgraphs(tmp_path, capsys):
     assert tosa and tosa not in (out / "model.pte").read_bytes()  # beside the .pte, never in it
     rc = main(["run", str(out / "model.pte"), "--host"])
     assert rc == 0 and "output 0: shape [1, 10] float32" in capsys.readouterr().out
+    # On the board the program needs the NPU: the FVP when it is on PATH, never QEMU.
+    fvp = get_board("corstone-300").config["run"]["fvp"]["binary"]
+    if shutil.which(fvp) is None:
+        rc = main(
+            [
+                "run",
+                str(out / "model.pte"),
+                "--board",
+                "corstone-300",
+                "--build-dir",
+                str(tmp_path / "fw"),
+            ]
+        )
+        err = capsys.readouterr().err
+        assert rc != 0 and "uses the NPU, which QEMU does not model" in err and fvp in err
 
 
 def test_bundle_of_an_npu_program_checked_on_host(ds_cnn, tmp_path, capsys):

@@ -277,8 +277,12 @@ def _run_on_board(args: argparse.Namespace) -> int:
         elf = firmware.build(target, args.board, build_dir, inputs=blob, profile=args.profile).elf
     if args.profile:
         return _profile_on_board(args, elf, target)
+    # A program with delegates needs the NPU: the FVP, never QEMU (it has no NPU model).
+    uses_npu = info is not None and bool(info["delegates"])
     try:
-        result = firmware.run(elf, args.board, args.timeout, emulator=args.emulator)
+        result = firmware.run(
+            elf, args.board, args.timeout, emulator=args.emulator, uses_npu=uses_npu
+        )
     except FirmwareRunError as e:
         raise CliError(str(e)) from None
     for line in result.console.splitlines():
