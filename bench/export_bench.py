@@ -24,14 +24,14 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "host"))  # works without an installed torchmcu too
 
+from timed_samples import TimedSamples  # noqa: E402
 from torchmcu.plan import BufferRequest, lower_bound  # noqa: E402
 from torchmcu.pte import program as pm  # noqa: E402
 from torchmcu.pte.reader import parse  # noqa: E402
@@ -112,38 +112,12 @@ def program_memory(pte: bytes) -> tuple[int, int]:
     return arena, lower_bound(requests, alignment=16)
 
 
-class _TimedSamples:
-    """Iterates calibration samples and adds up the time the consumer spends between them.
-
-    The flow runs one forward pass per sample between two `next()` calls, so that
-    sum is the calibration cost we subtract from the export time.
-    """
-
-    def __init__(self, samples: Sequence[tuple[Any, ...]]) -> None:
-        self.samples = samples
-        self.seconds = 0.0
-
-    def __iter__(self) -> Iterator[tuple[Any, ...]]:
-        self.seconds = 0.0
-        handed_out: float | None = None
-        for sample in self.samples:
-            if handed_out is not None:
-                self.seconds += time.perf_counter() - handed_out
-            handed_out = time.perf_counter()
-            yield sample
-        if handed_out is not None:
-            self.seconds += time.perf_counter() - handed_out
-
-    def __len__(self) -> int:
-        return len(self.samples)
-
-
 def bench_torchmcu(name: str, n_cal: int, out_dir: Path) -> Figures:
     import torchmcu
     from torchmcu.examples import build, calibration
 
     model, inputs = build(name)
-    samples = _TimedSamples(calibration(name, n_cal, seed=1))
+    samples = TimedSamples(calibration(name, n_cal, seed=1))
     try:
         started = time.perf_counter()
         exported = torchmcu.export(model, inputs, calibration=samples, board="corstone-300")
@@ -195,7 +169,6 @@ def bench_executorch(name: str, n_cal: int, out_dir: Path) -> Figures:
     Size and memory figures are read here from its .pte.
     """
     import numpy as np
-
     from torchmcu.examples import calibration
 
     run_dir = out_dir / "executorch" / name

@@ -31,12 +31,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+
+from timed_samples import TimedSamples  # noqa: E402  (bench/ is on sys.path when run)
+
 ET_PYTHON = Path(os.environ.get("TORCHMCU_ET_VENV", ROOT / ".venv-executorch")) / "bin" / "python"
 DEFAULT_MODELS = ("ds_cnn", "resnet8", "mobilenet_v1_025", "deep_autoencoder", "mobilenet_v2_like")
 DEFAULT_NPUS = ("ethos-u55-128", "ethos-u85-256")
@@ -69,29 +72,6 @@ def family(npu: str) -> str:
     return npu.split("-")[1]
 
 
-class _TimedSamples:
-    """Calibration samples that add up the time the consumer spends between them (the forward
-    passes), so it can be subtracted from the export time."""
-
-    def __init__(self, samples: Sequence[tuple[Any, ...]]) -> None:
-        self.samples = samples
-        self.seconds = 0.0
-
-    def __iter__(self) -> Iterator[tuple[Any, ...]]:
-        self.seconds = 0.0
-        handed_out: float | None = None
-        for sample in self.samples:
-            if handed_out is not None:
-                self.seconds += time.perf_counter() - handed_out
-            handed_out = time.perf_counter()
-            yield sample
-        if handed_out is not None:
-            self.seconds += time.perf_counter() - handed_out
-
-    def __len__(self) -> int:
-        return len(self.samples)
-
-
 # ----------------------------------------------------------------------------- torchmcu
 def torchmcu_has_npu() -> str | None:
     """None when torchmcu.export takes npu=..., else why not."""
@@ -109,7 +89,7 @@ def bench_torchmcu(
     from torchmcu.examples import build, calibration
 
     model, inputs = build(name)
-    samples = _TimedSamples(calibration(name, n_cal, seed=1))
+    samples = TimedSamples(calibration(name, n_cal, seed=1))
     try:
         started = time.perf_counter()
         exported = torchmcu.export(
