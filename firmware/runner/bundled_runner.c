@@ -170,17 +170,7 @@ static int check_outputs(const tm_bundled_case *tc, uint32_t c, uint32_t *failed
       return case_error(c, bundle.diag.message, i);
     }
     if (t != NULL) {
-      tm_puts("TM_OUTPUT ");
-      tm_put_u32(c);
-      tm_puts(" ");
-      tm_put_u32(i);
-      tm_puts(" ");
-      tm_put_u32(t->scalar_type);
-      tm_puts(" ");
-      tm_put_u32(t->nbytes);
-      tm_puts(" ");
-      tm_put_hex_bytes(t->data, t->nbytes);
-      tm_puts("\n");
+      tm_runner_put_output(c, i, t);
     }
     const bool fl = e.kind == TM_BUNDLED_TENSOR && is_float(e.scalar_type);
     tm_bundled_compare_result r;

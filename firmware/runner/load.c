@@ -79,6 +79,20 @@ void tm_runner_put_run(uint32_t sample, uint32_t cycles, uint32_t instructions) 
   tm_profile_put_run(sample); /* TORCHMCU_PROFILE only: the run's TM_PROF lines */
 }
 
+void tm_runner_put_output(uint32_t sample, uint32_t index, const tm_tensor *t) {
+  tm_puts("TM_OUTPUT ");
+  tm_put_u32(sample);
+  tm_puts(" ");
+  tm_put_u32(index);
+  tm_puts(" ");
+  tm_put_u32(t->scalar_type);
+  tm_puts(" ");
+  tm_put_u32(t->nbytes);
+  tm_puts(" ");
+  tm_put_hex_bytes(t->data, t->nbytes);
+  tm_puts("\n");
+}
+
 int tm_runner_finish(uint32_t samples, uint32_t mismatches) {
   if (mismatches != 0) {
     tm_puts("TM_END status=OUTPUT_MISMATCH mismatches=");

@@ -45,6 +45,9 @@ tm_status tm_runner_execute(tm_method *method, uint32_t *cycles, uint32_t *instr
 /* The TM_RUN line of one sample. */
 void tm_runner_put_run(uint32_t sample, uint32_t cycles, uint32_t instructions);
 
+/* The TM_OUTPUT line of output `index` of one sample: dtype, byte count, bytes in hex. */
+void tm_runner_put_output(uint32_t sample, uint32_t index, const tm_tensor *t);
+
 /* The TM_END line; returns TM_EXIT_OUTPUT_MISMATCH when mismatches != 0, else TM_EXIT_OK. */
 int tm_runner_finish(uint32_t samples, uint32_t mismatches);
 

@@ -161,17 +161,7 @@ static int report_outputs(tm_io_blob *blob, uint32_t sample, uint32_t *mismatche
     if (t == NULL) {
       continue;
     }
-    tm_puts("TM_OUTPUT ");
-    tm_put_u32(sample);
-    tm_puts(" ");
-    tm_put_u32(i);
-    tm_puts(" ");
-    tm_put_u32(t->scalar_type);
-    tm_puts(" ");
-    tm_put_u32(t->nbytes);
-    tm_puts(" ");
-    tm_put_hex_bytes(t->data, t->nbytes);
-    tm_puts("\n");
+    tm_runner_put_output(sample, i, t);
     if (blob->expected != 0) {
       const uint8_t *bytes;
       uint32_t nbytes;
