@@ -11,19 +11,13 @@ import torch.fx
 from torchmcu.lower.context import Ctx
 from torchmcu.lower.errors import LoweringError, describe_node, unsupported
 from torchmcu.lower.graph import QParams, arg, is_q, qparams_of
+from torchmcu.quantize.quantizer import ACTIVATION_TARGETS
 from torchmcu.reference.quant import single_rounding_multiplier
 
 _aten = torch.ops.aten
 
-ACTIVATIONS = {
-    _aten.relu.default,
-    _aten.relu_.default,
-    _aten.relu6.default,
-    _aten.hardtanh.default,
-    _aten.hardtanh_.default,
-    _aten.clamp.default,
-    _aten.clamp_.default,
-}
+# The ops the quantizer fuses into their producer's output range.
+ACTIVATIONS = frozenset(ACTIVATION_TARGETS)
 
 INT8_MIN, INT8_MAX = -128, 127
 
