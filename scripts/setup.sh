@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
-debian_packages=(gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm clang cmake ninja-build python3-venv chromium)
+debian_packages=(gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm clang libclang-rt-14-dev cmake ninja-build python3-venv chromium)
 missing=()
 for pkg in "${debian_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
