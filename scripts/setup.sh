@@ -3,7 +3,8 @@
 # the Arm cross toolchain, QEMU, clang (sanitizer and fuzz builds), Chromium
 # (renders the HTML report in its test), and a Python venv
 # (.venv, or $TORCHMCU_VENV) holding the pinned Python packages and torchmcu
-# itself in editable mode. Idempotent: quick when everything is present.
+# itself in editable mode, then checks the result with torchmcu doctor (exit 1 if
+# anything required is still missing). Idempotent: quick when everything is present.
 # A venv per checkout keeps two clones (say, CI's and yours) from sharing one
 # editable install.
 set -euo pipefail
@@ -30,7 +31,8 @@ fi
 py="$venv/bin/python"
 
 stamp="$venv/.torchmcu-requirements"
-requirements="torch==2.13.0 torchao==0.18.0 numpy flatbuffers pyyaml scikit-build-core pytest hypothesis scikit-learn tosa-tools==2026.8.0 ethos-u-vela==5.2.0"
+# One list, read by torchmcu doctor too (torch pinned: an unpinned torch pulls a CUDA build).
+requirements=$(sed -e 's/#.*//' host/torchmcu/requirements.txt | xargs)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$requirements" ]; then
   step "Installing Python packages (torch pinned: an unpinned torch pulls a CUDA build)"
   # shellcheck disable=SC2086
@@ -40,4 +42,7 @@ fi
 
 step "Building and installing torchmcu (editable)"
 PYTHON="$py" bash scripts/dev_install.sh
-"$py" -c "import torchmcu, torchmcu._native; print('torchmcu', torchmcu.__version__, 'ready in $venv')"
+"$py" -c "import torchmcu, torchmcu._native; print('torchmcu', torchmcu.__version__, 'installed in $venv')"
+
+step "Checking the machine (torchmcu doctor)"
+bash scripts/doctor.sh

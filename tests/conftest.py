@@ -1,4 +1,10 @@
-"""Shared fixtures: the separate ExecuTorch 1.5.1 venv and exports through its Cortex-M flow.
+"""Shared fixtures: the separate ExecuTorch 1.5.1 venv and exports through its Cortex-M flow,
+and the `needs` marker.
+
+`@pytest.mark.needs("arm-gcc", "qemu")` names the machine components (torchmcu.doctor's
+names) a test needs. A missing one fails the test with doctor's one line (what is missing,
+which package, which set-up step): scripts/setup.sh installs all of them, so a missing tool
+is a broken set-up, never a reason to skip.
 
 ExecuTorch is never a dependency of torchmcu: it lives in .venv-executorch, built by
 scripts/executorch_venv.sh. If the venv cannot be built the tests that need it fail
@@ -16,9 +22,33 @@ from typing import Any
 
 import numpy as np
 import pytest
+from torchmcu import doctor
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPORT_CORTEX_M = ROOT / "tests" / "executorch" / "export_cortex_m.py"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "needs(*components): machine components (torchmcu doctor)")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Any:
+    try:
+        doctor.require(*(name for mark in item.iter_markers("needs") for name in mark.args))
+        return (yield)  # fixtures: a build step's doctor.require fails the same way
+    except doctor.MissingComponent as e:
+        missing = str(e)
+    pytest.fail(f"needs {missing}", pytrace=False)  # outside the except: no chained traceback
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    try:
+        return (yield)
+    except doctor.MissingComponent as e:  # torchmcu.firmware's build/run check their tools
+        missing = str(e)
+    pytest.fail(f"needs {missing}", pytrace=False)
 
 
 def _venv_python(*flags: str) -> Path:

@@ -6,7 +6,6 @@ byte offset for crafted bad files, and never reads outside the buffer for mutate
 from __future__ import annotations
 
 import random
-import shutil
 import struct
 import subprocess
 from pathlib import Path
@@ -18,7 +17,7 @@ from torchmcu.pte.program import Double, Int, ScalarType
 ROOT = Path(__file__).resolve().parents[1]
 RUNTIME = ROOT / "firmware" / "runtime"
 
-pytestmark = pytest.mark.skipif(shutil.which("clang") is None, reason="needs clang")
+pytestmark = pytest.mark.needs("clang", "clang-sanitizers")
 
 # Reads a .bpte given on the command line and prints what the C reader sees.
 HARNESS = r"""

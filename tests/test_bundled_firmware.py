@@ -10,7 +10,6 @@ always passed) would be caught by the changed-value tests.
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -20,10 +19,7 @@ from torchmcu import firmware, native
 from torchmcu.firmware.run import EXIT_INPUT_ERROR, EXIT_OUTPUT_MISMATCH
 from torchmcu.pte import bundled as B
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None,
-    reason="needs arm-none-eabi-gcc and qemu-system-arm (scripts/setup.sh installs them)",
-)
+pytestmark = pytest.mark.needs("arm-gcc", "newlib", "qemu")
 
 MLPERF_TINY = ["ds_cnn", "resnet8", "mobilenet_v1_025", "deep_autoencoder"]
 BOARD = "qemu-an547"

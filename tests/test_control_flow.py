@@ -11,20 +11,19 @@ the other branch's.
 from __future__ import annotations
 
 import copy
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import torchmcu
+from torch._higher_order_ops.map import map as tmap
 from torchmcu import native
 from torchmcu.lower.errors import UnsupportedOpError
 from torchmcu.pte import program as pm
-from torchmcu.pte import reader, writer
+from torchmcu.pte import writer
 from torchmcu.pte.validate import ProgramError
 from torchmcu.reference.interpreter import run_program
-from torch._higher_order_ops.map import map as tmap
 
 SHAPE = (1, 3, 8, 8)
 
@@ -195,15 +194,13 @@ def test_each_branch_taken_and_host_runtime_bit_exact(case) -> None:
     assert taken == ({"a", "b"} if name == "cond" else {"a", "b", "c"})
 
 
-@pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None,
-                    reason="needs arm-none-eabi-gcc and qemu-system-arm")
+@pytest.mark.needs("arm-gcc", "newlib", "qemu")
 def test_qemu_bit_exact_with_reference(case, tmp_path_factory) -> None:
     name, _, exp = case
     _qemu(name, exp, [[x.numpy()] for x in _inputs(7)], tmp_path_factory)
 
 
-@pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None,
-                    reason="needs arm-none-eabi-gcc and qemu-system-arm")
+@pytest.mark.needs("arm-gcc", "newlib", "qemu")
 def test_qemu_map_bit_exact_with_reference(mapped, tmp_path_factory) -> None:
     _qemu("map", mapped[1], [[x.numpy()] for x in _batches(12)], tmp_path_factory)
 

@@ -11,7 +11,6 @@ then go through the libFuzzer target under ASan + UBSan (no sanitizer report all
 from __future__ import annotations
 
 import re
-import shutil
 import struct
 import subprocess
 from pathlib import Path
@@ -26,7 +25,7 @@ from _delegate_programs import (
     _ios,
     own_pack,
 )
-from torchmcu import native
+from torchmcu import doctor, native
 from torchmcu.native import NativeError
 
 WEIGHTS = bytes(range(32))
@@ -342,9 +341,7 @@ def test_real_vela_blob_reads_as_the_python_parser_reads_it(vela_blob: bytes) ->
         ]
 
 
-@pytest.mark.skipif(
-    shutil.which("clang") is None or shutil.which("cmake") is None, reason="needs clang and cmake"
-)
+@pytest.mark.needs("clang", "cmake", "clang-sanitizers", "libfuzzer")
 def test_malformed_blobs_clean_under_sanitizers(tmp_path: Path) -> None:
     """Every truncation, every single-byte change of the header/I-O bytes and the crafted cases
     above, through fuzz_ethos_u_blob (ASan + UBSan, no recovery)."""
@@ -434,9 +431,10 @@ def delegate_only_program(blob: bytes) -> bytes:
 def model_harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not (ROOT / "firmware" / "drivers" / "ethos_u" / "ethos_u_driver.c").exists():
         pytest.skip("the NPU driver is not in the tree")
+    doctor.require("clang-sanitizers")
     out = tmp_path_factory.mktemp("harness") / "delegate_model_test"
-    cc = "clang" if shutil.which("clang") else "gcc"
-    flags = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"] if cc == "clang" else []
+    cc = "clang"
+    flags = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
     r = subprocess.run(
         [
             cc,
@@ -530,8 +528,6 @@ def test_npu_board_firmware_links_the_delegate(
 ) -> None:
     """A DelegateCall program builds and links for the NPU boards, with the EthosUBackend
     registered, the driver linked and the board's NPU base compiled in."""
-    if shutil.which("arm-none-eabi-gcc") is None:
-        pytest.fail("arm-none-eabi-gcc is not installed")
     from torchmcu.firmware.build import build
 
     (pte := tmp_path / "npu.pte").write_bytes(delegate_only_program(vela_blob))
@@ -548,8 +544,6 @@ def test_cpu_only_board_refuses_the_delegate_with_the_missing_operator_code(
 ) -> None:
     """qemu-an547 has no NPU: its image registers no backend, so the runner rejects the program
     at method init with the missing-operator exit code, naming the delegate id."""
-    if shutil.which("qemu-system-arm") is None or shutil.which("arm-none-eabi-gcc") is None:
-        pytest.fail("qemu-system-arm and arm-none-eabi-gcc are needed")
     from torchmcu.firmware.build import build
     from torchmcu.firmware.run import run
 

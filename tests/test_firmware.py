@@ -19,10 +19,7 @@ import torchmcu
 from torchmcu import firmware, native
 from torchmcu.firmware.run import EXIT_FAULT, EXIT_OUTPUT_MISMATCH
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None,
-    reason="needs arm-none-eabi-gcc and qemu-system-arm (scripts/setup.sh installs them)",
-)
+pytestmark = pytest.mark.needs("arm-gcc", "newlib", "qemu")
 
 MODELS = ["mlp", "small_cnn", "ds_cnn", "resnet8", "mobilenet_v1_025", "deep_autoencoder"]
 RUNNABLE_BOARDS = ["qemu-an547", "corstone-300"]

@@ -5,17 +5,13 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "digits" / "demo.py"
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None,
-    reason="needs arm-none-eabi-gcc and qemu-system-arm (scripts/setup.sh installs them)",
-)
+pytestmark = pytest.mark.needs("arm-gcc", "newlib", "qemu")
 
 
 @pytest.mark.slow

@@ -31,9 +31,7 @@ RUNS = {
     "fuzz_ethos_u_blob": 50000,
 }
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("clang") is None or shutil.which("cmake") is None, reason="needs clang and cmake"
-)
+pytestmark = pytest.mark.needs("clang", "cmake", "clang-sanitizers", "libfuzzer")
 
 _built: dict[str, Path] = {}
 

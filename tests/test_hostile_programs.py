@@ -35,9 +35,7 @@ DEFAULT_CHANGES = "x5a,+1,-1"
 REAL_KERNEL_MODELS = ("deep_autoencoder",)
 ENV = dict(os.environ, ASAN_OPTIONS="allocator_may_return_null=1:detect_leaks=1")
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("clang") is None or shutil.which("cmake") is None, reason="needs clang and cmake"
-)
+pytestmark = pytest.mark.needs("clang", "cmake", "clang-sanitizers", "libfuzzer")
 
 
 @pytest.fixture(scope="module")

@@ -26,12 +26,7 @@ from torchmcu.firmware.icount import (
     plugin_source_dir,
 )
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("arm-none-eabi-gcc") is None
-    or shutil.which("qemu-system-arm") is None
-    or shutil.which("gcc") is None,
-    reason="needs arm-none-eabi-gcc, qemu-system-arm and a host gcc",
-)
+pytestmark = pytest.mark.needs("arm-gcc", "newlib", "qemu", "host-gcc")
 
 BOARD = "qemu-an547"
 

@@ -26,10 +26,7 @@ from torchmcu.pte.writer import serialize
 from torchmcu.reference import interpreter, quantize_multiplier
 from torchmcu.reference.scratch import SCRATCH_BYTES
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None,
-    reason="needs arm-none-eabi-gcc and qemu-system-arm (scripts/setup.sh installs them)",
-)
+pytestmark = pytest.mark.needs("arm-gcc", "newlib", "qemu")
 
 BOARD = "qemu-an547"
 NHWC_LEGACY = [0, 2, 3, 1]

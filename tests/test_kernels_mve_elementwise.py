@@ -11,7 +11,6 @@ vector loops, channel counts 1..27, broadcast, padding, strides and unaligned in
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,10 +23,7 @@ from torchmcu.pte import program as pm
 from torchmcu.pte import writer
 from torchmcu.reference.interpreter import run_program
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None,
-    reason="needs arm-none-eabi-gcc and qemu-system-arm (scripts/setup.sh installs them)",
-)
+pytestmark = pytest.mark.needs("arm-gcc", "newlib", "qemu")
 
 BOARD = "qemu-an547"
 LEGACY = [0, 2, 3, 1]  # NHWC memory, sizes N,C,H,W

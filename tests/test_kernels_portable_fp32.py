@@ -14,14 +14,11 @@ Tolerances (|got - torch| <= atol + rtol * |torch|), per op:
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from torchmcu import native
 from torchmcu.pte import writer
 from torchmcu.pte.program import (
@@ -616,8 +613,7 @@ def test_all_ops_program_on_host() -> None:
         _check_outputs(native.run_program(pte, [x]), forward(x), "host")
 
 
-@pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None,
-                    reason="needs arm-none-eabi-gcc and qemu-system-arm")
+@pytest.mark.needs("arm-gcc", "newlib", "qemu")
 def test_all_ops_program_on_cortex_m55(tmp_path) -> None:
     """The all-kernels qemu-an547 image (Cortex-M55, FPU, newlib libm, -O3) runs the program."""
     from torchmcu import firmware

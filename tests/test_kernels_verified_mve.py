@@ -8,20 +8,14 @@ interpreter's for that sample, bit for bit.
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 from test_kernels_mve_conv import BOARD, CASES, _build_program
-
 from torchmcu import firmware
 from torchmcu.pte.writer import serialize
 from torchmcu.reference import interpreter
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None,
-    reason="needs arm-none-eabi-gcc and qemu-system-arm (scripts/setup.sh installs them)",
-)
+pytestmark = pytest.mark.needs("arm-gcc", "newlib", "qemu")
 
 SAMPLES = 3
 

@@ -19,7 +19,6 @@ partitioner leaves the float region on the CPU ("float"); a graph without record
 from __future__ import annotations
 
 import copy
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,7 +37,6 @@ from torchmcu.pte import program as pm
 from torchmcu.pte.writer import serialize
 from torchmcu.reference.interpreter import run_program
 
-HAVE_QEMU = shutil.which("arm-none-eabi-gcc") is not None and shutil.which("qemu-system-arm") is not None
 RTOL = 1e-5
 
 
@@ -219,7 +217,7 @@ def test_agreement_with_fake_quant_reported(case: Case) -> None:
         assert np.percentile(steps, 99) <= 1.0
 
 
-@pytest.mark.skipif(not HAVE_QEMU, reason="needs arm-none-eabi-gcc and qemu-system-arm")
+@pytest.mark.needs("arm-gcc", "newlib", "qemu")
 def test_qemu_int8_bit_exact_float_regions_match_torch(case: Case, tmp_path_factory) -> None:
     from torchmcu import firmware
 

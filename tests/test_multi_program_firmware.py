@@ -6,7 +6,6 @@ a failing program does not stop the next one, the image exits with the first fai
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -18,10 +17,7 @@ from torchmcu.cli import main as cli_main
 from torchmcu.firmware.run import EXIT_MISSING_OPERATOR, EXIT_OK
 from torchmcu.selective import load_table, merge_files, read_yaml
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None,
-    reason="needs arm-none-eabi-gcc and qemu-system-arm (scripts/setup.sh installs them)",
-)
+pytestmark = pytest.mark.needs("arm-gcc", "newlib", "qemu")
 
 BOARD = "qemu-an547"
 # Two cheap MLPerf Tiny models that each need kernels the other does not (ds_cnn: pad and

@@ -30,12 +30,7 @@ from torchmcu.firmware.icount import (
 from torchmcu.pte import reader
 from torchmcu.pte.program import KernelCall
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("arm-none-eabi-gcc") is None
-    or shutil.which("qemu-system-arm") is None
-    or shutil.which("gcc") is None,
-    reason="needs arm-none-eabi-gcc, qemu-system-arm and a host gcc",
-)
+pytestmark = pytest.mark.needs("arm-gcc", "newlib", "qemu", "host-gcc")
 
 BOARD = "qemu-an547"
 SAMPLES = 3  # the first call of each instruction also checks its arguments; later ones do not

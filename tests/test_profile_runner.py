@@ -35,12 +35,7 @@ from torchmcu.pte.program import KernelCall, Tensor, TensorList
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(
-        shutil.which("arm-none-eabi-gcc") is None
-        or shutil.which("qemu-system-arm") is None
-        or shutil.which("gcc") is None,
-        reason="needs arm-none-eabi-gcc, qemu-system-arm and a host gcc",
-    ),
+    pytest.mark.needs("arm-gcc", "newlib", "qemu", "host-gcc"),
 ]
 
 BOARD = "qemu-an547"

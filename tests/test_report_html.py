@@ -7,9 +7,7 @@ checked by parsing it rather than by a screenshot.)
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -27,7 +25,6 @@ from torchmcu.pte.program import (
 )
 
 # scripts/setup.sh installs these tools, so in CI a missing one is a failure, not a skip.
-NOT_IN_CI = os.environ.get("CI") != "true"
 
 
 def _program() -> Program:
@@ -155,10 +152,7 @@ def test_page_has_table_and_charts_and_no_network() -> None:
     assert float(x["x"]) < float(q["x"]) < float(y["x"])
 
 
-@pytest.mark.skipif(
-    NOT_IN_CI and (shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None),
-    reason="needs arm-none-eabi-gcc and qemu-system-arm",
-)
+@pytest.mark.needs("arm-gcc", "newlib", "qemu")
 def test_cli_report_with_profile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import torchmcu
     from torchmcu.cli import main
@@ -230,9 +224,7 @@ def _png_rgb(path: Path):
     return out.reshape(height, width, bpp)[:, :, :3]
 
 
-@pytest.mark.skipif(
-    NOT_IN_CI and shutil.which("chromium") is None, reason="needs chromium (apt-get install chromium)"
-)
+@pytest.mark.needs("chromium")
 def test_headless_chromium_renders_table_and_charts(tmp_path: Path) -> None:
     import subprocess
 

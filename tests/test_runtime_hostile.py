@@ -16,15 +16,12 @@ from pathlib import Path
 
 import pytest
 from test_runtime_programs import add_program, describe_program, fail_program
-
 from torchmcu.pte import writer
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "build" / "hostile-asan"
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("clang") is None or shutil.which("cmake") is None, reason="needs clang and cmake"
-)
+pytestmark = pytest.mark.needs("clang", "cmake", "clang-sanitizers")
 
 
 @pytest.fixture(scope="module")

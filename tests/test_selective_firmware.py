@@ -8,7 +8,6 @@ tests/test_multi_program_firmware.py."""
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -18,10 +17,7 @@ from torchmcu import firmware, native
 from torchmcu.firmware.run import EXIT_MISSING_OPERATOR
 from torchmcu.selective import load_table, read_yaml
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None,
-    reason="needs arm-none-eabi-gcc and qemu-system-arm (scripts/setup.sh installs them)",
-)
+pytestmark = pytest.mark.needs("arm-gcc", "newlib", "qemu")
 
 BOARD = "qemu-an547"
 MLPERF_TINY = ["ds_cnn", "resnet8", "mobilenet_v1_025", "deep_autoencoder"]

@@ -12,6 +12,7 @@
     torchmcu run out/model.pte --board qemu-an547 --profile   # per-operator table, model.profile.json
     torchmcu report out/model.pte --profile                   # out/model.html: ops, time, memory
     torchmcu ops merge a.yaml b.yaml --board corstone-300 -o merged.yaml   # one image, many models
+    torchmcu doctor                                           # is this machine ready? what is missing?
 """
 
 from __future__ import annotations
@@ -379,6 +380,12 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from torchmcu import doctor
+
+    return doctor.run()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="torchmcu", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -479,6 +486,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("info", help="describe a .pte")
     p.add_argument("pte")
     p.set_defaults(func=_cmd_info)
+
+    p = sub.add_parser(
+        "doctor", help="check the toolchain, emulator and Python packages; exit 1 if one is missing"
+    )
+    p.set_defaults(func=_cmd_doctor)
     return parser
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from torchmcu import doctor
 from torchmcu.boards import get_board
 
 
@@ -144,8 +144,7 @@ def build(
     one-program image.
     """
     get_board(board)  # a clear error for an unknown board before CMake runs
-    if shutil.which("arm-none-eabi-gcc") is None:
-        raise FirmwareBuildError("arm-none-eabi-gcc is not on PATH (scripts/setup.sh installs it)")
+    doctor.require("arm-gcc", "newlib", "cmake", "ninja")  # one line naming what is missing
     root = source_dir()
     out = Path(build_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)

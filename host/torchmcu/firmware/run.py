@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from torchmcu import doctor
 from torchmcu.boards import get_board
 from torchmcu.firmware.io_blob import from_tensor_bytes
 
@@ -223,27 +224,28 @@ def fvp_command(elf: Path, fvp: dict[str, Any], npu: str | None) -> list[str] | 
 def emulator_for(board: str, *, uses_npu: bool = False, prefer: str | None = None) -> str:
     """'qemu' or 'fvp' for a board, or FirmwareRunError explaining what is missing."""
     run = get_board(board).config.get("run") or {}
-    qemu_ok = run.get("qemu") is not None and not uses_npu and shutil.which("qemu-system-arm")
+    qemu_possible = run.get("qemu") is not None and not uses_npu
     fvp = run.get("fvp")
     fvp_ok = fvp is not None and shutil.which(fvp["binary"]) is not None
-    if prefer == "fvp" or (prefer is None and not qemu_ok):
-        if fvp_ok:
-            return "fvp"
-        if fvp is None:
-            raise FirmwareRunError(f"{board} has no FVP configured")
-        reason = "the program uses the NPU, which QEMU does not model; " if uses_npu else ""
-        qemu_note = (
-            "" if run.get("qemu") else f" ({board} cannot run on QEMU: it has no model of its CPU)"
-        )
-        raise FirmwareRunError(
-            f"cannot run on {board}: {reason}the Arm FVP {fvp['binary']} is not on PATH{qemu_note}. "
-            "Install the Corstone FVP from Arm (developer.arm.com, Arm Ecosystem FVPs) and add it to PATH."
-        )
-    if not qemu_ok:
-        raise FirmwareRunError(
-            f"cannot run on {board}: qemu-system-arm is not on PATH (scripts/setup.sh)"
-        )
-    return "qemu"
+    reason = "the program uses the NPU, which QEMU does not model" if uses_npu else (
+        f"{board} has no QEMU model of its CPU"
+    )
+    if prefer == "qemu" or (
+        prefer is None and qemu_possible and (shutil.which("qemu-system-arm") or not fvp_ok)
+    ):
+        if not qemu_possible:
+            raise FirmwareRunError(f"cannot run on {board} with QEMU: {reason}")
+        doctor.require("qemu")  # QEMU is the board's emulator: name the missing package
+        return "qemu"
+    if fvp_ok:
+        return "fvp"
+    if fvp is None:
+        raise FirmwareRunError(f"{board} has no FVP configured")
+    note = f"{reason}; " if not qemu_possible else ""
+    raise FirmwareRunError(
+        f"cannot run on {board}: {note}the Arm FVP {fvp['binary']} is not on PATH. "
+        "Install the Corstone FVP from Arm (developer.arm.com, Arm Ecosystem FVPs) and add it to PATH."
+    )
 
 
 def run(
