@@ -30,10 +30,12 @@ from torchmcu.pte.program import (
     KernelCall,
     MoveCall,
     Null,
+    OptionalTensorList,
     Operator,
     Program,
     ScalarType,
     Tensor,
+    TensorList,
 )
 
 NUMPY_SCALAR_TYPE = {
@@ -164,11 +166,23 @@ class ProgramBuilder:
         index = len(self.instructions)
         full = list(args) + [out, out]
         self.instructions.append(KernelCall(self.operator(name), full))
-        for vi in full:
-            key = self.tensor_buffer.get(vi)
-            if key is not None:
-                self.touch(key, index)
+        self.touch_values(full, index)
         return index
+
+    def touch_values(self, value_indices: Sequence[int], index: int) -> None:
+        """Instruction `index` uses these values: every planned tensor among them, and every
+        item of a tensor list among them (aten::cat reads its inputs through one), lives there."""
+        for vi in self.referenced_tensors(value_indices):
+            self.touch(self.tensor_buffer[vi], index)
+
+    def referenced_tensors(self, value_indices: Sequence[int]) -> list[int]:
+        """The planned tensor values among value_indices, tensor-list items included."""
+        found: list[int] = []
+        for vi in value_indices:
+            value = self.values[vi] if 0 <= vi < len(self.values) else None
+            items = value.items if isinstance(value, (TensorList, OptionalTensorList)) else [vi]
+            found += [i for i in items if i in self.tensor_buffer]
+        return found
 
     def touch(self, key: str, index: int) -> None:
         b = self.buffers[key]
@@ -188,10 +202,7 @@ class ProgramBuilder:
         for b in self.buffers.values():
             b.first_use = b.last_use = None
         for index, ins in enumerate(self.instructions):
-            for vi in instruction_values(ins):
-                key = self.tensor_buffer.get(vi)
-                if key is not None:
-                    self.touch(key, index)
+            self.touch_values(instruction_values(ins), index)
 
     # -- finishing ------------------------------------------------------------------------------
     def finish(
@@ -235,9 +246,7 @@ class ProgramBuilder:
             non_const_buffer_sizes=[0, int(plan.arena_bytes)],
         )
         program = Program([ep], constants=self.constants, segments_data=list(self.segments))
-        return program, PlanResult(
-            int(plan.arena_bytes), int(plan.lower_bound)
-        )
+        return program, PlanResult(int(plan.arena_bytes), int(plan.lower_bound))
 
 
 def instruction_values(ins: object) -> list[int]:
