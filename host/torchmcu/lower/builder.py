@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from torchmcu.plan.check import TensorUse, check_plan
 from torchmcu.pte.program import (
     ELEMENT_SIZE,
     Allocation,
@@ -245,8 +246,36 @@ class ProgramBuilder:
             delegates=list(self.delegates),
             non_const_buffer_sizes=[0, int(plan.arena_bytes)],
         )
+        self.check_plan(inputs, outputs, int(plan.arena_bytes))
         program = Program([ep], constants=self.constants, segments_data=list(self.segments))
         return program, PlanResult(int(plan.arena_bytes), int(plan.lower_bound))
+
+    def check_plan(self, inputs: list[int], outputs: list[int], arena_bytes: int) -> None:
+        """PlanError unless no instruction can see a tensor's bytes overwritten by another
+        buffer (torchmcu.plan.check), with the offsets the program's tensors now carry."""
+
+        def uses(value_indices: Sequence[int]) -> list[TensorUse]:
+            found = []
+            for vi in self.referenced_tensors(value_indices):
+                t = self.tensor(vi)
+                offset = t.allocation.offset if t.allocation is not None else 0
+                found.append(TensorUse(self.tensor_buffer[vi], offset, t.nbytes))
+            return found
+
+        steps = [uses(instruction_values(ins)) for ins in self.instructions]
+        check_plan(steps, uses(inputs), uses(outputs), arena_bytes, self.describe_instruction)
+
+    def describe_instruction(self, index: int) -> str:
+        """'instruction 7 (aten::cat.out)', as the runtime's errors name it."""
+        ins = self.instructions[index]
+        if isinstance(ins, KernelCall):
+            op = self.operators[ins.op_index]
+            what = f"{op.name}.{op.overload}"
+        elif isinstance(ins, DelegateCall):
+            what = f"delegate {self.delegates[ins.delegate_index].id}"
+        else:
+            what = type(ins).__name__
+        return f"instruction {index} ({what})"
 
 
 def instruction_values(ins: object) -> list[int]:
