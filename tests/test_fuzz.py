@@ -21,12 +21,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "build" / "fuzz"
 REGRESSIONS = ROOT / "tools" / "fuzz" / "regressions"
-TARGETS = ("fuzz_pte_load", "fuzz_method_init", "fuzz_run", "fuzz_ethos_u_blob")
+TARGETS = ("fuzz_pte_load", "fuzz_method_init", "fuzz_run", "fuzz_plan", "fuzz_ethos_u_blob")
 # Mutations per target in CI (seeded): about 10 s each on one core.
 RUNS = {
     "fuzz_pte_load": 30000,
     "fuzz_method_init": 20000,
     "fuzz_run": 4000,
+    "fuzz_plan": 10000,
     "fuzz_bundled": 20000,
     "fuzz_ethos_u_blob": 50000,
 }
@@ -96,6 +97,7 @@ def targets(build: Path) -> list[str]:
 def seeds_for(target: str, corpus: Path) -> list[Path]:
     dirs = {
         "fuzz_run": [corpus / "run"],
+        "fuzz_plan": [corpus / "plan"],
         "fuzz_bundled": [corpus / "bpte"],
         "fuzz_ethos_u_blob": [corpus / "blob"],
     }.get(target, [corpus / "pte"])

@@ -90,6 +90,27 @@ def test_slice_copy_refuses_bad_ranges_naming_the_argument(args, bad):
         native.call_kernel("torchmcu::slice_copy", [x, *args, np.zeros((2, 1, 3), np.int8)])
 
 
+@pytest.mark.parametrize("start", [0, 47])  # out one byte before self / on self's last byte
+def test_slice_copy_refuses_an_out_sharing_bytes_with_self(start):
+    """A planned offset moved by one byte (fuzz_plan: memcpy-param-overlap in the row copy):
+    out overlapping self in part is argument 5, and nothing is written."""
+    arena = np.arange(64, dtype=np.int8)
+    x = arena[1:49].reshape(2, 4, 6) if start == 0 else arena[:48].reshape(2, 4, 6)
+    out = arena[start : start + 12].reshape(2, 1, 6)
+    before = arena.copy()
+    with pytest.raises(native.NativeError, match="argument 5"):
+        native.call_kernel("torchmcu::slice_copy", [x, 1, 0, 1, 1, out])
+    np.testing.assert_array_equal(arena, before)
+
+
+def test_slice_copy_into_the_bytes_right_after_self():
+    arena = np.arange(64, dtype=np.int8)
+    x, out = arena[:48].reshape(2, 4, 6), arena[48:60].reshape(2, 1, 6)
+    want = x[:, 2:3].copy()
+    native.call_kernel("torchmcu::slice_copy", [x, 1, 2, 3, 1, out])
+    np.testing.assert_array_equal(out, want)
+
+
 @pytest.mark.parametrize("op,torch_fn", [(torch.ops.aten.sigmoid.default, torch.sigmoid),
                                          (torch.ops.aten.tanh.default, torch.tanh)])
 @pytest.mark.parametrize("in_scale,in_zp", [(0.05, -7), (0.0123, 30), (0.2, 0)])

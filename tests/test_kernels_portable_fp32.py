@@ -375,6 +375,12 @@ def _z(*shape, dtype=F32) -> np.ndarray:
     return np.zeros(shape, dtype)
 
 
+def _cat_input_inside_out() -> list:
+    """An input one element into out's bytes (a planned offset moved: not out's start)."""
+    memory = _z(16)
+    return [[memory[1:7].reshape(2, 3), _z(2, 3)], 1, memory[:12].reshape(2, 6)]
+
+
 REJECTS = [
     ("add", lambda: [_z(2, 3, dtype=np.int32), _z(2, 3), 1, _z(2, 3)], 0),  # not float32
     ("add", lambda: [_z(2, 3), _z(4, 3), 1, _z(2, 3)], 1),  # not broadcastable
@@ -402,6 +408,7 @@ REJECTS = [
     ("cat", lambda: [[_z(2, 3), _z(2, 3)], 1, _z(2, 5)], 2),  # sizes do not add up
     ("cat", lambda: [[_z(2, 3)], 2, _z(2, 3)], 1),  # dim out of range
     ("cat", lambda: [[_z(2, 3), _z(2, 3, dtype=np.int32)], 0, _z(4, 3)], 0),  # dtypes differ
+    ("cat", lambda: _cat_input_inside_out(), 0),
     ("addmm", lambda: [_z(4), _z(2, 3), _z(4, 4), 1, 1, _z(2, 4)], 2),  # inner sizes differ
     ("addmm", lambda: [_z(3), _z(2, 3), _z(3, 4), 1, 1, _z(2, 4)], 0),  # bias not broadcastable
     ("addmm", lambda: [_z(4), _z(2, 3), _z(3, 4), "x", 1, _z(2, 4)], 3),

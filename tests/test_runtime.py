@@ -223,6 +223,89 @@ def test_executor_rejects(mutate, status: str, text: str, monkeypatch) -> None:
     assert text in e.value.message
 
 
+# ---- strings that are not UTF-8 ------------------------------------------------
+# Each replaces bytes of one string of the add program, keeping its length. Python's strict
+# UTF-8 decoder (the reference) refuses every one; the C loader must too, naming the field and
+# the string's byte offset exactly as the Python reader (torchmcu.pte.reader) does.
+
+NOT_UTF8 = {
+    "invalid_byte": (b"::", b"\xff:"),
+    "lone_continuation": (b"::", b"\x80:"),
+    "overlong_slash": (b"::", b"\xc0\xaf"),
+    "overlong_3_bytes": (b"_test", b"\xe0\x80\xaf_t"),
+    "surrogate": (b"_test", b"\xed\xa0\x80_t"),
+    "beyond_10ffff": (b"_test", b"\xf4\x90\x80\x80t"),
+    "truncated_at_end": (b"add", b"a\xe2\x82"),
+}
+
+
+def _replace_once(pte: bytes, old: bytes, new: bytes) -> bytes:
+    assert len(old) == len(new) and pte.count(old) == 1
+    return pte.replace(old, new)
+
+
+def _operator_name_with(old: bytes, new: bytes) -> bytes:
+    pte = writer.serialize(add_program())
+    name = b"torchmcu_test::add"
+    return _replace_once(pte, name, name.replace(old, new, 1))
+
+
+def _python_reader_offset(pte: bytes, field: str) -> int:
+    from torchmcu.pte.reader import ProgramError, parse
+
+    with pytest.raises(ProgramError) as e:
+        parse(pte)
+    assert f"{field}: string at byte offset " in str(e.value) and "is not UTF-8" in str(e.value)
+    return int(str(e.value).split("byte offset ")[1].split()[0])
+
+
+@pytest.mark.parametrize("old,new", NOT_UTF8.values(), ids=list(NOT_UTF8))
+def test_operator_name_not_utf8_names_field_and_offset(old: bytes, new: bytes) -> None:
+    pte = _operator_name_with(old, new)
+    name = b"torchmcu_test::add".replace(old, new, 1)
+    with pytest.raises(UnicodeDecodeError):
+        name.decode("utf-8")
+    offset = _python_reader_offset(pte, "Program.execution_plan[0].operators[0].name")
+    assert offset == pte.index(name) - 4  # the string's length prefix
+    for call in (
+        lambda: native.program_info(pte),
+        lambda: native.run_program(pte, [_nchw_input()]),
+    ):
+        with pytest.raises(native.NativeError) as e:
+            call()
+        assert e.value.status == "INVALID_PROGRAM"
+        assert e.value.message == f"Operator.name is not UTF-8 (byte offset {offset})"
+
+
+@pytest.mark.parametrize(
+    "old,new,python_field,c_field",
+    [
+        (b"out", b"o\xfft", "Program.execution_plan[0].operators[0].overload", "Operator.overload"),
+        (b"forward", b"forw\xe9rd", "Program.execution_plan[0].name", "ExecutionPlan.name"),
+    ],
+)
+def test_other_strings_not_utf8_name_field_and_offset(old, new, python_field, c_field) -> None:
+    pte = _replace_once(writer.serialize(add_program()), old, new)
+    offset = _python_reader_offset(pte, python_field)
+    with pytest.raises(native.NativeError) as e:
+        native.program_info(pte)
+    assert e.value.message == f"{c_field} is not UTF-8 (byte offset {offset})"
+
+
+@pytest.mark.parametrize(
+    "name", ["torchmcu_test::\u00e4dd", "torchmcu_test::\u20acd", "t::\U0001f600dd"]
+)
+def test_operator_name_in_multibyte_utf8_loads(name: str) -> None:
+    """Well-formed 2, 3 and 4 byte sequences pass; the unknown operator is then named."""
+    p = add_program()
+    p.execution_plan[0].operators = [Operator(name, "out")]
+    pte = writer.serialize(p)
+    assert native.program_info(pte)["missing_operators"] == [(name, "out")]
+    with pytest.raises(native.NativeError, match=f"operator {name}.out") as e:
+        native.run_program(pte, [_nchw_input()])
+    assert e.value.status == "MISSING_OPERATOR"
+
+
 # ---- byte-level damage ---------------------------------------------------------
 
 

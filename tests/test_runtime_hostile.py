@@ -100,3 +100,21 @@ def test_buffers_too_small(pte_check: Path, tmp_path: Path) -> None:
     assert r.returncode == 1 and "OUT_OF_MEMORY: metadata buffer too small" in r.stdout
     r = _run(pte_check, add)  # the real registry has no torchmcu_test kernels
     assert r.returncode == 1 and "MISSING_OPERATOR" in r.stdout and "torchmcu_test::add.out" in r.stdout
+
+
+def test_strings_not_utf8_rejected_cleanly(pte_check: Path, tmp_path: Path) -> None:
+    """The loader's UTF-8 check of operator names, under ASan: every malformed sequence of
+    tests/test_runtime.py (one stops mid-sequence at the string's end) is refused cleanly,
+    naming the field."""
+    from test_runtime import NOT_UTF8, _operator_name_with
+
+    paths = []
+    for name, (old, new) in NOT_UTF8.items():
+        path = tmp_path / f"{name}.pte"
+        path.write_bytes(_operator_name_with(old, new))
+        paths.append(path)
+    r = _run(pte_check, "--any-op", *map(str, paths))
+    assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr[-4000:]
+    lines = r.stdout.splitlines()
+    assert len(lines) == len(paths), r.stdout
+    assert all("Operator.name is not UTF-8" in ln for ln in lines), r.stdout

@@ -9,81 +9,22 @@
  * mode 0 sets v, 1 sets an edge value, 2 adds v, 3 sets a double edge value. Kernels must
  * reject what violates their contract, never read or write out of bounds.
  */
-#define _POSIX_C_SOURCE 200809L
-#include <dirent.h>
 #include <float.h>
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
+#include "programs.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 extern const tm_kernel_registry tm_all_kernels;
 
-#define MAX_PROGRAMS 32
 #define MAX_SLOTS 4096
 
-typedef struct {
-  uint8_t *bytes;
-  size_t size;
-} blob;
-
-static blob g_programs[MAX_PROGRAMS];
-static size_t g_num_programs;
-
-static int by_name(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void load_dir(const char *dir) {
-  DIR *d = opendir(dir);
-  char *names[MAX_PROGRAMS];
-  size_t n = 0;
-  struct dirent *e;
-  if (d == NULL) return;
-  while ((e = readdir(d)) != NULL && n < MAX_PROGRAMS) {
-    size_t len = strlen(e->d_name);
-    if (len > 4 && strcmp(e->d_name + len - 4, ".pte") == 0) names[n++] = strdup(e->d_name);
-  }
-  closedir(d);
-  qsort(names, n, sizeof(names[0]), by_name); /* stable program numbering for the corpus */
-  for (size_t i = 0; i < n; ++i) {
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-    FILE *f = fopen(path, "rb");
-    free(names[i]);
-    if (f == NULL) continue;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    blob b = {malloc(len > 0 ? (size_t)len : 1u), 0};
-    if (b.bytes != NULL && len > 0) b.size = fread(b.bytes, 1, (size_t)len, f);
-    fclose(f);
-    if (b.size > 0) g_programs[g_num_programs++] = b;
-    else free(b.bytes);
-  }
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
-  const char *dir = getenv("TM_FUZZ_PROGRAMS");
-  char buf[4096];
-  if (dir == NULL) {
-    const char *exe = (*argv)[0];
-    const char *slash = strrchr(exe, '/');
-    int len = slash ? (int)(slash - exe) : 1;
-    snprintf(buf, sizeof(buf), "%.*s/programs", len, slash ? exe : ".");
-    dir = buf;
-  }
   (void)argc;
-  load_dir(dir);
-  if (g_num_programs == 0) {
-    fprintf(stderr, "fuzz_run: no .pte programs in %s (set TM_FUZZ_PROGRAMS)\n", dir);
-    exit(1);
-  }
+  tm_fuzz_load_programs("fuzz_run", argv);
   return 0;
 }
 
@@ -150,19 +91,12 @@ static void mutate(const slot *s, uint8_t mode, int32_t v) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size == 0) return 0;
-  const blob *prog = &g_programs[data[0] % g_num_programs];
+  const tm_fuzz_blob *prog = tm_fuzz_program(data[0]);
   size_t at = 1;
   tm_fuzz_method f;
   static slot slots[MAX_SLOTS];
   if (tm_fuzz_prepare(&f, prog->bytes, prog->size, &tm_all_kernels, NULL) == TM_OK) {
-    for (uint32_t i = 0; i < f.method.num_inputs; ++i) {
-      tm_tensor *t = tm_method_input(&f.method, i);
-      if (t == NULL || t->data == NULL) continue;
-      size_t take = size - at < t->nbytes ? size - at : t->nbytes;
-      memcpy(t->data, data + at, take);
-      memset((uint8_t *)t->data + take, 0, t->nbytes - take);
-      at += take;
-    }
+    tm_fuzz_fill_inputs(&f, data, size, &at);
     size_t meta_bytes = 0, arena_bytes = 0;
     (void)tm_method_required_memory(&f.program, NULL, &meta_bytes, &arena_bytes);
     size_t nslots = collect_slots(&f, slots, (const uint8_t *)f.meta + meta_bytes);

@@ -4,6 +4,7 @@ Writes into OUT:
   pte/       a .pte of every MLPerf Tiny example model (seeds of fuzz_pte_load, fuzz_method_init)
   programs/  small real programs that fuzz_run loads and runs with the real kernels
   run/       fuzz_run seeds: one per program, its index then calibration-like input bytes
+  plan/      fuzz_plan seeds: one per program, its index, no tensor moves, then input bytes
   bpte/      bundled programs (.bpte) of the small programs, two test cases each (fuzz_bundled)
   blob/      EthosUBackend delegate blobs: hand-packed ones and the Vela blobs of small CNNs
              exported for ethos-u55-128 and ethos-u85-256 (fuzz_ethos_u_blob); those programs
@@ -42,6 +43,18 @@ class _MixedOps(nn.Module):
         return torch.softmax(self.fc(torch.flatten(y, 1)), dim=1)
 
 
+class _TinyLSTM(nn.Module):
+    """nn.LSTM(4, 4) over 3 steps returning the whole sequence: slice_copy of the steps and
+    gates, int8 tables, mul/add, and the aten::cat of the output sequence."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(4, 4, batch_first=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lstm(x)[0]
+
+
 def _small_programs() -> dict[str, tuple[nn.Module, tuple[torch.Tensor, ...], list]]:
     gen = torch.Generator().manual_seed(7)
     progs = {}
@@ -55,6 +68,12 @@ def _small_programs() -> dict[str, tuple[nn.Module, tuple[torch.Tensor, ...], li
         mixed,
         example,
         [(torch.rand(1, 3, 8, 8, generator=gen) * 2 - 1,) for _ in range(4)],
+    )
+    lstm = _TinyLSTM().eval()
+    progs["tiny_lstm"] = (
+        lstm,
+        (torch.randn(1, 3, 4, generator=gen),),
+        [(torch.randn(1, 3, 4, generator=gen),) for _ in range(4)],
     )
     return progs
 
@@ -94,7 +113,7 @@ def _npu_programs(out: Path) -> None:
 
 
 def main(out: Path) -> None:
-    for sub in ("pte", "programs", "run", "bpte", "blob"):
+    for sub in ("pte", "programs", "run", "plan", "bpte", "blob"):
         (out / sub).mkdir(parents=True, exist_ok=True)
     for name, blob in _synthetic_blobs().items():
         (out / "blob" / f"synthetic_{name}").write_bytes(blob)
@@ -104,7 +123,7 @@ def main(out: Path) -> None:
         exported = export(model, example, calibration=models.calibration(name, 2))
         (out / "pte" / f"{name}.pte").write_bytes(exported.pte_bytes)
     small = _small_programs()
-    for index, name in enumerate(sorted(small)):  # fuzz_run numbers programs by sorted file name
+    for index, name in enumerate(sorted(small)):  # fuzz_run/fuzz_plan number programs by file name
         model, example, calib = small[name]
         exported = export(model, example, calibration=calib)
         (out / "programs" / f"{name}.pte").write_bytes(exported.pte_bytes)
@@ -114,6 +133,7 @@ def main(out: Path) -> None:
                 np.ascontiguousarray(t.numpy(), dtype=np.float32).tobytes() for t in sample
             )
             (out / "run" / f"{name}_{k}").write_bytes(bytes([index]) + raw)
+            (out / "plan" / f"{name}_{k}").write_bytes(bytes([index, 0]) + raw)
         (out / "run" / f"{name}_zeros").write_bytes(bytes([index]))
         if hasattr(exported, "bundle"):  # the .bpte writer (torchmcu.pte.bundled)
             from torchmcu.pte.bundled import serialize_bundled

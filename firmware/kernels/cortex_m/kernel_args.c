@@ -54,6 +54,16 @@ tm_tensor *tm_tensor_arg(tm_value *const *args, size_t i, int scalar_type, int m
   return t;
 }
 
+bool tm_tensors_disjoint(const tm_tensor *a, const tm_tensor *b) {
+  const uint64_t a_bytes = (uint64_t)a->numel * tm_element_size(a->scalar_type);
+  const uint64_t b_bytes = (uint64_t)b->numel * tm_element_size(b->scalar_type);
+  if (a_bytes == 0 || b_bytes == 0) {
+    return true;
+  }
+  const uint64_t a0 = (uintptr_t)a->data, b0 = (uintptr_t)b->data;
+  return a0 + a_bytes <= b0 || b0 + b_bytes <= a0;
+}
+
 bool tm_is_none(tm_value *const *args, size_t i) { return args[i]->tag == TM_VALUE_NONE; }
 
 bool tm_int_arg(tm_value *const *args, size_t i, int64_t lo, int64_t hi, int32_t *out) {

@@ -52,6 +52,11 @@ bool tm_int_list_arg(tm_value *const *args, size_t i, uint32_t min_len, uint32_t
 /* The tensor's bytes are laid out as `layout` demands (dims of size 1 ignored). */
 bool tm_has_layout(const tm_tensor *t, tm_layout layout);
 
+/* The element bytes of a and b do not overlap (true when either has none). A kernel that
+ * reads one while writing the other needs this, not only different start addresses: a
+ * planned offset one byte off makes a partial overlap. */
+bool tm_tensors_disjoint(const tm_tensor *a, const tm_tensor *b);
+
 /* Two tensors of equal sizes place every element at the same offset. */
 bool tm_same_layout(const tm_tensor *a, const tm_tensor *b);
 

@@ -1,7 +1,7 @@
 /* torchmcu::slice_copy.out(self, dim, start, end, step) - copies self[..., start:end:step, ...]
  * along dim (the argument list of ExecuTorch's portable aten::slice_copy.Tensor_out, with
  * 0 <= start <= end <= size already resolved by the exporter), any element type, contiguous
- * tensors (docs/operators.md). */
+ * tensors whose bytes do not overlap (docs/operators.md). */
 #include <string.h>
 
 #include "cortex_m_kernels.h"
@@ -30,7 +30,7 @@ tm_status tm_torchmcu_slice_copy_out(tm_kernel_context *ctx, tm_value *const *ar
   for (int k = 0; out_ok && k < rank; ++k) {
     out_ok = out->sizes[k] == (k == dim ? count : in->sizes[k]);
   }
-  TM_ARG_CHECK(ctx, out_ok, A_OUT);
+  TM_ARG_CHECK(ctx, out_ok && tm_tensors_disjoint(in, out), A_OUT); /* memcpy: no overlap */
 
   size_t outer = 1, inner = tm_element_size(in->scalar_type);
   for (int k = 0; k < dim; ++k) {

@@ -3,7 +3,7 @@
  * the same): out is the tensors placed one after another along dim. dim in
  * [-rank, rank) of out; every listed tensor has out's rank and sizes except along dim,
  * and those sizes add up to out's. As torch, a 1-D tensor with 0 elements is skipped
- * whatever out's rank. Any dim orders; the inputs must not share memory with out. The
+ * whatever out's rank. Any dim orders; no input may share a byte with out. The
  * list must be resolved (tm_value_list items set).
  */
 #include "fp32_util.h"
@@ -36,7 +36,7 @@ tm_status tm_portable_cat_out(tm_kernel_context *ctx, tm_value *const *args, siz
       tm_value *const one[1] = {(tm_value *)item};
       t = tm_tensor_arg(one, 0, out->scalar_type, 1, TM_MAX_DIMS);
     }
-    TM_ARG_CHECK(ctx, t != NULL && (t->data != out->data || t->numel == 0 || out->numel == 0), A_TENSORS);
+    TM_ARG_CHECK(ctx, t != NULL && tm_tensors_disjoint(t, out), A_TENSORS);
     if (skipped(t)) {
       continue;
     }

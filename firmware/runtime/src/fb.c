@@ -175,3 +175,52 @@ bool tm_fb_string(tm_fb *fb, const tm_fb_table *t, unsigned idx, const char **s,
   *len = v.len;
   return true;
 }
+
+/* Length of the well-formed UTF-8 sequence starting at p[0] (at most n bytes), 0 if none. */
+static uint32_t utf8_sequence(const uint8_t *p, uint32_t n) {
+  const uint8_t b = p[0];
+  if (b < 0x80u) {
+    return 1;
+  }
+  uint32_t len;
+  uint8_t lo = 0x80u, hi = 0xBFu; /* the allowed range of the second byte */
+  if (b >= 0xC2u && b <= 0xDFu) {
+    len = 2;
+  } else if (b >= 0xE0u && b <= 0xEFu) {
+    len = 3;
+    lo = b == 0xE0u ? 0xA0u : 0x80u; /* E0: no overlong forms */
+    hi = b == 0xEDu ? 0x9Fu : 0xBFu; /* ED: no surrogates */
+  } else if (b >= 0xF0u && b <= 0xF4u) {
+    len = 4;
+    lo = b == 0xF0u ? 0x90u : 0x80u; /* F0: no overlong forms */
+    hi = b == 0xF4u ? 0x8Fu : 0xBFu; /* F4: nothing past U+10FFFF */
+  } else {
+    return 0; /* a continuation byte, C0/C1 (overlong) or F5..FF */
+  }
+  if (n < len || p[1] < lo || p[1] > hi) {
+    return 0;
+  }
+  for (uint32_t k = 2; k < len; ++k) {
+    if ((p[k] & 0xC0u) != 0x80u) {
+      return 0;
+    }
+  }
+  return len;
+}
+
+bool tm_fb_utf8_string(tm_fb *fb, const tm_fb_table *t, unsigned idx, const char *not_utf8, const char **s,
+                       uint32_t *len) {
+  if (!tm_fb_string(fb, t, idx, s, len)) {
+    return false;
+  }
+  const uint8_t *p = (const uint8_t *)*s;
+  for (uint32_t at = 0; at < *len;) {
+    const uint32_t step = utf8_sequence(p + at, *len - at);
+    if (step == 0) {
+      /* the string's position, as the Python reader reports it: its length prefix */
+      return tm_fb_fail(fb, (uint32_t)(p - fb->p) - 4u, not_utf8);
+    }
+    at += step;
+  }
+  return true;
+}

@@ -75,5 +75,10 @@ bool tm_fb_vector(tm_fb *fb, const tm_fb_table *t, unsigned idx, unsigned elem, 
 bool tm_fb_vec_table(tm_fb *fb, const tm_fb_vec *v, uint32_t i, tm_fb_table *out);
 /* String field: NUL-terminated in the buffer; "" when absent. */
 bool tm_fb_string(tm_fb *fb, const tm_fb_table *t, unsigned idx, const char **s, uint32_t *len);
+/* A string field as tm_fb_string that is also well-formed UTF-8, as flatbuffers require
+ * (the strict rules of RFC 3629: no overlong forms, surrogates or code points past
+ * U+10FFFF). Otherwise fails with `not_utf8` (naming the field) at the string's offset. */
+bool tm_fb_utf8_string(tm_fb *fb, const tm_fb_table *t, unsigned idx, const char *not_utf8, const char **s,
+                       uint32_t *len);
 
 #endif /* TM_FB_H */

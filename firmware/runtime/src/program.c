@@ -344,7 +344,7 @@ static tm_status walk_value(walk_ctx *c, uint32_t i) {
       w->num_tensors++;
       break;
     case KT_STRING:
-      if (!tm_fb_string(fb, &val, 0, &s, &slen)) {
+      if (!tm_fb_utf8_string(fb, &val, 0, "String.string_val is not UTF-8", &s, &slen)) {
         return fb_error(c->diag, fb);
       }
       if (out != NULL) {
@@ -405,8 +405,9 @@ static tm_status walk_operators(walk_ctx *c, const tm_fb_table *plan) {
     tm_fb_table op;
     const char *name, *overload;
     uint32_t nlen, olen;
-    if (!tm_fb_vec_table(fb, &ops, i, &op) || !tm_fb_string(fb, &op, OPERATOR_NAME, &name, &nlen) ||
-        !tm_fb_string(fb, &op, OPERATOR_OVERLOAD, &overload, &olen)) {
+    if (!tm_fb_vec_table(fb, &ops, i, &op) ||
+        !tm_fb_utf8_string(fb, &op, OPERATOR_NAME, "Operator.name is not UTF-8", &name, &nlen) ||
+        !tm_fb_utf8_string(fb, &op, OPERATOR_OVERLOAD, "Operator.overload is not UTF-8", &overload, &olen)) {
       return fb_error(c->diag, fb);
     }
     if (nlen == 0) {
@@ -441,7 +442,8 @@ static tm_status walk_delegates(walk_ctx *c, const tm_fb_table *plan) {
     const char *s;
     uint32_t len;
     uint64_t location, index;
-    if (!tm_fb_vec_table(fb, &dels, i, &d) || !tm_fb_string(fb, &d, DELEGATE_ID, &s, &len) ||
+    if (!tm_fb_vec_table(fb, &dels, i, &d) ||
+        !tm_fb_utf8_string(fb, &d, DELEGATE_ID, "BackendDelegate.id is not UTF-8", &s, &len) ||
         !tm_fb_subtable(fb, &d, DELEGATE_PROCESSED, &ref, &present) ||
         !tm_fb_vector(fb, &d, DELEGATE_COMPILE_SPECS, 4, &specs)) {
       return fb_error(c->diag, fb);
@@ -463,7 +465,8 @@ static tm_status walk_delegates(walk_ctx *c, const tm_fb_table *plan) {
       }
     }
     for (uint32_t k = 0; k < specs.len; ++k) {
-      if (!tm_fb_vec_table(fb, &specs, k, &spec) || !tm_fb_string(fb, &spec, 0, &s, &len) ||
+      if (!tm_fb_vec_table(fb, &specs, k, &spec) ||
+          !tm_fb_utf8_string(fb, &spec, 0, "CompileSpec.key is not UTF-8", &s, &len) ||
           !tm_fb_vector(fb, &spec, 1, 1, &bytes)) {
         return fb_error(c->diag, fb);
       }
@@ -902,7 +905,8 @@ tm_status tm_program_load(tm_program *program, const void *data, size_t size) {
     uint32_t len;
     tm_walk w;
     memset(&w, 0, sizeof(w));
-    if (!tm_fb_vec_table(&fb, &plans, i, &plan) || !tm_fb_string(&fb, &plan, PLAN_NAME, &name, &len)) {
+    if (!tm_fb_vec_table(&fb, &plans, i, &plan) ||
+        !tm_fb_utf8_string(&fb, &plan, PLAN_NAME, "ExecutionPlan.name is not UTF-8", &name, &len)) {
       return fb_error(&program->diag, &fb);
     }
     if ((st = tm_walk_plan(program, &program->diag, &plan, &w)) != TM_OK) {

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from torchmcu.plan.check import TensorUse, check_plan
 from torchmcu.pte.program import (
     ELEMENT_SIZE,
     Allocation,
@@ -31,9 +32,11 @@ from torchmcu.pte.program import (
     MoveCall,
     Null,
     Operator,
+    OptionalTensorList,
     Program,
     ScalarType,
     Tensor,
+    TensorList,
 )
 
 NUMPY_SCALAR_TYPE = {
@@ -164,11 +167,23 @@ class ProgramBuilder:
         index = len(self.instructions)
         full = list(args) + [out, out]
         self.instructions.append(KernelCall(self.operator(name), full))
-        for vi in full:
-            key = self.tensor_buffer.get(vi)
-            if key is not None:
-                self.touch(key, index)
+        self.touch_values(full, index)
         return index
+
+    def touch_values(self, value_indices: Sequence[int], index: int) -> None:
+        """Instruction `index` uses these values: every planned tensor among them, and every
+        item of a tensor list among them (aten::cat reads its inputs through one), lives there."""
+        for vi in self.referenced_tensors(value_indices):
+            self.touch(self.tensor_buffer[vi], index)
+
+    def referenced_tensors(self, value_indices: Sequence[int]) -> list[int]:
+        """The planned tensor values among value_indices, tensor-list items included."""
+        found: list[int] = []
+        for vi in value_indices:
+            value = self.values[vi] if 0 <= vi < len(self.values) else None
+            items = value.items if isinstance(value, (TensorList, OptionalTensorList)) else [vi]
+            found += [i for i in items if i in self.tensor_buffer]
+        return found
 
     def touch(self, key: str, index: int) -> None:
         b = self.buffers[key]
@@ -188,10 +203,7 @@ class ProgramBuilder:
         for b in self.buffers.values():
             b.first_use = b.last_use = None
         for index, ins in enumerate(self.instructions):
-            for vi in instruction_values(ins):
-                key = self.tensor_buffer.get(vi)
-                if key is not None:
-                    self.touch(key, index)
+            self.touch_values(instruction_values(ins), index)
 
     # -- finishing ------------------------------------------------------------------------------
     def finish(
@@ -234,10 +246,36 @@ class ProgramBuilder:
             delegates=list(self.delegates),
             non_const_buffer_sizes=[0, int(plan.arena_bytes)],
         )
+        self.check_plan(inputs, outputs, int(plan.arena_bytes))
         program = Program([ep], constants=self.constants, segments_data=list(self.segments))
-        return program, PlanResult(
-            int(plan.arena_bytes), int(plan.lower_bound)
-        )
+        return program, PlanResult(int(plan.arena_bytes), int(plan.lower_bound))
+
+    def check_plan(self, inputs: list[int], outputs: list[int], arena_bytes: int) -> None:
+        """PlanError unless no instruction can see a tensor's bytes overwritten by another
+        buffer (torchmcu.plan.check), with the offsets the program's tensors now carry."""
+
+        def uses(value_indices: Sequence[int]) -> list[TensorUse]:
+            found = []
+            for vi in self.referenced_tensors(value_indices):
+                t = self.tensor(vi)
+                offset = t.allocation.offset if t.allocation is not None else 0
+                found.append(TensorUse(self.tensor_buffer[vi], offset, t.nbytes))
+            return found
+
+        steps = [uses(instruction_values(ins)) for ins in self.instructions]
+        check_plan(steps, uses(inputs), uses(outputs), arena_bytes, self.describe_instruction)
+
+    def describe_instruction(self, index: int) -> str:
+        """'instruction 7 (aten::cat.out)', as the runtime's errors name it."""
+        ins = self.instructions[index]
+        if isinstance(ins, KernelCall):
+            op = self.operators[ins.op_index]
+            what = f"{op.name}.{op.overload}"
+        elif isinstance(ins, DelegateCall):
+            what = f"delegate {self.delegates[ins.delegate_index].id}"
+        else:
+            what = type(ins).__name__
+        return f"instruction {index} ({what})"
 
 
 def instruction_values(ins: object) -> list[int]:

@@ -79,10 +79,7 @@ def call_multi_out(
     full = list(args) + list(outs) + [b.add(TensorList(list(outs)))]
     instr = len(b.instructions)
     b.instructions.append(KernelCall(b.operator(op), full))
-    for vi in full:
-        key = b.tensor_buffer.get(vi)
-        if key is not None:
-            b.touch(key, instr)
+    b.touch_values(full, instr)
     _record(ctx, node if node is not None else ctx.current, op, instr)
 
 

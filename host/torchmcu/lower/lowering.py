@@ -34,6 +34,7 @@ from torchmcu.lower.rules_linear_conv import emit_conv2d, emit_linear
 from torchmcu.lower.rules_misc import emit_pad, emit_softmax, emit_view
 from torchmcu.lower.rules_pool import emit_avg_pool2d, emit_global_pool, emit_max_pool2d
 from torchmcu.lower.rules_slice import emit_select, emit_slice, emit_transpose
+from torchmcu.plan.check import PlanError
 from torchmcu.pte.program import Program
 
 __all__ = ["EMITTERS", "LoweringOptions", "finish_lowering", "lower_graph", "lower_to_program"]
@@ -145,8 +146,21 @@ def finish_lowering(
     """Plan the arena of a lowered graph and return the Program with its report."""
     from torchmcu.plan import BufferRequest, plan_memory
 
-    program, plan = ctx.b.finish(ctx.inputs, ctx.outputs, planner or plan_memory, BufferRequest,
-                                 name=ctx.opts.method_name)
+    try:
+        program, plan = ctx.b.finish(
+            ctx.inputs, ctx.outputs, planner or plan_memory, BufferRequest,
+            name=ctx.opts.method_name,
+        )
+    except PlanError as e:  # name the model node behind the instruction too
+        entry = ctx.report[e.instruction] if e.instruction is not None else None
+        if entry is None or not entry.node:
+            raise
+        where = f" at {entry.source}" if entry.source else ""
+        raise PlanError(
+            f"{e}; instruction {e.instruction} was lowered from node {entry.node} "
+            f"({entry.target}){where}",
+            e.instruction,
+        ) from None
     constant_bytes = sum(len(c) for c in program.constants)
     report = LoweringReport(
         nodes=ctx.report,

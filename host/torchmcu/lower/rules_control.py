@@ -73,10 +73,7 @@ def _control(ctx: Ctx, ins: JumpFalseCall | MoveCall, node: torch.fx.Node, touch
     b = ctx.b
     index = len(b.instructions)
     b.instructions.append(ins)
-    for vi in touch:
-        key = b.tensor_buffer.get(vi)
-        if key is not None:
-            b.touch(key, index)
+    b.touch_values(touch, index)
     _record(ctx, node, type(ins).__name__, index)
     return index
 
@@ -118,10 +115,7 @@ def _kernel(ctx: Ctx, name: str, overload: str, args: list[int], out: int, node:
     index = len(b.instructions)
     full = [*args, out, out]
     b.instructions.append(KernelCall(b.operator(name, overload), full))
-    for vi in full:
-        key = b.tensor_buffer.get(vi)
-        if key is not None:
-            b.touch(key, index)
+    b.touch_values(full, index)
     _record(ctx, node, f"{name}.{overload}", index)
 
 
@@ -230,10 +224,7 @@ def _raw_call(ctx: Ctx, name: str, overload: str, args: list[int], node: torch.f
     b = ctx.b
     index = len(b.instructions)
     b.instructions.append(KernelCall(b.operator(name, overload), list(args)))
-    for vi in args:
-        key = b.tensor_buffer.get(vi)
-        if key is not None:
-            b.touch(key, index)
+    b.touch_values(args, index)
     _record(ctx, node, f"{name}.{overload}", index)
     return index
 

@@ -307,26 +307,20 @@ def with_codeless_nodes(gm: torch.fx.GraphModule, placements: list[Placement]) -
 # -- dependencies, grouping, ordering --------------------------------------------------------
 
 
-def _buffer_of(b: Any, vi: int) -> str | None:
-    return b.tensor_buffer.get(vi)
-
-
 def dependencies(b: Any, instrs: Sequence[pm.KernelCall | pm.DelegateCall]) -> list[set[int]]:
-    """preds[i]: instructions whose output (an arena buffer) instruction i reads."""
+    """preds[i]: instructions whose output (an arena buffer) instruction i reads. A kernel
+    call's last argument is its out tensor or, for a multi-output op, the list of its outs;
+    the tensors it reads include the items of a tensor list argument (aten::cat)."""
     writers: dict[str, list[int]] = {}
     for i, ins in enumerate(instrs):
         if isinstance(ins, pm.KernelCall):
-            key = _buffer_of(b, ins.args[-2])
-            if key is not None:
-                writers.setdefault(key, []).append(i)
+            for vi in b.referenced_tensors(ins.args[-1:]):
+                writers.setdefault(b.tensor_buffer[vi], []).append(i)
     preds: list[set[int]] = []
     for i, ins in enumerate(instrs):
         deps: set[int] = set()
-        for vi in ins.args:
-            key = _buffer_of(b, vi)
-            for w in writers.get(key, []) if key is not None else []:
-                if w < i:
-                    deps.add(w)
+        for vi in b.referenced_tensors(ins.args):
+            deps.update(w for w in writers.get(b.tensor_buffer[vi], []) if w < i)
         preds.append(deps)
     return preds
 

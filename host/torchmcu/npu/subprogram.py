@@ -309,10 +309,7 @@ class _SubBuilder:
         out_vi = self.view(out, call.args[-2])
         args += [out_vi, out_vi]
         self.b.instructions.append(pm.KernelCall(self.b.operator(op.name, op.overload), args))
-        for vi in args:
-            key = self.b.tensor_buffer.get(vi)
-            if key is not None:
-                self.b.touch(key, new_index)
+        self.b.touch_values(args, new_index)
 
     def finish(self, inputs: list[int], outputs: list[int], name: str) -> pm.Program:
         from torchmcu.plan import BufferRequest, plan_memory
