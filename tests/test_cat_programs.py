@@ -13,7 +13,6 @@ buffers share bytes is refused at export, naming the instruction, and nothing is
 from __future__ import annotations
 
 import dataclasses
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -117,10 +116,8 @@ def test_host_runtime_bit_exact_with_reference_and_fake_quant(name: str, exporte
             assert np.abs(ours - fake).max() <= 4 * step + 1e-6
 
 
+@pytest.mark.needs("arm-gcc", "newlib", "qemu")
 def test_qemu_firmware_bit_exact_with_reference(exported, tmp_path_factory) -> None:
-    for tool in ("arm-none-eabi-gcc", "qemu-system-arm"):
-        if shutil.which(tool) is None:
-            pytest.fail(f"{tool} is not installed (scripts/setup.sh installs it)")
     build_dir = tmp_path_factory.mktemp("cat_fw")
     for name in ("cat", "lstm_sequence"):
         exp = exported(name)
