@@ -146,7 +146,7 @@ def export(
     from torchmcu.quantize import quantize
 
     target = get_board(board)
-    npu_target = _npu_target(board, npu, system_config, memory_mode)  # fail before calibrating
+    npu_target = resolve_npu_target(board, npu, system_config, memory_mode)  # fail before calibrating
     started = time.perf_counter()
     quantized = quantize(
         model, example_inputs, calibration, per_channel=per_channel, observer=observer,
@@ -159,8 +159,9 @@ def export(
     )
 
 
-def _npu_target(board: str, npu: str | None, system_config: str | None,
-                memory_mode: str | None) -> Any:
+def resolve_npu_target(board: str, npu: str | None, system_config: str | None,
+                       memory_mode: str | None) -> Any:
+    """The checked torchmcu.npu.config.NpuTarget of export's npu arguments (None: CPU only)."""
     if npu is None:
         if system_config is not None or memory_mode is not None:
             raise ValueError("system_config and memory_mode need npu=... (they are Vela settings)")

@@ -104,14 +104,18 @@ class RunResult:
 
     def outputs(
         self, info: dict[str, Any], sample: int = 0, program: int | str | None = None
-    ) -> list[np.ndarray]:
+    ) -> list[np.ndarray | None]:
         """The outputs of one sample as logical arrays (info: native.program_info of the .pte);
-        `program` (index or name) picks a program of a several-program image."""
+        `program` (index or name) picks a program of a several-program image. A non-tensor
+        output is None (the runner prints tensor outputs only)."""
         raw = self.raw_outputs if program is None else self.program(program).raw_outputs
         where = "" if program is None else f" of program {program!r}"
         got = raw.get(sample, {})
-        result = []
+        result: list[np.ndarray | None] = []
         for index, meta in enumerate(info["outputs"]):
+            if meta is None:
+                result.append(None)
+                continue
             if index not in got:
                 raise FirmwareRunError(
                     f"the firmware printed no output {index} for sample {sample}{where}"
