@@ -8,6 +8,8 @@ fails the test when it is reached.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -453,3 +455,38 @@ def test_every_positional_argument_has_a_description() -> None:
     assert len(positionals) == 6  # export, build, run, ops merge, report, info
     missing = [f"{prog} {a.dest}" for prog, a in positionals if not a.help]
     assert not missing
+
+
+# -- 2.8: Ctrl-C ----------------------------------------------------------------------------
+
+SIGINT_DURING_SAVE = """
+import os, signal, sys
+import torchmcu.filesets
+from torchmcu.cli import main
+
+real_fsync = os.fsync
+def fsync(fd):  # a real SIGINT while the second file is being written
+    fsync.calls += 1
+    real_fsync(fd)
+    if fsync.calls == 2:
+        os.kill(os.getpid(), signal.SIGINT)
+fsync.calls = 0
+torchmcu.filesets.os.fsync = fsync
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_sigint_during_save_leaves_nothing(model_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    r = subprocess.run(
+        [sys.executable, "-c", SIGINT_DURING_SAVE, "export", f"{model_file}:build", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert r.returncode == 130, r.stderr
+    assert "Traceback" not in r.stderr and "KeyboardInterrupt" not in r.stderr
+    assert r.stderr.strip().splitlines()[-1] == "torchmcu export: interrupted"
+    assert _calls(model_file) == 1  # it did get as far as the save
+    assert [p.name for p in out.iterdir()] == []  # no .model.pte.partial, no model.pte
