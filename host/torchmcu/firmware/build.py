@@ -167,6 +167,7 @@ def build(
     for path in pte_paths:
         if not path.is_file():
             raise FirmwareBuildError(f"{path} does not exist")
+    _check_plan(pte_paths, board)
     program_names = _program_names(pte_paths, names)
     yaml_path = _check_ops_yaml(pte_paths, ops_yaml) if ops_yaml is not None else ""
     inputs_paths = [
@@ -203,6 +204,18 @@ def build(
         build_dir=out,
         programs=tuple(program_names) if len(pte_paths) > 1 else (),
     )
+
+
+def _check_plan(ptes: Sequence[Path], board: str) -> None:
+    """Before CMake: every program verifies and the image's arena and programs fit the board
+    (one clear error with the sizes instead of a configure log)."""
+    from torchmcu.boards import BoardError
+    from torchmcu.firmware.plan import PlanError, board_plan
+
+    try:
+        board_plan(list(ptes), board)
+    except (BoardError, PlanError) as e:
+        raise FirmwareBuildError(f"cannot build the {board} firmware: {e}") from None
 
 
 def _inputs_per_program(
