@@ -55,11 +55,13 @@ def _calls(model_file: Path) -> int:
 
 
 def _error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
-    """The one stderr line of a CLI call that must fail with exit 2."""
+    """The one error line of a CLI call that must fail with exit 2 (progress lines aside)."""
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
-    assert "Traceback" not in err and len(err.splitlines()) == 1, err
-    return err
+    assert "Traceback" not in err, err
+    errors = [line for line in err.splitlines() if ": error: " in line]
+    assert len(errors) == 1 and err.splitlines()[-1] == errors[0], err
+    return errors[0]
 
 
 @pytest.fixture(scope="module")

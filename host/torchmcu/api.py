@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from torchmcu import progress
 from torchmcu.boards import Board, get_board
 from torchmcu.pte.program import Program
 
@@ -78,7 +79,8 @@ class ExportedModel:
 
             subs = self.npu.subgraphs
             npu_dir = out / f"{name}.npu"
-            files.update(delegate_files(npu_dir, [s.tosa for s in subs], [s.subprogram for s in subs]))
+            graphs, subprograms = [s.tosa for s in subs], [s.subprogram for s in subs]
+            files.update(delegate_files(npu_dir, graphs, subprograms))
             stale = stale_delegate_files(npu_dir)
         files[pte_path] = self.pte_bytes
         if bundle_samples is not None:
@@ -148,6 +150,7 @@ def export(
     target = get_board(board)
     npu_target = resolve_npu_target(board, npu, system_config, memory_mode)  # fail before calibrating
     started = time.perf_counter()
+    progress.stage("quantize")
     quantized = quantize(
         model, example_inputs, calibration, per_channel=per_channel, observer=observer,
         quantizer=quantizer,
@@ -188,14 +191,18 @@ def export_quantized(
     target = get_board(board)
     calibrated = time.perf_counter() if calibrated is None else calibrated
     started = calibrated if started is None else started
+    progress.stage("lower")
     ctx = lower_graph(quantized, int8_io=int8_io)
     partition = None
     if npu_target is None:
+        progress.stage("plan")
         program, lowering_report = finish_lowering(ctx)
     else:
         from torchmcu.npu.partition import partition as npu_partition
 
+        progress.stage(f"NPU partition, Vela ({npu_target.accelerator}) and plan")
         program, lowering_report, partition = npu_partition(ctx, npu_target)
+    progress.stage("serialize")
     pte = serialize(program)
     finished = time.perf_counter()
 

@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from torchmcu.cli_args import board_names, npu_help, positive_float
+from torchmcu import progress
+from torchmcu.cli_args import add_quiet, board_names, npu_help, positive_float
 from torchmcu.cli_errors import CliError
 
 
@@ -62,19 +63,22 @@ def _cmd_export(args: argparse.Namespace) -> int:
     elif args.bundle is not None:
         bundle_samples = [list(s) for s in samples[: args.bundle]]
     print(f"exporting {args.model} for {args.board} ({len(samples)} calibration samples)...")
-    exported = torchmcu.export(
-        model,
-        tuple(example_inputs),
-        calibration=samples,
-        board=args.board,
-        per_channel=not args.per_tensor,
-        int8_io=args.int8_io,
-        observer=args.observer,
-        npu=args.npu,
-        system_config=args.system_config,
-        memory_mode=args.memory_mode,
-        quantizer=quantizer,
-    )
+    with progress.task("export"):  # stages: quantize, lower, plan (or NPU), serialize, save
+        exported = torchmcu.export(
+            model,
+            tuple(example_inputs),
+            calibration=samples,
+            board=args.board,
+            per_channel=not args.per_tensor,
+            int8_io=args.int8_io,
+            observer=args.observer,
+            npu=args.npu,
+            system_config=args.system_config,
+            memory_mode=args.memory_mode,
+            quantizer=quantizer,
+        )
+        progress.stage("save")
+        path = exported.save(args.output, name=args.name, bundle_samples=bundle_samples)
     if args.explain:
         if exported.npu is None:
             print("--explain: CPU only (no --npu): every node runs as a Cortex-M kernel")
@@ -82,7 +86,6 @@ def _cmd_export(args: argparse.Namespace) -> int:
             from torchmcu.npu.explain import explain
 
             print(explain(exported.npu))
-    path = exported.save(args.output, name=args.name, bundle_samples=bundle_samples)
     r = exported.report
     print(f"wrote {path} ({len(exported.pte_bytes):,} bytes)")
     if bundle_samples is not None:
@@ -217,13 +220,15 @@ def _run_on_board(args: argparse.Namespace) -> int:
     if target.suffix == ".elf":
         if args.inputs:
             raise CliError("--inputs needs a .pte (inputs are embedded when the firmware is built)")
-        elf, info = target, None
+        elf, info, cases = target, None, None
     elif target.suffix == ".bpte":  # the runner checks the bundle's test cases on the device
-        from torchmcu.pte.bundled import program_of
-
         if args.inputs:
             raise CliError("--inputs with a .bpte: the bundle carries its own test inputs")
-        info = native.program_info(program_of(target.read_bytes()))
+        from torchmcu.pte.bundled import parse_bundled
+
+        bundled = parse_bundled(target.read_bytes())
+        cases = sum(len(s.test_cases) for s in bundled.method_test_suites)
+        info = native.program_info(bundled.program)
         _check_emulator(args, info)
         build_dir = args.build_dir or _default_build_dir(args)
         elf = firmware.build(None, args.board, build_dir, bundle=target, profile=args.profile).elf
@@ -231,6 +236,7 @@ def _run_on_board(args: argparse.Namespace) -> int:
         data = target.read_bytes()
         info = native.program_info(data)
         samples = _firmware_samples(info, args.inputs)
+        cases = len(samples) if samples else 1
         _check_emulator(args, info)
         blob = firmware.write_io_blob(info, samples) if samples else None
         build_dir = args.build_dir or _default_build_dir(args)
@@ -241,7 +247,8 @@ def _run_on_board(args: argparse.Namespace) -> int:
     uses_npu = info is not None and bool(info["delegates"])
     try:
         result = firmware.run(
-            elf, args.board, args.timeout, emulator=args.emulator, uses_npu=uses_npu
+            elf, args.board, args.timeout, emulator=args.emulator, uses_npu=uses_npu,
+            samples=cases,
         )
     except FirmwareRunError as e:
         raise CliError(str(e)) from None
@@ -448,11 +455,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("info", help="describe a .pte")
     p.add_argument("pte", help="the .pte to describe")
     p.set_defaults(func=_cmd_info)
+    add_quiet(parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    progress.configure(enabled=not args.quiet)  # on stderr: a line on a terminal, else lines
     try:
         return int(args.func(args))
     except (CliError, ValueError, OSError, RuntimeError) as e:
@@ -461,6 +470,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C: one line, the shell's code for SIGINT; no file is left
         print(f"\ntorchmcu {args.command}: interrupted", file=sys.stderr)
         return 130
+    finally:
+        progress.configure(enabled=False)
 
 
 if __name__ == "__main__":

@@ -93,3 +93,16 @@ def check_float_modules(model: Any, names: list[str], spec: str) -> None:
                 f"--float-module {name}: the model of {spec} has no submodule of that name"
                 f"{hint} (its submodules: {shown or 'none'})"
             )
+
+
+def add_quiet(parser: argparse.ArgumentParser) -> None:
+    """-q/--quiet on every command (the leaves of the subcommand tree): no progress reports."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        parser.add_argument(
+            "-q", "--quiet", action="store_true",
+            help="no progress reports (on stderr: one updating line on a terminal, else lines)",
+        )  # fmt: skip
+    for action in subs:
+        for child in dict.fromkeys(action.choices.values()):
+            add_quiet(child)

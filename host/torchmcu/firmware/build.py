@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from torchmcu import progress
 from torchmcu.boards import get_board
 
 
@@ -91,23 +92,44 @@ def _tail(text: str, lines: int = 40) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-def _run(cmd: Sequence[str], cwd: Path, what: str) -> str:
+_NINJA_STEP = re.compile(r"^\[(\d+)/(\d+)\] ")  # "[12/80] Building C object ..."
+
+
+def _run(cmd: Sequence[str], cwd: Path, what: str, shown: progress.Task | None = None) -> str:
+    """Run a CMake step; its output is read line by line so `shown` can count the build
+    steps ninja reports. FirmwareBuildError with the output's tail when it fails."""
     try:
-        proc = subprocess.run(
+        proc = subprocess.Popen(
             list(cmd),
             cwd=cwd,
             stdin=subprocess.DEVNULL,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
             text=True,
-            check=False,
         )
     except FileNotFoundError as e:
         raise FirmwareBuildError(
             f"{what}: {e.filename} not found (install cmake and ninja)"
         ) from None
+    lines = []
+    assert proc.stdout is not None
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            m = _NINJA_STEP.match(line)
+            if m and shown is not None:
+                shown.update(int(m.group(1)), total=int(m.group(2)))
+        proc.wait()
+    except BaseException:  # Ctrl-C included: never leave the build running behind us
+        proc.kill()
+        proc.wait()
+        raise
+    finally:
+        proc.stdout.close()
+    output = "".join(lines)
     if proc.returncode != 0:
-        raise FirmwareBuildError(f"{what} failed:\n{_tail(proc.stdout + proc.stderr)}")
-    return proc.stdout
+        raise FirmwareBuildError(f"{what} failed:\n{_tail(output)}")
+    return output
 
 
 def build(
@@ -189,12 +211,15 @@ def build(
         "TORCHMCU_OPS_YAML": yaml_path,
     }
     cache.update({k: str(v) for k, v in (defines or {}).items()})
-    _run(
-        ["cmake", "--preset", board, "-B", str(out), *(f"-D{k}={v}" for k, v in cache.items())],
-        root,
-        f"configuring the {board} firmware",
-    )
-    _run(["cmake", "--build", str(out)], root, f"building the {board} firmware")
+    with progress.task(f"building the {board} firmware", unit="steps") as shown:
+        shown.stage("configure")
+        _run(
+            ["cmake", "--preset", board, "-B", str(out), *(f"-D{k}={v}" for k, v in cache.items())],
+            root,
+            f"configuring the {board} firmware",
+        )
+        shown.stage("compile and link")
+        _run(["cmake", "--build", str(out)], root, f"building the {board} firmware", shown)
     return FirmwareImage(
         elf=out / "firmware.elf",
         bin=out / "firmware.bin",

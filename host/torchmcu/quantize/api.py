@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sized
 from typing import Any
 
 import torch
 import torch.fx
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
+from torchmcu import progress
 from torchmcu.quantize.control_flow import (
     convert_with_branches,
     detach_branch_weights,
@@ -131,12 +132,14 @@ def quantize(
     prepared = prepare_pt2e(gm, quantizer)
     count = 0
     kept: list[tuple[Any, ...]] = []
-    with torch.no_grad():
+    total = len(calibration) if isinstance(calibration, Sized) else None
+    with torch.no_grad(), progress.task("calibrating", total, "samples") as shown:
         for sample in calibration:
             args = sample if isinstance(sample, (tuple, list)) else (sample,)
             check_calibration_sample(count, args, example_inputs)
             prepared(*args)
             count += 1
+            shown.advance()
             if control_flow:
                 kept.append(tuple(args))
     if count == 0:
