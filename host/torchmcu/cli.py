@@ -358,7 +358,9 @@ def build_parser() -> argparse.ArgumentParser:
     boards = board_names()
 
     def board_arg(p: argparse.ArgumentParser, default: str, what: str) -> None:
-        p.add_argument("--board", default=default, choices=boards, help=f"{what} (default: {default})")
+        p.add_argument(
+            "--board", default=default, choices=boards or None, help=f"{what} (default: {default})"
+        )
 
     p = sub.add_parser("export", help="quantize and lower a model to a .pte")
     p.add_argument("model", help="FILE.py:FUNCTION or MODULE:FUNCTION returning (model, example_inputs)")

@@ -22,9 +22,14 @@ def positive_float(text: str) -> float:
 
 
 def board_names() -> list[str]:
-    from torchmcu.boards import available_boards
+    """The boards of boards/ ([] when the descriptions are missing: the command that needs
+    one then names the problem, not --help)."""
+    from torchmcu.boards import BoardError, available_boards
 
-    return available_boards()
+    try:
+        return available_boards()
+    except BoardError:
+        return []
 
 
 def npu_help() -> str:
