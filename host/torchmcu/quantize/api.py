@@ -11,13 +11,13 @@ import torch.fx
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 from torchmcu import progress
+from torchmcu.quantize.annotation import record_converted_nodes
 from torchmcu.quantize.control_flow import (
     convert_with_branches,
     detach_branch_weights,
     has_control_flow,
     quantize_branches,
 )
-from torchmcu.quantize.annotation import record_converted_nodes
 from torchmcu.quantize.fold_bn import fold_batch_norm
 from torchmcu.quantize.quantizer import TorchmcuQuantizer
 from torchmcu.quantize.recurrent import decompose_recurrent, simplify_recurrent
