@@ -7,6 +7,7 @@ then runs every target for the given time (-max_total_time) starting from a priv
 its seeds plus tools/fuzz/regressions/<target>/, `--jobs` targets at a time. Prints per target:
 executions, executions per second, corpus units added, findings (crash/leak/timeout/oom
 artifacts); exits 1 when anything was found (the artifacts stay under build/fuzz/bench/).
+While the targets run, stderr shows how many are done and the seconds so far (--quiet: not).
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ import shutil
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
+
+from torchmcu import progress
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -81,16 +84,25 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=2, help="targets run at the same time")
     ap.add_argument("--targets", nargs="*", help="default: every built target")
     ap.add_argument("--json", help="write the figures to this file")
+    ap.add_argument("-q", "--quiet", action="store_true", help="no progress line on stderr")
     args = ap.parse_args()
+    progress.configure(enabled=not args.quiet)
     build, corpus = build_fuzzers(), seed_corpus()
     names = args.targets or targets(build)
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        rows = list(
-            pool.map(
-                lambda t: run_one(build, corpus, t, args.seconds_per_target, build / "bench" / t),
-                names,
-            )
-        )
+    with (
+        ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool,
+        progress.task("fuzzing", total=len(names), unit="targets") as shown,
+    ):
+        futures = [
+            pool.submit(run_one, build, corpus, t, args.seconds_per_target, build / "bench" / t)
+            for t in names
+        ]
+        pending = set(futures)
+        while pending:  # one line: targets done, seconds so far
+            _, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            shown.update(len(futures) - len(pending))
+            shown.tick()
+        rows = [f.result() for f in futures]
     print(
         f"{'target':<18} {'executions':>12} {'exec/s':>8} {'new units':>10} {'seconds':>8}  findings"
     )

@@ -308,15 +308,16 @@ def test_graph_without_records_is_refused() -> None:
 
 
 def test_cli_float_options_build_the_quantizer() -> None:
-    from torchmcu.cli import _float_quantizer, build_parser
+    from torchmcu.cli import build_parser
+    from torchmcu.cli_args import float_quantizer
 
     args = build_parser().parse_args(
         ["export", "m.py:f", "--float-module", "head", "--float-op", "gelu",
          "--float-op", "layer_norm.default"])
-    cfg = _float_quantizer(args).float_config
+    cfg = float_quantizer(args).float_config
     assert cfg.module_names == ["head"]
     assert cfg.operators == [torch.ops.aten.gelu, torch.ops.aten.layer_norm.default]
-    assert _float_quantizer(build_parser().parse_args(["export", "m.py:f"])) is None
+    assert float_quantizer(build_parser().parse_args(["export", "m.py:f"])) is None
 
 
 class FloatFirst(nn.Module):

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from torchmcu import progress
 from torchmcu.boards import Board, get_board
 from torchmcu.pte.program import Program
 
@@ -61,30 +62,34 @@ class ExportedModel:
         An NPU program also gets `<name>.npu/delegate<k>.tosa` + `.json` (each subgraph's TOSA
         graph and I/O order) for host verification; they are never part of the .pte.
 
-        Each file is written to a temporary name and renamed, so an interrupted
-        save never leaves a truncated program that looks valid.
+        All files or none: they are built in memory first (a bundle whose samples do not fit
+        the program fails here, before anything is written), then written to temporary names
+        and renamed (torchmcu.filesets.write_all); any failure or interruption removes them.
         """
+        from torchmcu.filesets import write_all
+        from torchmcu.selective.oplist import dumps, from_program
+
+        check_output_name(name)
         out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
         pte_path = out / f"{name}.pte"
+        files: dict[Path, bytes] = {}
+        stale: list[Path] = []
         if self.npu is not None:
-            from torchmcu.npu.hostrun import save_delegates
+            from torchmcu.npu.hostrun import delegate_files, stale_delegate_files
 
             subs = self.npu.subgraphs
-            save_delegates(out / f"{name}.npu", [s.tosa for s in subs],
-                           [s.subprogram for s in subs], _write_atomically)
-        _write_atomically(pte_path, self.pte_bytes)
+            npu_dir = out / f"{name}.npu"
+            graphs, subprograms = [s.tosa for s in subs], [s.subprogram for s in subs]
+            files.update(delegate_files(npu_dir, graphs, subprograms))
+            stale = stale_delegate_files(npu_dir)
+        files[pte_path] = self.pte_bytes
         if bundle_samples is not None:
             from torchmcu.pte.bundled import serialize_bundled
 
-            _write_atomically(out / f"{name}.bpte", serialize_bundled(self.bundle(bundle_samples)))
-        _write_atomically(
-            out / f"{name}.report.json", json.dumps(self.report, indent=2).encode() + b"\n"
-        )
-        from torchmcu.selective.oplist import dumps, from_program
-
-        oplist = dumps(from_program(self.program, name)).encode()
-        _write_atomically(out / "selected_operators.yaml", oplist)
+            files[out / f"{name}.bpte"] = serialize_bundled(self.bundle(bundle_samples))
+        files[out / f"{name}.report.json"] = json.dumps(self.report, indent=2).encode() + b"\n"
+        files[out / "selected_operators.yaml"] = dumps(from_program(self.program, name)).encode()
+        write_all(files, stale)
         return pte_path
 
     def bundle(self, samples: Sequence[Sequence[Any]]) -> Any:
@@ -102,6 +107,15 @@ class ExportedModel:
             expected = [reference_outputs(self.npu.cpu_program, list(s), self.report.get("inputs"))
                         for s in samples]
         return bundle(self.pte_bytes, samples, expected=expected, io_quant=self.report.get("inputs"))
+
+
+def check_output_name(name: str) -> None:
+    """ValueError unless `name` is a plain file-name stem (the files must land in out_dir)."""
+    if not name or "/" in name or "\\" in name or os.sep in name or ".." in name:
+        raise ValueError(
+            f"output name {name!r}: give a file name stem without path separators or '..' "
+            "(the files are written into the output directory)"
+        )
 
 
 def export(
@@ -134,8 +148,9 @@ def export(
     from torchmcu.quantize import quantize
 
     target = get_board(board)
-    npu_target = _npu_target(board, npu, system_config, memory_mode)  # fail before calibrating
+    npu_target = resolve_npu_target(board, npu, system_config, memory_mode)  # fail before calibrating
     started = time.perf_counter()
+    progress.stage("quantize")
     quantized = quantize(
         model, example_inputs, calibration, per_channel=per_channel, observer=observer,
         quantizer=quantizer,
@@ -147,8 +162,9 @@ def export(
     )
 
 
-def _npu_target(board: str, npu: str | None, system_config: str | None,
-                memory_mode: str | None) -> Any:
+def resolve_npu_target(board: str, npu: str | None, system_config: str | None,
+                       memory_mode: str | None) -> Any:
+    """The checked torchmcu.npu.config.NpuTarget of export's npu arguments (None: CPU only)."""
     if npu is None:
         if system_config is not None or memory_mode is not None:
             raise ValueError("system_config and memory_mode need npu=... (they are Vela settings)")
@@ -175,14 +191,18 @@ def export_quantized(
     target = get_board(board)
     calibrated = time.perf_counter() if calibrated is None else calibrated
     started = calibrated if started is None else started
+    progress.stage("lower")
     ctx = lower_graph(quantized, int8_io=int8_io)
     partition = None
     if npu_target is None:
+        progress.stage("plan")
         program, lowering_report = finish_lowering(ctx)
     else:
         from torchmcu.npu.partition import partition as npu_partition
 
+        progress.stage(f"NPU partition, Vela ({npu_target.accelerator}) and plan")
         program, lowering_report, partition = npu_partition(ctx, npu_target)
+    progress.stage("serialize")
     pte = serialize(program)
     finished = time.perf_counter()
 
@@ -249,12 +269,3 @@ def _to_numpy(x: Any) -> np.ndarray:
     if hasattr(x, "detach"):  # a torch.Tensor, without importing torch here
         return x.detach().cpu().numpy()
     return np.asarray(x)
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.partial")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)

@@ -18,108 +18,68 @@
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-
-class CliError(Exception):
-    """An error worth one clear line on stderr, not a traceback."""
-
-
-def _load_factory(spec: str) -> Any:
-    """Resolve 'path/to/file.py:name' or 'package.module:name' to the named object."""
-    target, sep, attr = spec.rpartition(":")
-    if not sep or not target or not attr:
-        raise CliError(f"model spec {spec!r} must look like FILE.py:FUNCTION or MODULE:FUNCTION")
-    if target.endswith(".py"):
-        path = Path(target)
-        if not path.is_file():
-            raise CliError(f"model file {target} does not exist")
-        module_spec = importlib.util.spec_from_file_location(path.stem, path)
-        assert module_spec and module_spec.loader
-        module = importlib.util.module_from_spec(module_spec)
-        sys.modules[path.stem] = module
-        module_spec.loader.exec_module(module)
-    else:
-        module = importlib.import_module(target)
-    if not hasattr(module, attr):
-        raise CliError(f"{target} has no {attr!r}")
-    return module, getattr(module, attr)
-
-
-def _load_npz_samples(path: str) -> list[tuple[np.ndarray, ...]]:
-    """An .npz whose arrays (sorted by name) are the model inputs, each with a leading sample axis."""
-    with np.load(path) as data:
-        arrays = [data[k] for k in sorted(data.files)]
-    if not arrays:
-        raise CliError(f"{path} holds no arrays")
-    n = arrays[0].shape[0]
-    if any(a.shape[0] != n for a in arrays):
-        raise CliError(f"{path}: all arrays need the same number of samples (leading axis)")
-    return [tuple(a[i] for a in arrays) for i in range(n)]
-
-
-def _float_quantizer(args: argparse.Namespace) -> Any:
-    """A TorchmcuQuantizer keeping --float-module/--float-op parts in float32, or None."""
-    if not args.float_module and not args.float_op:
-        return None
-    import torch
-
-    from torchmcu.quantize import TorchmcuQuantizer
-
-    q = TorchmcuQuantizer(per_channel=not args.per_tensor, observer=args.observer)
-    for name in args.float_module:
-        q.set_module_name(name, None)
-    for spec in args.float_op:  # "gelu" or "gelu.default": an aten operator (packet)
-        packet, _, overload = spec.removeprefix("aten.").partition(".")
-        op = getattr(torch.ops.aten, packet, None)
-        if op is None or (overload and not hasattr(op, overload)):
-            raise CliError(f"--float-op {spec}: no aten operator of that name")
-        q.set_operator(getattr(op, overload) if overload else op, None)
-    return q
+from torchmcu import progress
+from torchmcu.cli_args import add_quiet, board_names, npu_help, positive_float
+from torchmcu.cli_errors import CliError
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    import torch
-
     import torchmcu
+    from torchmcu import cli_inputs
+    from torchmcu.cli_args import check_export_args, check_float_modules
+    from torchmcu.cli_model import calibration_samples, load_model
 
-    module, factory = _load_factory(args.model)
-    made = factory()
-    model, example_inputs = made if isinstance(made, tuple) else (made, None)
-    if example_inputs is None:
-        raise CliError(f"{args.model} must return (model, example_inputs)")
-    if args.calibration:
-        samples = [
-            tuple(torch.from_numpy(np.ascontiguousarray(x)).unsqueeze(0) for x in s)
-            for s in _load_npz_samples(args.calibration)
-        ]
-    elif hasattr(module, "calibration_samples"):
-        samples = list(module.calibration_samples())
+    quantizer = check_export_args(args)  # every argument first: nothing runs with a bad one
+    calibration = cli_inputs.load_npz(args.calibration) if args.calibration else None
+    bundle_arrays = cli_inputs.load_npz(args.bundle_inputs) if args.bundle_inputs else None
+    loaded = load_model(args.model)
+    check_float_modules(loaded.model, args.float_module, args.model)
+    model, example_inputs = loaded.model, loaded.example_inputs
+    if model.training:
+        print(f"torchmcu export: warning: {args.model} returned a model in training mode; "
+              "exporting it in eval mode (dropout off, BatchNorm with its running statistics)",
+              file=sys.stderr)
+        model.eval()
+    if calibration is not None:
+        samples, notes = cli_inputs.calibration_samples(args.calibration, calibration, example_inputs)
+        for note in notes:
+            print(f"torchmcu {args.command}: note: {note}", file=sys.stderr)
     else:
-        raise CliError(
-            "no calibration data: pass --calibration FILE.npz or define calibration_samples() "
-            "beside the model factory"
-        )
+        samples = calibration_samples(loaded)
+        if samples is None:
+            raise CliError(
+                "no calibration data: pass --calibration FILE.npz or define calibration_samples() "
+                "beside the model factory"
+            )
+    bundle_samples = None
+    if bundle_arrays is not None:
+        bundle_samples = [list(s) for s in cli_inputs.samples_of(bundle_arrays)]
+        cli_inputs.check_against_examples(args.bundle_inputs, bundle_samples, example_inputs)
+    elif args.bundle is not None:
+        bundle_samples = [list(s) for s in samples[: args.bundle]]
     print(f"exporting {args.model} for {args.board} ({len(samples)} calibration samples)...")
-    exported = torchmcu.export(
-        model,
-        tuple(example_inputs),
-        calibration=samples,
-        board=args.board,
-        per_channel=not args.per_tensor,
-        int8_io=args.int8_io,
-        observer=args.observer,
-        npu=args.npu,
-        system_config=args.system_config,
-        memory_mode=args.memory_mode,
-        quantizer=_float_quantizer(args),
-    )
+    with progress.task("export"):  # stages: quantize, lower, plan (or NPU), serialize, save
+        exported = torchmcu.export(
+            model,
+            tuple(example_inputs),
+            calibration=samples,
+            board=args.board,
+            per_channel=not args.per_tensor,
+            int8_io=args.int8_io,
+            observer=args.observer,
+            npu=args.npu,
+            system_config=args.system_config,
+            memory_mode=args.memory_mode,
+            quantizer=quantizer,
+        )
+        progress.stage("save")
+        path = exported.save(args.output, name=args.name, bundle_samples=bundle_samples)
     if args.explain:
         if exported.npu is None:
             print("--explain: CPU only (no --npu): every node runs as a Cortex-M kernel")
@@ -127,14 +87,6 @@ def _cmd_export(args: argparse.Namespace) -> int:
             from torchmcu.npu.explain import explain
 
             print(explain(exported.npu))
-    bundle_samples = None
-    if args.bundle_inputs:
-        bundle_samples = [list(s) for s in _load_npz_samples(args.bundle_inputs)]
-    elif args.bundle is not None:
-        if args.bundle < 1:
-            raise CliError(f"--bundle {args.bundle}: need at least one sample")
-        bundle_samples = [list(s) for s in samples[: args.bundle]]
-    path = exported.save(args.output, name=args.name, bundle_samples=bundle_samples)
     r = exported.report
     print(f"wrote {path} ({len(exported.pte_bytes):,} bytes)")
     if bundle_samples is not None:
@@ -161,7 +113,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     data = Path(args.pte).read_bytes()
     info = native.program_info(data)
     if args.inputs:
-        inputs = list(_load_npz_samples(args.inputs)[0])
+        from torchmcu.cli_inputs import program_samples
+
+        inputs = program_samples(args.inputs, info)[0]  # the first sample
     else:  # deterministic default input: a fixed pseudo-random pattern
         rng = np.random.default_rng(0)
         inputs = [
@@ -172,10 +126,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
         ]
     outputs = torchmcu.run_on_host(Path(args.pte), inputs)  # an NPU program finds NAME.npu/ beside it
     for i, out in enumerate(outputs):
-        flat = out.reshape(-1)
-        shown = np.array2string(flat[:16], precision=4, separator=", ")
-        print(f"output {i}: shape {list(out.shape)} {out.dtype} {shown}{' ...' if flat.size > 16 else ''}")
+        print(_output_line(f"output {i}", out))
     return 0
+
+
+def _output_line(label: str, out: Any) -> str:
+    """'LABEL: shape [..] dtype values' of one output (its first 16 values), or its value when
+    it is not a tensor (None: the firmware prints tensors only)."""
+    if out is None:
+        return f"{label}: not a tensor (the runner prints tensor outputs only)"
+    if not isinstance(out, np.ndarray):
+        return f"{label}: {type(out).__name__} {out!r}"
+    flat = out.reshape(-1)
+    shown = np.array2string(flat[:16], precision=4, separator=", ")
+    return f"{label}: shape {list(out.shape)} {out.dtype} {shown}{' ...' if flat.size > 16 else ''}"
 
 
 def _check_bundle_on_host(args: argparse.Namespace) -> int:
@@ -197,14 +161,11 @@ def _check_bundle_on_host(args: argparse.Namespace) -> int:
 
 
 def _firmware_samples(info: dict, inputs: str | None) -> list[list[np.ndarray]] | None:
-    """All samples of an .npz (logical arrays, cast to the program's input dtypes), or None."""
-    if not inputs:
-        return None
-    samples = _load_npz_samples(inputs)
-    return [
-        [np.asarray(x).astype(meta["dtype"]) for x, meta in zip(sample, info["inputs"])]
-        for sample in samples
-    ]
+    """All samples of an .npz, checked against the program's inputs as the host checks them
+    (count, dtype, shape; never cast), or None."""
+    from torchmcu.cli_inputs import program_samples
+
+    return program_samples(inputs, info) if inputs else None
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
@@ -260,19 +221,24 @@ def _run_on_board(args: argparse.Namespace) -> int:
     if target.suffix == ".elf":
         if args.inputs:
             raise CliError("--inputs needs a .pte (inputs are embedded when the firmware is built)")
-        elf, info = target, None
+        elf, info, cases = target, None, None
     elif target.suffix == ".bpte":  # the runner checks the bundle's test cases on the device
-        from torchmcu.pte.bundled import program_of
-
         if args.inputs:
             raise CliError("--inputs with a .bpte: the bundle carries its own test inputs")
-        info = native.program_info(program_of(target.read_bytes()))
+        from torchmcu.pte.bundled import parse_bundled
+
+        bundled = parse_bundled(target.read_bytes())
+        cases = sum(len(s.test_cases) for s in bundled.method_test_suites)
+        info = native.program_info(bundled.program)
+        _check_emulator(args, info)
         build_dir = args.build_dir or _default_build_dir(args)
         elf = firmware.build(None, args.board, build_dir, bundle=target, profile=args.profile).elf
     else:
         data = target.read_bytes()
         info = native.program_info(data)
         samples = _firmware_samples(info, args.inputs)
+        cases = len(samples) if samples else 1
+        _check_emulator(args, info)
         blob = firmware.write_io_blob(info, samples) if samples else None
         build_dir = args.build_dir or _default_build_dir(args)
         elf = firmware.build(target, args.board, build_dir, inputs=blob, profile=args.profile).elf
@@ -282,7 +248,8 @@ def _run_on_board(args: argparse.Namespace) -> int:
     uses_npu = info is not None and bool(info["delegates"])
     try:
         result = firmware.run(
-            elf, args.board, args.timeout, emulator=args.emulator, uses_npu=uses_npu
+            elf, args.board, args.timeout, emulator=args.emulator, uses_npu=uses_npu,
+            samples=cases,
         )
     except FirmwareRunError as e:
         raise CliError(str(e)) from None
@@ -292,15 +259,21 @@ def _run_on_board(args: argparse.Namespace) -> int:
     if info is not None:
         for sample in sorted(result.raw_outputs):
             for i, out in enumerate(result.outputs(info, sample)):
-                flat = out.reshape(-1)
-                shown = np.array2string(flat[:16], precision=4, separator=", ")
-                more = " ..." if flat.size > 16 else ""
-                shape = list(out.shape)
-                print(f"sample {sample} output {i}: shape {shape} {out.dtype} {shown}{more}")
+                print(_output_line(f"sample {sample} output {i}", out))
     if not result.ok:
         print(f"torchmcu run: firmware exit {result.exit_code}: {result.message}", file=sys.stderr)
         return result.exit_code if result.exit_code > 0 else 124
     return 0
+
+
+def _check_emulator(args: argparse.Namespace, info: dict) -> None:
+    """Before building: this machine can run the program on the board (QEMU, or its FVP)."""
+    from torchmcu.firmware.run import FirmwareRunError, emulator_for
+
+    try:
+        emulator_for(args.board, uses_npu=bool(info["delegates"]), prefer=args.emulator)
+    except FirmwareRunError as e:
+        raise CliError(str(e)) from None
 
 
 def _default_build_dir(args: argparse.Namespace) -> str:
@@ -389,12 +362,18 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="torchmcu", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    boards = board_names()
+
+    def board_arg(p: argparse.ArgumentParser, default: str, what: str) -> None:
+        p.add_argument(
+            "--board", default=default, choices=boards or None, help=f"{what} (default: {default})"
+        )
 
     p = sub.add_parser("export", help="quantize and lower a model to a .pte")
     p.add_argument("model", help="FILE.py:FUNCTION or MODULE:FUNCTION returning (model, example_inputs)")
     p.add_argument("-o", "--output", default="out", help="output directory (default: out)")
     p.add_argument("--name", default="model", help="file name stem (default: model)")
-    p.add_argument("--board", default="corstone-300")
+    board_arg(p, "corstone-300", "board to export for")
     p.add_argument("--calibration", help=".npz of calibration inputs (leading axis = samples)")
     p.add_argument("--per-tensor", action="store_true", help="per-tensor conv weights")
     p.add_argument("--int8-io", action="store_true", help="int8 program inputs/outputs")
@@ -409,8 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--bundle-inputs", help=".npz of test inputs for NAME.bpte (leading axis = samples)")
     p.add_argument(
-        "--npu", help="Ethos-U NPU to delegate to, e.g. ethos-u55-128, ethos-u65-256, "
-        "ethos-u85-256 ('default': the board's)",
+        "--npu", help=f"Ethos-U NPU of the board to delegate to ('default': the board's): {npu_help()}",
     )
     p.add_argument("--system-config", help="Vela system config (default: the board's)")
     p.add_argument("--memory-mode", help="Vela memory mode (default: the board's)")
@@ -434,7 +412,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "pte", nargs="+", help=".pte to embed; several: one image running each in turn (or a .bpte)"
     )
-    p.add_argument("--board", default="corstone-300")
+    board_arg(p, "corstone-300", "board to build for")
     p.add_argument("--build-dir", help="CMake build directory (default: build/fw-BOARD)")
     p.add_argument(
         "--inputs", action="append",
@@ -453,10 +431,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run a .pte on the host, or a .pte/.elf on a board's emulator")
     p.add_argument("pte", help=".pte (built into firmware first unless --host) or a runner .elf")
     p.add_argument("--host", action="store_true", help="run on the host build of the runtime (a .bpte: check its test cases)")
-    p.add_argument("--board", default="qemu-an547", help="board to build for and emulate")
+    board_arg(p, "qemu-an547", "board to build for and emulate")
     p.add_argument("--build-dir", help="CMake build directory (default: build/fw-BOARD)")
     p.add_argument("--emulator", choices=("qemu", "fvp"), help="default: QEMU if it can")
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds (default: 120)")
+    p.add_argument("--timeout", type=positive_float, default=120.0, help="seconds (default: 120)")
     p.add_argument("--inputs", help=".npz of inputs (--host: first sample; board: all samples)")
     p.add_argument(
         "--profile", action="store_true",
@@ -469,38 +447,45 @@ def build_parser() -> argparse.ArgumentParser:
     ops = p.add_subparsers(dest="ops_command", required=True)
     p = ops.add_parser("merge", help="merge selected_operators.yaml files (+ the board's operators)")
     p.add_argument("yaml", nargs="+", help="selected_operators.yaml files (torchmcu export writes one)")
-    p.add_argument("--board", default="corstone-300", help="adds the operators the board always needs")
+    board_arg(p, "corstone-300", "adds the operators the board always needs")
     p.add_argument("-o", "--output", required=True, help="merged yaml to write")
     p.set_defaults(func=_cmd_ops_merge)
 
     p = sub.add_parser("report", help="HTML report: operators, time per kernel, memory plan")
-    p.add_argument("pte")
+    p.add_argument("pte", help="the .pte to report on")
     p.add_argument("--export-report", help="export's report.json (default: beside the .pte)")
     p.add_argument("--profile", action="store_true", help="build and profile on --board first")
-    p.add_argument("--board", default="qemu-an547", help="board to profile on (default: QEMU)")
+    board_arg(p, "qemu-an547", "board to profile on")
     p.add_argument("--build-dir", help="CMake build directory (default: build/fw-BOARD-profile)")
     p.add_argument("--profile-json", help="a saved profile (torchmcu run --profile) instead")
     p.add_argument("-o", "--output", help="HTML file (default: the .pte name with .html)")
     p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser("info", help="describe a .pte")
-    p.add_argument("pte")
+    p.add_argument("pte", help="the .pte to describe")
     p.set_defaults(func=_cmd_info)
 
     p = sub.add_parser(
         "doctor", help="check the toolchain, emulator and Python packages; exit 1 if one is missing"
     )
     p.set_defaults(func=_cmd_doctor)
+    add_quiet(parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    progress.configure(enabled=not args.quiet)  # on stderr: a line on a terminal, else lines
     try:
         return int(args.func(args))
     except (CliError, ValueError, OSError, RuntimeError) as e:
         print(f"torchmcu {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's code for SIGINT; no file is left
+        print(f"\ntorchmcu {args.command}: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        progress.configure(enabled=False)
 
 
 if __name__ == "__main__":

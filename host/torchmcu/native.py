@@ -197,6 +197,25 @@ def _delegate_bridge(fn: DelegateFn) -> Callable[[int, list, list], list[bytes]]
     return bridge
 
 
+def check_inputs(metas: Sequence[dict | None], inputs: Sequence[Any]) -> None:
+    """NativeError unless `inputs` are exactly what a method with these input metadata
+    (program_info(...)["inputs"]) takes: their count, and each array's dtype and logical shape."""
+    if len(inputs) != len(metas):
+        raise NativeError(
+            "INVALID_ARGUMENT", f"method takes {len(metas)} inputs, {len(inputs)} given"
+        )
+    for i, (x, meta) in enumerate(zip(inputs, metas)):
+        if meta is None:
+            raise NativeError("UNSUPPORTED", f"input {i} is not a tensor")
+        x = np.asarray(x)
+        want = dtype_of(meta["scalar_type"])
+        if x.dtype != want or tuple(x.shape) != tuple(meta["sizes"]):
+            raise NativeError(
+                "INVALID_ARGUMENT",
+                f"input {i}: expected {want}{list(meta['sizes'])}, got {x.dtype}{list(x.shape)}",
+            )
+
+
 def run_program(
     pte: bytes,
     inputs: list[np.ndarray],
@@ -215,21 +234,10 @@ def run_program(
     An exception it raises surfaces as NativeError("DELEGATE", ...) with it as __cause__."""
     pte = bytes(pte)
     info = _native.program_info(pte, method)
-    if len(inputs) != len(info["inputs"]):
-        raise NativeError(
-            "INVALID_ARGUMENT", f"method takes {len(info['inputs'])} inputs, {len(inputs)} given"
-        )
+    check_inputs(info["inputs"], inputs)
     packed = []
-    for i, (x, meta) in enumerate(zip(inputs, info["inputs"])):
-        if meta is None:
-            raise NativeError("UNSUPPORTED", f"input {i} is not a tensor")
+    for x, meta in zip(inputs, info["inputs"]):
         x = np.asarray(x)
-        if x.dtype != dtype_of(meta["scalar_type"]) or tuple(x.shape) != tuple(meta["sizes"]):
-            raise NativeError(
-                "INVALID_ARGUMENT",
-                f"input {i}: expected {dtype_of(meta['scalar_type'])}{list(meta['sizes'])}, "
-                f"got {x.dtype}{list(x.shape)}",
-            )
         packed.append((_to_physical(x, meta["dim_order"]), meta["scalar_type"], tuple(x.shape)))
     if runs < 1:
         raise ValueError(f"runs must be >= 1, got {runs}")

@@ -6,7 +6,8 @@ parameters and running statistics measured on random inputs then mildly
 perturbed, so BN folding in the exporter is exercised with non-trivial values
 and activations stay in a realistic range through depth. Each constructor returns
 `(model.eval(), example_inputs)`; `calibration(name, n, seed)` gives inputs of
-the right shape and distribution for post-training quantization.
+the right shape and distribution for post-training quantization, and
+`calibration_samples(name)` serves them to `torchmcu export torchmcu.examples.models:NAME`.
 
 Architectures follow the MLPerf Tiny v1 reference models (KWS DS-CNN, IC
 ResNet-8, VWW MobileNetV1-0.25, AD deep autoencoder) as described in the
@@ -25,6 +26,7 @@ __all__ = [
     "MLPERF_TINY",
     "build",
     "calibration",
+    "calibration_samples",
     "count_parameters",
     "input_shape",
     "mlp",
@@ -81,6 +83,13 @@ def calibration(model_name: str, n: int = 16, seed: int = 1) -> list[tuple[torch
     """`n` input tuples for calibrating `model_name` (images uniform in [-1,1), else N(0,1))."""
     gen = torch.Generator().manual_seed(10_000 + seed)
     return _sample(_check_name(model_name), n, gen)
+
+
+def calibration_samples(factory: str) -> list[tuple[torch.Tensor, ...]]:
+    """Calibration inputs for `torchmcu export torchmcu.examples.models:FACTORY`: the command
+    line passes the factory's name to a calibration_samples() taking one argument, so each
+    example model gets inputs of its own shape (calibration(factory), 16 samples)."""
+    return calibration(factory)
 
 
 def count_parameters(model: nn.Module) -> int:

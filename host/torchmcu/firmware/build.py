@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from torchmcu import doctor
+from torchmcu import doctor, progress
 from torchmcu.boards import get_board
 
 
@@ -91,23 +91,44 @@ def _tail(text: str, lines: int = 40) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-def _run(cmd: Sequence[str], cwd: Path, what: str) -> str:
+_NINJA_STEP = re.compile(r"^\[(\d+)/(\d+)\] ")  # "[12/80] Building C object ..."
+
+
+def _run(cmd: Sequence[str], cwd: Path, what: str, shown: progress.Task | None = None) -> str:
+    """Run a CMake step; its output is read line by line so `shown` can count the build
+    steps ninja reports. FirmwareBuildError with the output's tail when it fails."""
     try:
-        proc = subprocess.run(
+        proc = subprocess.Popen(
             list(cmd),
             cwd=cwd,
             stdin=subprocess.DEVNULL,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
             text=True,
-            check=False,
         )
     except FileNotFoundError as e:
         raise FirmwareBuildError(
             f"{what}: {e.filename} not found (install cmake and ninja)"
         ) from None
+    lines = []
+    assert proc.stdout is not None
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            m = _NINJA_STEP.match(line)
+            if m and shown is not None:
+                shown.update(int(m.group(1)), total=int(m.group(2)))
+        proc.wait()
+    except BaseException:  # Ctrl-C included: never leave the build running behind us
+        proc.kill()
+        proc.wait()
+        raise
+    finally:
+        proc.stdout.close()
+    output = "".join(lines)
     if proc.returncode != 0:
-        raise FirmwareBuildError(f"{what} failed:\n{_tail(proc.stdout + proc.stderr)}")
-    return proc.stdout
+        raise FirmwareBuildError(f"{what} failed:\n{_tail(output)}")
+    return output
 
 
 def build(
@@ -166,6 +187,7 @@ def build(
     for path in pte_paths:
         if not path.is_file():
             raise FirmwareBuildError(f"{path} does not exist")
+    _check_plan(pte_paths, board)
     program_names = _program_names(pte_paths, names)
     yaml_path = _check_ops_yaml(pte_paths, ops_yaml) if ops_yaml is not None else ""
     inputs_paths = [
@@ -187,12 +209,15 @@ def build(
         "TORCHMCU_OPS_YAML": yaml_path,
     }
     cache.update({k: str(v) for k, v in (defines or {}).items()})
-    _run(
-        ["cmake", "--preset", board, "-B", str(out), *(f"-D{k}={v}" for k, v in cache.items())],
-        root,
-        f"configuring the {board} firmware",
-    )
-    _run(["cmake", "--build", str(out)], root, f"building the {board} firmware")
+    with progress.task(f"building the {board} firmware", unit="steps") as shown:
+        shown.stage("configure")
+        _run(
+            ["cmake", "--preset", board, "-B", str(out), *(f"-D{k}={v}" for k, v in cache.items())],
+            root,
+            f"configuring the {board} firmware",
+        )
+        shown.stage("compile and link")
+        _run(["cmake", "--build", str(out)], root, f"building the {board} firmware", shown)
     return FirmwareImage(
         elf=out / "firmware.elf",
         bin=out / "firmware.bin",
@@ -202,6 +227,18 @@ def build(
         build_dir=out,
         programs=tuple(program_names) if len(pte_paths) > 1 else (),
     )
+
+
+def _check_plan(ptes: Sequence[Path], board: str) -> None:
+    """Before CMake: every program verifies and the image's arena and programs fit the board
+    (one clear error with the sizes instead of a configure log)."""
+    from torchmcu.boards import BoardError
+    from torchmcu.firmware.plan import PlanError, board_plan
+
+    try:
+        board_plan(list(ptes), board)
+    except (BoardError, PlanError) as e:
+        raise FirmwareBuildError(f"cannot build the {board} firmware: {e}") from None
 
 
 def _inputs_per_program(

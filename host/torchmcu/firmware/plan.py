@@ -20,6 +20,14 @@ from pathlib import Path
 
 from torchmcu.boards import BoardError, get_board
 
+# Exit codes CMake tells apart from Python's own 1 (e.g. torchmcu not installed for it).
+EXIT_DOES_NOT_FIT = 3  # valid programs that do not fit the board
+EXIT_INVALID_PROGRAM = 4  # a program that cannot be read or verified
+
+
+class PlanError(ValueError):
+    """A program of the image cannot be read or verified."""
+
 
 @dataclass(frozen=True)
 class DevicePlan:
@@ -49,6 +57,27 @@ def combined_plan(plans: list[DevicePlan]) -> DevicePlan:
     )
 
 
+def board_plan(ptes: list[str | Path], board: str | None) -> DevicePlan:
+    """The plan of an image holding `ptes` (each verified), checked against the board's
+    memory when a board is given: PlanError naming the file that cannot be read or verified,
+    BoardError naming the files and both sizes when they do not fit."""
+    plans = []
+    for path in ptes:
+        try:
+            plans.append(device_plan(Path(path).read_bytes()))
+        except (OSError, RuntimeError, ValueError) as e:
+            raise PlanError(f"{path}: {e}") from e
+    plan = combined_plan(plans)
+    if board:
+        try:
+            get_board(board).check_fits(
+                arena_bytes=plan.arena_bytes, program_bytes=plan.program_bytes
+            )
+        except BoardError as e:
+            raise BoardError(f"{' + '.join(map(str, ptes))}: {e}") from None
+    return plan
+
+
 def _align(n: int, a: int) -> int:
     return (n + a - 1) // a * a
 
@@ -59,20 +88,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--board", help="also check that the arena and program fit this board")
     parser.add_argument("--format", choices=("json", "cmake"), default="json")
     args = parser.parse_args(argv)
-    where = args.pte[0]
     try:
-        plans = []
-        for where in args.pte:
-            plans.append(device_plan(Path(where).read_bytes()))
-        plan = combined_plan(plans)
-        where = " + ".join(args.pte)
-        if args.board:
-            get_board(args.board).check_fits(
-                arena_bytes=plan.arena_bytes, program_bytes=plan.program_bytes
-            )
-    except (OSError, BoardError, RuntimeError, ValueError) as e:
-        print(f"{where}: {e}", file=sys.stderr)
-        return 1
+        plan = board_plan(args.pte, args.board)
+    except BoardError as e:  # the configure step shows this line alone: the sizes
+        print(e, file=sys.stderr)
+        return EXIT_DOES_NOT_FIT
+    except PlanError as e:
+        print(e, file=sys.stderr)
+        return EXIT_INVALID_PROGRAM
     if args.format == "cmake":
         print(f"TM_ARENA_BYTES={plan.arena_bytes};TM_META_BYTES={plan.meta_bytes}")
     else:

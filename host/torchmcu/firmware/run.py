@@ -14,13 +14,14 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from torchmcu import doctor
+from torchmcu import doctor, progress
 from torchmcu.boards import get_board
 from torchmcu.firmware.io_blob import from_tensor_bytes
 
@@ -105,14 +106,18 @@ class RunResult:
 
     def outputs(
         self, info: dict[str, Any], sample: int = 0, program: int | str | None = None
-    ) -> list[np.ndarray]:
+    ) -> list[np.ndarray | None]:
         """The outputs of one sample as logical arrays (info: native.program_info of the .pte);
-        `program` (index or name) picks a program of a several-program image."""
+        `program` (index or name) picks a program of a several-program image. A non-tensor
+        output is None (the runner prints tensor outputs only)."""
         raw = self.raw_outputs if program is None else self.program(program).raw_outputs
         where = "" if program is None else f" of program {program!r}"
         got = raw.get(sample, {})
-        result = []
+        result: list[np.ndarray | None] = []
         for index, meta in enumerate(info["outputs"]):
+            if meta is None:
+                result.append(None)
+                continue
             if index not in got:
                 raise FirmwareRunError(
                     f"the firmware printed no output {index} for sample {sample}{where}"
@@ -256,8 +261,10 @@ def run(
     npu: str | None = None,
     uses_npu: bool = False,
     emulator: str | None = None,
+    samples: int | None = None,
 ) -> RunResult:
-    """Run `elf` on the board's emulator with stdin closed and a timeout; parse its output."""
+    """Run `elf` on the board's emulator with stdin closed and a timeout; parse its output.
+    samples: how many the image runs, for the progress report (torchmcu.progress)."""
     elf_path = Path(elf).resolve()
     if not elf_path.is_file():
         raise FirmwareRunError(f"{elf_path} does not exist")
@@ -271,13 +278,8 @@ def run(
         else:
             cmd = fvp_command(elf_path, cfg["fvp"], npu or get_board(board).npu)
             assert cmd is not None
-        try:
-            proc = subprocess.run(
-                cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False
-            )
-            code, out, err = proc.returncode, proc.stdout, proc.stderr
-        except subprocess.TimeoutExpired as e:  # subprocess.run kills the emulator
-            code, out, err = EXIT_TIMEOUT, e.stdout or b"", e.stderr or b""
+        with progress.task(f"running on {kind.upper()}", samples, "samples") as shown:
+            code, out, err = _run_emulator(cmd, timeout, console_file, shown)
         uart = uart_file.read_text(errors="replace") if uart_file.is_file() else ""
         emulator_output = out.decode(errors="replace") + err.decode(errors="replace")
         if kind == "qemu":
@@ -304,6 +306,44 @@ def run(
         runs=runs,
         programs=programs,
     )
+
+
+def _run_emulator(
+    cmd: list[str], timeout: float, console_file: Path, shown: progress.Task
+) -> tuple[int, bytes, bytes]:
+    """(exit code or EXIT_TIMEOUT, stdout, stderr) of the emulator, killed after `timeout`
+    seconds or on any exception (Ctrl-C). While it runs, `shown` counts the samples done (the
+    runner's TM_RUN lines in the console file, when progress is on)."""
+    proc = subprocess.Popen(
+        cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            try:
+                out, err = proc.communicate(
+                    timeout=max(0.0, min(0.25, deadline - time.monotonic()))
+                )
+                _count_samples(console_file, shown)
+                return proc.returncode, out, err
+            except subprocess.TimeoutExpired:
+                if time.monotonic() >= deadline:
+                    proc.kill()
+                    out, err = proc.communicate()
+                    return EXIT_TIMEOUT, out or b"", err or b""
+                _count_samples(console_file, shown)
+                shown.tick()
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+
+
+def _count_samples(console_file: Path, shown: progress.Task) -> None:
+    """The samples the runner finished so far (its TM_RUN lines), when progress is on."""
+    if progress.enabled() and console_file.is_file():
+        with open(console_file, "rb") as f:
+            shown.update(sum(line.startswith(b"TM_RUN ") for line in f))
 
 
 def _exit_line_code(stdout: str, code: int) -> int:

@@ -63,19 +63,62 @@ def describe_node(node: torch.fx.Node) -> str:
 
 def op_name(node: torch.fx.Node) -> str:
     """'aten.cumsum' style name of a node's target."""
-    name = str(node.target) if isinstance(node.target, torch._ops.OpOverload) else getattr(
-        node.target, "__name__", str(node.target)
+    name = (
+        str(node.target)
+        if isinstance(node.target, torch._ops.OpOverload)
+        else getattr(node.target, "__name__", str(node.target))
     )
     return name.removesuffix(".default")
 
 
+_SUPPORTED_INT8 = (
+    "conv2d, linear, add, mul, max/avg pooling, softmax, ReLU/ReLU6/clamp, flatten/reshape"
+)
+
+
+def _module_path(node: torch.fx.Node) -> str:
+    """The nn.Module path (e.g. 'head.1') that produced `node`, '' for the root or unknown."""
+    stack = node.meta.get("nn_module_stack") or {}
+    return str(list(stack.values())[-1][0]) if stack else ""
+
+
+def float_advice(node: torch.fx.Node) -> str:
+    """How to get past an op without an int8 kernel: keep it in float32 where a portable fp32
+    kernel exists for it (the advice then works), otherwise say that none exists."""
+    from torchmcu.lower.rules_float import FLOAT_EMITTERS
+    from torchmcu.quantize.annotation import read_annotation
+
+    name = op_name(node)
+    record = read_annotation(node)
+    already_float = record is not None and not record.quantized
+    replace = f"replace it with supported operators ({_SUPPORTED_INT8})"
+    if node.target not in FLOAT_EMITTERS:
+        return (
+            f"There is neither an int8 Cortex-M kernel nor a portable fp32 kernel for {name}, so "
+            f"keeping it in float (--float-op/--float-module) cannot help: {replace}, or compute "
+            "it outside the exported model (before its inputs or after its outputs)."
+        )
+    if already_float:
+        return (
+            f"It is already kept in float32 and its fp32 kernel cannot take it either: {replace}."
+        )
+    packet = name.removeprefix("aten.").split(".")[0]
+    module = _module_path(node)
+    flags = f"--float-op {packet}" + (f" or --float-module {module}" if module else "")
+    api = f"TorchmcuQuantizer().set_operator(torch.ops.{name}, None)" + (
+        f" / .set_module_name({module!r}, None)" if module else ""
+    )
+    return (
+        f"It has a portable fp32 kernel: keep it in float32 with {flags} (torchmcu export) or "
+        f"{api} (README, Mixed precision), or {replace}."
+    )
+
+
 def unsupported(node: torch.fx.Node, why: str = "") -> UnsupportedOpError:
-    """The error for an op we cannot run as int8 on the cortex_m kernels."""
+    """The error for an op we cannot run as int8 on the cortex_m kernels, with advice that
+    works for this op (float_advice)."""
     detail = f": {why}" if why else ""
     return UnsupportedOpError(
         f"unsupported op {op_name(node)} for the int8 Cortex-M kernels{detail}; "
-        f"{describe_node(node)}. Keep this part of the model in float if it has a portable "
-        f"fp32 kernel (TorchmcuQuantizer().set_module_type(...) / set_operator(op, None); "
-        f"README, Mixed precision) or replace the op with a supported one (conv2d, linear, add, mul, "
-        f"max/avg pooling, softmax, ReLU/ReLU6/clamp, flatten/reshape)."
+        f"{describe_node(node)}. {float_advice(node)}"
     )

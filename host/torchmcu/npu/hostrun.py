@@ -129,19 +129,15 @@ def tosa_delegate_fn(delegates: Sequence[SavedDelegate]) -> DelegateFn:
     return run
 
 
-def save_delegates(
-    out: Path,
-    graphs: Sequence[Any],
-    subprograms: Sequence[pm.Program],
-    write: Callable[[Path, bytes], None],
-) -> None:
-    """Write delegate<k>.tosa and delegate<k>.json for every subgraph into `out`."""
-    out.mkdir(parents=True, exist_ok=True)
-    for stale in [*out.glob("delegate*.tosa"), *out.glob("delegate*.json")]:
-        stale.unlink()  # from an earlier export with more subgraphs
+def delegate_files(
+    out: Path, graphs: Sequence[Any], subprograms: Sequence[pm.Program]
+) -> dict[Path, bytes]:
+    """delegate<k>.tosa and delegate<k>.json of every subgraph, as paths in `out` -> bytes
+    (written together with the program by ExportedModel.save)."""
+    files: dict[Path, bytes] = {}
     for k, (graph, sub) in enumerate(zip(graphs, subprograms)):
         ins, outs = delegate_io(sub)
-        write(out / f"delegate{k}.tosa", bytes(graph.flatbuffer))
+        files[out / f"delegate{k}.tosa"] = bytes(graph.flatbuffer)
         meta = {
             "delegate": k,
             "backend": "EthosUBackend",
@@ -151,7 +147,13 @@ def save_delegates(
             "tosa_inputs": list(graph.inputs),
             "tosa_outputs": list(graph.outputs),
         }
-        write(out / f"delegate{k}.json", json.dumps(meta, indent=2).encode() + b"\n")
+        files[out / f"delegate{k}.json"] = json.dumps(meta, indent=2).encode() + b"\n"
+    return files
+
+
+def stale_delegate_files(out: Path) -> list[Path]:
+    """The delegate files an earlier export left in `out` (it may have had more subgraphs)."""
+    return [*out.glob("delegate*.tosa"), *out.glob("delegate*.json")] if out.is_dir() else []
 
 
 def load_delegates(npu_dir: str | Path, count: int) -> list[SavedDelegate]:
