@@ -4,6 +4,7 @@
     python bench/pte_hashes.py --write bench/pte_hashes.txt
     python bench/pte_hashes.py --check bench/pte_hashes.txt  # exit 1 naming those that differ
     python bench/pte_hashes.py --models ds_cnn --flows cpu   # a subset (--check compares it only)
+    python bench/pte_hashes.py --models lstm small_cnn mlp   # the other examples (not in the list)
 
 The behaviour baseline for refactors that must not change the output (issue 16): the four MLPerf
 Tiny models (ds_cnn, resnet8, mobilenet_v1_025, deep_autoencoder) and the MobileNetV2-like net
@@ -31,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "host"))  # works without an installed torchmcu too
 
 MODELS = ("ds_cnn", "resnet8", "mobilenet_v1_025", "deep_autoencoder", "mobilenet_v2_like")
+OTHER_MODELS = ("lstm", "small_cnn", "mlp")  # the other examples: slice_copy, table activations...
 FLOWS = {"cpu": None, "u55-128": "ethos-u55-128"}  # flow name -> torchmcu.export(npu=...)
 BOARD = "corstone-300"
 CALIBRATION_SAMPLES = 16
@@ -71,7 +73,8 @@ def read_list(path: Path) -> dict[tuple[str, str], str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS, metavar="MODEL")
+    ap.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS + OTHER_MODELS,
+                    metavar="MODEL")
     ap.add_argument("--flows", nargs="+", default=list(FLOWS), choices=list(FLOWS), metavar="FLOW")
     ap.add_argument("--check", type=Path, metavar="FILE",
                     help="compare with a saved list; exit 1 naming the exports that differ")
