@@ -58,3 +58,13 @@ def test_clone_rejects(dim_order, out_sizes, out_dtype, bad) -> None:
     out = np.zeros(tuple(out_sizes[d] for d in order), out_dtype)
     with pytest.raises(native.NativeError, match=rf"bad_argument {bad}\)"):
         native.call_kernel(OP, [x, False, dim_order, native.TensorArg(out, out_sizes, order)])
+
+
+def test_clone_refuses_an_out_overlapping_the_input() -> None:
+    """Element copies from a moved planned offset would read bytes already written."""
+    memory = np.arange(32, dtype=np.int8)
+    x, out = memory[:24].reshape(2, 3, 4), memory[2:26].reshape(2, 3, 4)
+    before = memory.copy()
+    with pytest.raises(native.NativeError, match=r"bad_argument 3\)"):
+        native.call_kernel(OP, [x, False, None, out])
+    np.testing.assert_array_equal(memory, before)

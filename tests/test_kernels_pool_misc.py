@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -113,3 +114,20 @@ def test_transpose_reads_channels_last_input():
     out = np.zeros((2, 4, 5, 3), np.int8)  # logical NCHW -> NHWC, contiguous
     native.call_kernel("cortex_m::transpose", [legacy(x), [0, 2, 3, 1], out])
     np.testing.assert_array_equal(out, x)
+
+
+@pytest.mark.parametrize("op", ["cortex_m::pad", "cortex_m::transpose"])
+def test_out_overlapping_the_input_is_refused(op):
+    """out one byte into the input (a planned offset moved off the start): pad would fill it
+    before copying and transpose would read bytes it already wrote. Argument 4 / 2, no write."""
+    memory = np.arange(64, dtype=np.int8)
+    if op == "cortex_m::pad":
+        x, out = memory[:16].reshape(4, 4), memory[1:37].reshape(6, 6)
+        args, bad = [x, [0, 0, 1, 1], [0, 0, 1, 1], 0, out], 4
+    else:
+        x, out = memory[:24].reshape(2, 3, 4), memory[1:25].reshape(4, 3, 2)
+        args, bad = [x, [2, 1, 0], out], 2
+    before = memory.copy()
+    with pytest.raises(native.NativeError, match=rf"bad_argument {bad}\)"):
+        native.call_kernel(op, args)
+    np.testing.assert_array_equal(memory, before)

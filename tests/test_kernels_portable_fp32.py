@@ -381,6 +381,28 @@ def _cat_input_inside_out() -> list:
     return [[memory[1:7].reshape(2, 3), _z(2, 3)], 1, memory[:12].reshape(2, 6)]
 
 
+def _overlapping(in_shape, out_shape, shift: int = 1):
+    """(input, out) as views of one buffer, out starting `shift` elements into the input: a
+    planned offset moved off the start, which start-address checks let through."""
+    memory = _z(int(np.prod(in_shape)) + int(np.prod(out_shape)) + shift)
+    n_in = int(np.prod(in_shape))
+    return memory[:n_in].reshape(in_shape), memory[shift : shift + int(np.prod(out_shape))].reshape(out_shape)
+
+
+def _overlap_case(op: str):
+    if op == "permute_copy":
+        x, out = _overlapping((2, 3), (3, 2))
+        return [x, [1, 0], out]
+    if op == "mean":
+        x, out = _overlapping((2, 3), (2, 1))
+        return [x, [1], True, None, out]
+    if op == "mm":
+        a, out = _overlapping((2, 3), (2, 4))
+        return [a, _z(3, 4), out]
+    x, out = _overlapping((1, 1, 4, 4), (1, 1, 3, 3))  # convolution, 2x2 kernel
+    return [x, _z(1, 1, 2, 2), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, out]
+
+
 REJECTS = [
     ("add", lambda: [_z(2, 3, dtype=np.int32), _z(2, 3), 1, _z(2, 3)], 0),  # not float32
     ("add", lambda: [_z(2, 3), _z(4, 3), 1, _z(2, 3)], 1),  # not broadcastable
@@ -409,6 +431,10 @@ REJECTS = [
     ("cat", lambda: [[_z(2, 3)], 2, _z(2, 3)], 1),  # dim out of range
     ("cat", lambda: [[_z(2, 3), _z(2, 3, dtype=np.int32)], 0, _z(4, 3)], 0),  # dtypes differ
     ("cat", lambda: _cat_input_inside_out(), 0),
+    ("permute_copy", lambda: _overlap_case("permute_copy"), 2),  # out inside the input
+    ("mean", lambda: _overlap_case("mean"), 4),
+    ("mm", lambda: _overlap_case("mm"), 2),
+    ("convolution", lambda: _overlap_case("convolution"), 9),
     ("addmm", lambda: [_z(4), _z(2, 3), _z(4, 4), 1, 1, _z(2, 4)], 2),  # inner sizes differ
     ("addmm", lambda: [_z(3), _z(2, 3), _z(3, 4), 1, 1, _z(2, 4)], 0),  # bias not broadcastable
     ("addmm", lambda: [_z(4), _z(2, 3), _z(3, 4), "x", 1, _z(2, 4)], 3),

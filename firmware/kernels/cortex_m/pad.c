@@ -64,7 +64,8 @@ tm_status tm_cortex_m_pad_out(tm_kernel_context *ctx, tm_value *const *args, siz
   int32_t value = 0;
   TM_ARG_CHECK(ctx, tm_int_arg(args, A_PAD_VALUE, INT8_MIN, INT8_MAX, &value), A_PAD_VALUE);
   tm_tensor *out = tm_tensor_arg(args, A_OUT, TM_CHAR, in->dim, in->dim);
-  bool out_ok = out != NULL && tm_has_layout(out, layout);
+  /* out is filled with the pad value before the rows are copied: it must not overlap in */
+  bool out_ok = out != NULL && tm_has_layout(out, layout) && tm_tensors_disjoint(in, out);
   if (out_ok) {
     pad_dims(out, nhwc, got);
     for (int k = 0; k < 4; ++k) {

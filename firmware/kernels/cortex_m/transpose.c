@@ -36,7 +36,7 @@ tm_status tm_cortex_m_transpose_out(tm_kernel_context *ctx, tm_value *const *arg
     seen |= 1u << perm[k];
   }
   tm_tensor *out = tm_tensor_arg(args, A_OUT, in->scalar_type, rank, rank);
-  bool out_ok = out != NULL;
+  bool out_ok = out != NULL && tm_tensors_disjoint(in, out); /* element copies: no overlap */
   for (int k = 0; out_ok && k < rank; ++k) {
     out_ok = out->sizes[k] == in->sizes[perm[k]];
   }

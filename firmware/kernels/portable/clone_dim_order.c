@@ -31,7 +31,7 @@ tm_status tm_portable_clone_dim_order_out(tm_kernel_context *ctx, tm_value *cons
   bool non_blocking = false;
   TM_ARG_CHECK(ctx, tm_bool_arg(args, A_NON_BLOCKING, &non_blocking), A_NON_BLOCKING);
   tm_tensor *out = tm_tensor_arg(args, A_OUT, in->scalar_type, in->dim, in->dim);
-  bool out_ok = out != NULL;
+  bool out_ok = out != NULL && tm_tensors_disjoint(in, out); /* element copies: no overlap */
   for (uint8_t k = 0; out_ok && k < in->dim; ++k) {
     out_ok = out->sizes[k] == in->sizes[k];
   }

@@ -100,7 +100,7 @@ tm_status tm_portable_convolution_out(tm_kernel_context *ctx, tm_value *const *a
   tm_tensor *out = tm_f32_arg(args, A_OUT, rank, rank);
   TM_ARG_CHECK(ctx, out != NULL && oh > 0 && ow > 0 && out->sizes[0] == batch && out->sizes[1] == cout &&
                         (rank == 3 || out->sizes[2] == oh) && out->sizes[rank - 1] == ow &&
-                        (out->numel == 0 || out->data != in->data),
+                        tm_tensors_disjoint(in, out),
                A_OUT);
 
   int64_t si[4], swt[4], so[4];

@@ -261,7 +261,7 @@ static inline tm_status tm_f32_binary_kernel(tm_kernel_context *ctx, tm_value *c
 /* out is a [M, N] result of m1 [M, K] @ m2 [K, N] and does not share memory with them. */
 static inline bool tm_f32_matmul_out_ok(const tm_tensor *m1, const tm_tensor *m2, const tm_tensor *out) {
   return out != NULL && out->sizes[0] == m1->sizes[0] && out->sizes[1] == m2->sizes[1] &&
-         (out->numel == 0 || (out->data != m1->data && out->data != m2->data));
+         tm_tensors_disjoint(m1, out) && tm_tensors_disjoint(m2, out);
 }
 
 /*

@@ -51,7 +51,7 @@ tm_status tm_portable_mean_out(tm_kernel_context *ctx, tm_value *const *args, si
     ok = out->sizes[k] == want[k];
   }
   /* out is zeroed before the sums: it must not be the input */
-  TM_ARG_CHECK(ctx, ok && (out->numel == 0 || in->numel == 0 || out->data != in->data), A_OUT);
+  TM_ARG_CHECK(ctx, ok && tm_tensors_disjoint(in, out), A_OUT);
 
   tm_f32_walk w = {0};
   int64_t out_strides[TM_MAX_DIMS];

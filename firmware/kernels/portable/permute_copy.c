@@ -26,7 +26,7 @@ tm_status tm_portable_permute_copy_out(tm_kernel_context *ctx, tm_value *const *
     seen |= 1u << perm[k];
   }
   tm_tensor *out = tm_tensor_arg(args, A_OUT, in->scalar_type, in->dim, in->dim);
-  bool ok = out != NULL && (out->data != in->data || in->numel == 0);
+  bool ok = out != NULL && tm_tensors_disjoint(in, out);
   for (uint32_t k = 0; ok && k < len; ++k) {
     ok = out->sizes[k] == in->sizes[perm[k]];
   }
