@@ -8,10 +8,11 @@ import torch.fx
 from torchmcu.lower.builder import ProgramBuilder, nbytes_of
 from torchmcu.lower.context import Ctx, call, input_value, new_int8
 from torchmcu.lower.errors import LoweringError, unsupported
-from torchmcu.lower.graph import QParams, is_dq, is_q, qparams_of, shape_of
+from torchmcu.lower.graph import QParams, qparams_of, shape_of
 from torchmcu.lower.layout import as_contiguous
 from torchmcu.lower.requant import INT8_MAX, INT8_MIN, same_qparams
 from torchmcu.pte.program import ScalarType
+from torchmcu.quantize.qdq import is_dq, is_q
 
 
 def _qdq_args(b: ProgramBuilder, vi: int, qp: QParams) -> list[int]:

@@ -22,7 +22,6 @@ import torch.fx
 from torchmcu.lower.boundaries import lower_output, lower_placeholder, lower_q
 from torchmcu.lower.context import Ctx, LoweringOptions
 from torchmcu.lower.errors import LoweringError, unsupported
-from torchmcu.lower.graph import DQ_PER_CHANNEL, DQ_PER_TENSOR, is_q
 from torchmcu.lower.report import LoweringReport
 from torchmcu.lower.requant import ACTIVATIONS
 from torchmcu.lower.rules_activation import emit_table_activation
@@ -36,6 +35,7 @@ from torchmcu.lower.rules_pool import emit_avg_pool2d, emit_global_pool, emit_ma
 from torchmcu.lower.rules_slice import emit_select, emit_slice, emit_transpose
 from torchmcu.plan.check import PlanError
 from torchmcu.pte.program import Program
+from torchmcu.quantize.qdq import DQ_PER_CHANNEL, DQ_PER_TENSOR, is_q
 
 __all__ = ["EMITTERS", "LoweringOptions", "finish_lowering", "lower_graph", "lower_to_program"]
 

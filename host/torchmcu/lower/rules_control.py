@@ -30,11 +30,12 @@ import torch.fx
 
 from torchmcu.lower.context import Ctx, _record
 from torchmcu.lower.errors import LoweringError, unsupported
-from torchmcu.lower.graph import is_dq, is_q, qparams_of
+from torchmcu.lower.graph import qparams_of
 from torchmcu.lower.layout import as_contiguous, as_nhwc
 from torchmcu.lower.requant import same_qparams
 from torchmcu.lower.values import LValue
 from torchmcu.pte.program import JumpFalseCall, KernelCall, MoveCall, ScalarType
+from torchmcu.quantize.qdq import is_dq, is_q
 
 _aten = torch.ops.aten
 COND = torch.ops.higher_order.cond

@@ -23,19 +23,13 @@ from torchmcu.lower.boundaries import qdq_args
 from torchmcu.lower.builder import nbytes_of
 from torchmcu.lower.context import Ctx, alias, call, call_multi_out
 from torchmcu.lower.errors import unsupported
-from torchmcu.lower.graph import (
-    QParams,
-    arg,
-    attr_tensor,
-    is_dq,
-    quantized_constant,
-    shape_of,
-)
+from torchmcu.lower.graph import QParams, arg, attr_tensor, quantized_constant, shape_of
 from torchmcu.lower.layout import as_contiguous
 from torchmcu.lower.requant import INT8_MAX, INT8_MIN
 from torchmcu.lower.values import LValue
 from torchmcu.pte.program import ScalarType, String, TensorList
 from torchmcu.quantize.annotation import read_annotation
+from torchmcu.quantize.qdq import is_dq
 
 _aten = torch.ops.aten
 FLOAT = ScalarType.FLOAT
