@@ -22,12 +22,13 @@ import torch.fx
 from torchmcu.lower.boundaries import lower_output, lower_placeholder, lower_q
 from torchmcu.lower.context import Ctx, LoweringOptions
 from torchmcu.lower.errors import LoweringError, unsupported
+from torchmcu.lower.float_nodes import is_float_node
 from torchmcu.lower.report import LoweringReport
 from torchmcu.lower.requant import ACTIVATIONS
 from torchmcu.lower.rules_activation import emit_table_activation
 from torchmcu.lower.rules_control import CONTROL_FLOW_EMITTERS, check_control_flow
 from torchmcu.lower.rules_elementwise import emit_add, emit_mul
-from torchmcu.lower.rules_float import FLOAT_EMITTERS, is_float_node
+from torchmcu.lower.rules_float import FLOAT_EMITTERS
 from torchmcu.quantize.annotation import read_annotation
 from torchmcu.lower.rules_linear_conv import emit_conv2d, emit_linear
 from torchmcu.lower.rules_misc import emit_pad, emit_softmax, emit_view

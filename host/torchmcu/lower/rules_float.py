@@ -28,21 +28,10 @@ from torchmcu.lower.layout import as_contiguous
 from torchmcu.lower.requant import INT8_MAX, INT8_MIN
 from torchmcu.lower.values import LValue
 from torchmcu.pte.program import ScalarType, String, TensorList
-from torchmcu.quantize.annotation import read_annotation
 from torchmcu.quantize.qdq import is_dq
 
 _aten = torch.ops.aten
 FLOAT = ScalarType.FLOAT
-
-
-def is_float_node(ctx: Ctx, node: torch.fx.Node) -> bool:
-    """True when `node` must run in float32 (its record, or a float value as direct input)."""
-    record = read_annotation(node)
-    if record is not None and not record.quantized:
-        return True
-    return any(
-        n in ctx.env and ctx.env[n].scalar_type == FLOAT for n in node.all_input_nodes
-    )
 
 
 # -- values ---------------------------------------------------------------------------------------
