@@ -22,7 +22,7 @@ import torch.fx
 from torchmcu.lower.boundaries import qdq_args
 from torchmcu.lower.builder import nbytes_of
 from torchmcu.lower.context import Ctx, alias, call, call_multi_out
-from torchmcu.lower.errors import unsupported
+from torchmcu.lower.errors import FLOAT_RULE_TARGETS, unsupported
 from torchmcu.lower.graph import QParams, arg, attr_tensor, quantized_constant, shape_of
 from torchmcu.lower.layout import as_contiguous
 from torchmcu.lower.requant import INT8_MAX, INT8_MIN
@@ -238,3 +238,4 @@ FLOAT_EMITTERS: dict[Any, Callable[[Ctx, torch.fx.Node], None]] = {
     _aten.layer_norm.default: emit_layer_norm_f32,
     **{t: emit_view_f32 for t in _VIEWS},
 }
+FLOAT_RULE_TARGETS.update(FLOAT_EMITTERS)
