@@ -126,7 +126,8 @@ def lower_graph(
     """Walk the graph into kernel calls (not yet memory-planned): the lowering state, whose
     builder the NPU partitioner rewrites before planning. ctx.sources[i] is the FX node that
     instruction i came from."""
-    ctx = Ctx(gm, LoweringOptions(int8_io=int8_io, linear_kernel_sum=linear_kernel_sum))
+    ctx = Ctx(gm, LoweringOptions(int8_io=int8_io, linear_kernel_sum=linear_kernel_sum),
+              lower_call=_lower_call)
     check_control_flow(gm)  # while_loop/map/scan: named before any op around them
     for node in gm.graph.nodes:
         ctx.current = node
