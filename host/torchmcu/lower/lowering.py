@@ -29,13 +29,13 @@ from torchmcu.lower.rules_activation import emit_table_activation
 from torchmcu.lower.rules_control import CONTROL_FLOW_EMITTERS, check_control_flow
 from torchmcu.lower.rules_elementwise import emit_add, emit_mul
 from torchmcu.lower.rules_float import FLOAT_EMITTERS
-from torchmcu.quantize.annotation import read_annotation
 from torchmcu.lower.rules_linear_conv import emit_conv2d, emit_linear
 from torchmcu.lower.rules_misc import emit_pad, emit_softmax, emit_view
 from torchmcu.lower.rules_pool import emit_avg_pool2d, emit_global_pool, emit_max_pool2d
 from torchmcu.lower.rules_slice import emit_select, emit_slice, emit_transpose
 from torchmcu.plan.check import PlanError
 from torchmcu.pte.program import Program
+from torchmcu.quantize.annotation import read_annotation
 from torchmcu.quantize.qdq import DQ_PER_CHANNEL, DQ_PER_TENSOR, is_q
 
 __all__ = ["EMITTERS", "LoweringOptions", "finish_lowering", "lower_graph", "lower_to_program"]
