@@ -22,8 +22,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_DIR = ROOT / "host" / "torchmcu"
 EXTENSIONS = ("_native",)  # compiled submodules of the package (CMakeLists.txt builds them)
@@ -273,7 +271,6 @@ def test_graph_covers_the_package() -> None:
     assert "torchmcu.lower.context" in {e.target for e in graph["torchmcu.lower.lowering"]}
 
 
-@pytest.mark.xfail(strict=True, reason="issue 16")
 def test_no_import_cycles() -> None:
     graph = import_graph()
     found = cycles(graph)

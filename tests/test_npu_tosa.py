@@ -772,12 +772,12 @@ def test_npu_support_float_ops():
 @pytest.mark.parametrize(("pad_value", "folds"), [(-5, True), (7, False)])
 def test_pad_folds_into_convolution(pad_value, folds, monkeypatch):
     # conv's input_offset is 5 (zero point -5): a pad with that value becomes conv padding.
-    from torchmcu.npu import tosa_lower
+    from torchmcu.npu.tosa import lowerings
 
     emitted = []
-    real_pad = tosa_lower.LOWERINGS["cortex_m::pad"]
+    real_pad = lowerings.LOWERINGS["cortex_m::pad"]
     monkeypatch.setitem(
-        tosa_lower.LOWERINGS,
+        lowerings.LOWERINGS,
         "cortex_m::pad",
         lambda g, a, r: emitted.append(1) or real_pad(g, a, r),
     )

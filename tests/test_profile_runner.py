@@ -29,7 +29,8 @@ import pytest
 import torchmcu
 from torchmcu import firmware
 from torchmcu.examples import models
-from torchmcu.firmware.profile import ProfileError, parse_runner, profile_run, read_json
+from torchmcu.firmware.profile import profile_run, read_json
+from torchmcu.firmware.profile_records import ProfileError, parse_runner
 from torchmcu.pte import reader
 from torchmcu.pte.program import KernelCall, Tensor, TensorList
 

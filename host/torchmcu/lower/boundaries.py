@@ -8,10 +8,12 @@ import torch.fx
 from torchmcu.lower.builder import ProgramBuilder, nbytes_of
 from torchmcu.lower.context import Ctx, call, input_value, new_int8
 from torchmcu.lower.errors import LoweringError, unsupported
-from torchmcu.lower.graph import QParams, is_dq, is_q, qparams_of, shape_of
+from torchmcu.lower.float_nodes import is_float_node
+from torchmcu.lower.graph import QParams, qparams_of, shape_of
 from torchmcu.lower.layout import as_contiguous
 from torchmcu.lower.requant import INT8_MAX, INT8_MIN, same_qparams
 from torchmcu.pte.program import ScalarType
+from torchmcu.quantize.qdq import is_dq, is_q
 
 
 def _qdq_args(b: ProgramBuilder, vi: int, qp: QParams) -> list[int]:
@@ -33,8 +35,6 @@ def lower_placeholder(ctx: Ctx, node: torch.fx.Node) -> None:
         return
     non_q = [u for u in users if not is_q(u)]
     if non_q:
-        from torchmcu.lower.rules_float import is_float_node
-
         if all(is_float_node(ctx, u) for u in non_q):  # read in float32 (any quantize users
             _float_input(ctx, node)                   # are lowered by lower_q from it)
             return

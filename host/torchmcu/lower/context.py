@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +45,9 @@ class Ctx:
     # per instruction index: the FX node it was lowered from (the partitioner reads its
     # annotation record to place the call on the NPU or the CPU)
     sources: list[torch.fx.Node | None] = field(default_factory=list)
+    # the driver's rule for one call_function node, set by lower_graph: rules that lower a
+    # body graph (torch.cond, torch.map) call it without importing the driver above them
+    lower_call: Callable[[Ctx, torch.fx.Node], None] | None = None
 
 
 def _record(ctx: Ctx, node: torch.fx.Node | None, op: str, instr: int) -> None:

@@ -1,4 +1,5 @@
-"""Reading the converted PT2E graph: q/dq nodes, their qparams, and frozen constants."""
+"""Reading the converted PT2E graph: q/dq qparams and frozen constants (the q/dq nodes
+themselves: torchmcu.quantize.qdq)."""
 
 from __future__ import annotations
 
@@ -8,26 +9,8 @@ import numpy as np
 import torch
 import torch.fx
 
-import torchmcu.quantize._torchao  # noqa: F401  (registers the quantized_decomposed ops, quietly)
 from torchmcu.lower.errors import LoweringError, describe_node
-
-_qd = torch.ops.quantized_decomposed
-
-Q_PER_TENSOR = (_qd.quantize_per_tensor.default, _qd.quantize_per_tensor.tensor)
-DQ_PER_TENSOR = (_qd.dequantize_per_tensor.default, _qd.dequantize_per_tensor.tensor)
-DQ_PER_CHANNEL = (_qd.dequantize_per_channel.default,)
-
-
-def is_q(node: object) -> bool:
-    return isinstance(node, torch.fx.Node) and node.op == "call_function" and node.target in Q_PER_TENSOR
-
-
-def is_dq(node: object) -> bool:
-    return (
-        isinstance(node, torch.fx.Node)
-        and node.op == "call_function"
-        and node.target in DQ_PER_TENSOR + DQ_PER_CHANNEL
-    )
+from torchmcu.quantize.qdq import DQ_PER_CHANNEL, is_dq
 
 
 @dataclass(frozen=True)

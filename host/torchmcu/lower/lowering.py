@@ -22,20 +22,21 @@ import torch.fx
 from torchmcu.lower.boundaries import lower_output, lower_placeholder, lower_q
 from torchmcu.lower.context import Ctx, LoweringOptions
 from torchmcu.lower.errors import LoweringError, unsupported
-from torchmcu.lower.graph import DQ_PER_CHANNEL, DQ_PER_TENSOR, is_q
+from torchmcu.lower.float_nodes import is_float_node
 from torchmcu.lower.report import LoweringReport
 from torchmcu.lower.requant import ACTIVATIONS
 from torchmcu.lower.rules_activation import emit_table_activation
 from torchmcu.lower.rules_control import CONTROL_FLOW_EMITTERS, check_control_flow
 from torchmcu.lower.rules_elementwise import emit_add, emit_mul
-from torchmcu.lower.rules_float import FLOAT_EMITTERS, is_float_node
-from torchmcu.quantize.annotation import read_annotation
+from torchmcu.lower.rules_float import FLOAT_EMITTERS
 from torchmcu.lower.rules_linear_conv import emit_conv2d, emit_linear
 from torchmcu.lower.rules_misc import emit_pad, emit_softmax, emit_view
 from torchmcu.lower.rules_pool import emit_avg_pool2d, emit_global_pool, emit_max_pool2d
 from torchmcu.lower.rules_slice import emit_select, emit_slice, emit_transpose
 from torchmcu.plan.check import PlanError
 from torchmcu.pte.program import Program
+from torchmcu.quantize.annotation import read_annotation
+from torchmcu.quantize.qdq import DQ_PER_CHANNEL, DQ_PER_TENSOR, is_q
 
 __all__ = ["EMITTERS", "LoweringOptions", "finish_lowering", "lower_graph", "lower_to_program"]
 
@@ -125,7 +126,8 @@ def lower_graph(
     """Walk the graph into kernel calls (not yet memory-planned): the lowering state, whose
     builder the NPU partitioner rewrites before planning. ctx.sources[i] is the FX node that
     instruction i came from."""
-    ctx = Ctx(gm, LoweringOptions(int8_io=int8_io, linear_kernel_sum=linear_kernel_sum))
+    ctx = Ctx(gm, LoweringOptions(int8_io=int8_io, linear_kernel_sum=linear_kernel_sum),
+              lower_call=_lower_call)
     check_control_flow(gm)  # while_loop/map/scan: named before any op around them
     for node in gm.graph.nodes:
         ctx.current = node

@@ -10,7 +10,8 @@ import torch.fx
 
 from torchmcu.lower.context import Ctx
 from torchmcu.lower.errors import LoweringError, describe_node, unsupported
-from torchmcu.lower.graph import QParams, arg, is_q, qparams_of
+from torchmcu.lower.graph import QParams, arg, qparams_of
+from torchmcu.quantize.qdq import is_q
 from torchmcu.quantize.quantizer import ACTIVATION_TARGETS
 from torchmcu.reference.quant import single_rounding_multiplier
 

@@ -30,11 +30,12 @@ import torch.fx
 
 from torchmcu.lower.context import Ctx, _record
 from torchmcu.lower.errors import LoweringError, unsupported
-from torchmcu.lower.graph import is_dq, is_q, qparams_of
+from torchmcu.lower.graph import qparams_of
 from torchmcu.lower.layout import as_contiguous, as_nhwc
 from torchmcu.lower.requant import same_qparams
 from torchmcu.lower.values import LValue
 from torchmcu.pte.program import JumpFalseCall, KernelCall, MoveCall, ScalarType
+from torchmcu.quantize.qdq import is_dq, is_q
 
 _aten = torch.ops.aten
 COND = torch.ops.higher_order.cond
@@ -122,9 +123,10 @@ def _kernel(ctx: Ctx, name: str, overload: str, args: list[int], out: int, node:
 def _lower_branch(ctx: Ctx, gm: torch.fx.GraphModule, operands: list[LValue],
                   cond: torch.fx.Node) -> tuple[list[LValue], list[torch.fx.Node]]:
     """Lower a branch body into ctx's builder; its int8 outputs and their FX nodes."""
-    from torchmcu.lower.lowering import _lower_call
-
-    sub = Ctx(gm, ctx.opts, b=ctx.b, report=ctx.report, sources=ctx.sources)
+    lower_call = ctx.lower_call
+    assert lower_call is not None, "lower_graph sets the driver's call rule"
+    sub = Ctx(gm, ctx.opts, b=ctx.b, report=ctx.report, sources=ctx.sources,
+              lower_call=lower_call)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(operands):
         raise LoweringError(f"torch.cond branch {gm.__class__.__name__}: {len(placeholders)} inputs "
@@ -144,7 +146,7 @@ def _lower_branch(ctx: Ctx, gm: torch.fx.GraphModule, operands: list[LValue],
                 sub.env[q] = v
                 sub.done.add(q)
         elif node.op == "call_function":
-            _lower_call(sub, node)
+            lower_call(sub, node)
         elif node.op == "output":
             results = node.args[0]
             for item in results if isinstance(results, (tuple, list)) else [results]:

@@ -22,33 +22,16 @@ import torch.fx
 from torchmcu.lower.boundaries import qdq_args
 from torchmcu.lower.builder import nbytes_of
 from torchmcu.lower.context import Ctx, alias, call, call_multi_out
-from torchmcu.lower.errors import unsupported
-from torchmcu.lower.graph import (
-    QParams,
-    arg,
-    attr_tensor,
-    is_dq,
-    quantized_constant,
-    shape_of,
-)
+from torchmcu.lower.errors import FLOAT_RULE_TARGETS, unsupported
+from torchmcu.lower.graph import QParams, arg, attr_tensor, quantized_constant, shape_of
 from torchmcu.lower.layout import as_contiguous
 from torchmcu.lower.requant import INT8_MAX, INT8_MIN
 from torchmcu.lower.values import LValue
 from torchmcu.pte.program import ScalarType, String, TensorList
-from torchmcu.quantize.annotation import read_annotation
+from torchmcu.quantize.qdq import is_dq
 
 _aten = torch.ops.aten
 FLOAT = ScalarType.FLOAT
-
-
-def is_float_node(ctx: Ctx, node: torch.fx.Node) -> bool:
-    """True when `node` must run in float32 (its record, or a float value as direct input)."""
-    record = read_annotation(node)
-    if record is not None and not record.quantized:
-        return True
-    return any(
-        n in ctx.env and ctx.env[n].scalar_type == FLOAT for n in node.all_input_nodes
-    )
 
 
 # -- values ---------------------------------------------------------------------------------------
@@ -255,3 +238,4 @@ FLOAT_EMITTERS: dict[Any, Callable[[Ctx, torch.fx.Node], None]] = {
     _aten.layer_norm.default: emit_layer_norm_f32,
     **{t: emit_view_f32 for t in _VIEWS},
 }
+FLOAT_RULE_TARGETS.update(FLOAT_EMITTERS)

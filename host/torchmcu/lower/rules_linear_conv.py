@@ -16,9 +16,10 @@ from torchmcu.lower.context import (
     new_int8,
 )
 from torchmcu.lower.errors import unsupported
-from torchmcu.lower.graph import arg, attr_tensor, is_dq, pair, quantized_constant, shape_of
+from torchmcu.lower.graph import arg, attr_tensor, pair, quantized_constant, shape_of
 from torchmcu.lower.layout import as_contiguous, as_nhwc
 from torchmcu.lower.requant import activation_range, output_quant, per_channel_requant
+from torchmcu.quantize.qdq import is_dq
 
 
 def _bias_int32(ctx: Ctx, node: torch.fx.Node, bias_node: object, acc_scales: np.ndarray,

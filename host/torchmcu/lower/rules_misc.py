@@ -9,9 +9,10 @@ import torch.fx
 
 from torchmcu.lower.context import Ctx, alias, bind_output, call, input_value, new_int8
 from torchmcu.lower.errors import unsupported
-from torchmcu.lower.graph import arg, is_q, shape_of
+from torchmcu.lower.graph import arg, shape_of
 from torchmcu.lower.layout import as_contiguous, as_nhwc
 from torchmcu.lower.requant import output_quant, q8, same_qparams
+from torchmcu.quantize.qdq import is_q
 from torchmcu.reference.quant import quantize_multiplier
 
 _aten = torch.ops.aten

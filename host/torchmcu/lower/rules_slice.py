@@ -14,10 +14,11 @@ import torch.fx
 
 from torchmcu.lower.context import Ctx, alias, bind_output, call, input_value, new_int8
 from torchmcu.lower.errors import unsupported
-from torchmcu.lower.graph import arg, is_q, shape_of
+from torchmcu.lower.graph import arg, shape_of
 from torchmcu.lower.layout import as_contiguous
 from torchmcu.lower.requant import output_quant, same_qparams
 from torchmcu.lower.values import LValue
+from torchmcu.quantize.qdq import is_q
 
 SLICE_OP = "torchmcu::slice_copy"
 

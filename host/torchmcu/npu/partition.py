@@ -23,10 +23,10 @@ from typing import Any
 import torch.fx
 
 from torchmcu.lower.context import Ctx
-from torchmcu.lower.graph import is_dq, is_q
 from torchmcu.npu.config import NpuTarget
 from torchmcu.pte import program as pm
 from torchmcu.quantize.annotation import META_KEY, read_annotation
+from torchmcu.quantize.qdq import is_dq, is_q
 
 BACKEND_ID = "EthosUBackend"
 

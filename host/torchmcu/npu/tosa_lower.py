@@ -12,38 +12,18 @@ interpreter; the op families live in torchmcu.npu.tosa.ops_*.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from torchmcu.npu.subprogram import Storage, trace_storage
-from torchmcu.npu.tosa import ops_conv, ops_elementwise, ops_layout, ops_pool, ops_slice
+from torchmcu.npu.tosa import ops_layout
 from torchmcu.npu.tosa.graph import Args, Graph, Tensor, TosaLoweringError, physical_shape
+from torchmcu.npu.tosa.lowerings import LOWERINGS
 from torchmcu.npu.tosa.support import npu_support
 from torchmcu.pte import program as pm
 
 __all__ = ["TosaGraph", "TosaLoweringError", "lower_to_tosa", "npu_support", "run_tosa_reference"]
-
-Lowering = Callable[[Graph, Args, Callable[[int], Tensor]], Tensor]
-
-LOWERINGS: dict[str, Lowering] = {
-    "cortex_m::quantized_conv2d": ops_conv.conv2d,
-    "cortex_m::quantized_conv2d_nhwc": ops_conv.conv2d,
-    "cortex_m::quantized_depthwise_conv2d": ops_conv.depthwise_conv2d,
-    "cortex_m::quantized_depthwise_conv2d_nhwc": ops_conv.depthwise_conv2d,
-    "cortex_m::quantized_linear": ops_conv.linear,
-    "cortex_m::quantized_avg_pool2d": ops_pool.avg_pool2d,
-    "cortex_m::quantized_avg_pool2d_nhwc": ops_pool.avg_pool2d,
-    "cortex_m::quantized_max_pool2d": ops_pool.max_pool2d,
-    "cortex_m::quantized_max_pool2d_nhwc": ops_pool.max_pool2d,
-    "cortex_m::quantized_add": ops_elementwise.add,
-    "cortex_m::quantized_mul": ops_elementwise.mul,
-    "cortex_m::quantized_activation": ops_elementwise.activation_table,
-    "cortex_m::pad": ops_layout.pad,
-    "cortex_m::transpose": ops_layout.transpose,
-    "torchmcu::slice_copy": ops_slice.slice_copy,
-}
 
 
 @dataclass

@@ -12,6 +12,8 @@ from typing import Any
 
 import torch.fx
 
+from torchmcu.quantize.qdq import is_dq, is_q
+
 META_KEY = "torchmcu"
 
 
@@ -85,8 +87,6 @@ def record_converted_nodes(gm: torch.fx.GraphModule) -> None:
     frozen-weight constants) a record too, so every node of the graph carries one: a q/dq node
     is an int8 boundary (quantized=True, role "qdq"), a constant read only by dequantize nodes
     is a quantized weight (role "constant")."""
-    from torchmcu.lower.graph import is_dq, is_q
-
     for node in gm.graph.nodes:
         if node.meta.get("custom", {}).get(META_KEY):
             continue

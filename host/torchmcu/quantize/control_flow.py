@@ -22,11 +22,7 @@ import torch
 import torch.fx
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-import torchmcu.quantize._torchao  # noqa: F401  (registers the quantized_decomposed ops)
-
-_qd = torch.ops.quantized_decomposed
-Q_PER_TENSOR = (_qd.quantize_per_tensor.default, _qd.quantize_per_tensor.tensor)
-DQ_PER_TENSOR = (_qd.dequantize_per_tensor.default, _qd.dequantize_per_tensor.tensor)
+from torchmcu.quantize.qdq import is_dq_per_tensor, is_q
 
 COND = torch.ops.higher_order.cond
 MAP = torch.ops.higher_order.map_impl  # map_impl(body, [xs...], [extra operands...])
@@ -134,20 +130,12 @@ def _record_operands(gm: torch.fx.GraphModule, samples: list[tuple]) -> dict[str
 
 def _set_qparams(q: torch.fx.Node, scale: float, zp: int) -> None:
     """Rewrite a quantize node and its dequantize users to (scale, zp)."""
-    for n in [q, *[u for u in q.users if u.op == "call_function" and u.target in DQ_PER_TENSOR]]:
+    for n in [q, *[u for u in q.users if is_dq_per_tensor(u)]]:
         n.args = (n.args[0], scale, zp, *n.args[3:])
 
 
 def _qp(node: torch.fx.Node) -> tuple[float, int]:
     return float(node.args[1]), int(node.args[2])  # type: ignore[arg-type]
-
-
-def _is_q(n: object) -> bool:
-    return isinstance(n, torch.fx.Node) and n.op == "call_function" and n.target in Q_PER_TENSOR
-
-
-def _is_dq(n: object) -> bool:
-    return isinstance(n, torch.fx.Node) and n.op == "call_function" and n.target in DQ_PER_TENSOR
 
 
 def _union(qps: list[tuple[float, int]]) -> tuple[float, int]:
@@ -176,8 +164,8 @@ def _inner_cond(item: torch.fx.Node | None) -> tuple[torch.fx.Node, int] | None:
 def _output_qp(gm: torch.fx.GraphModule, k: int) -> tuple[float, int] | None:
     """The qparams a branch output carries (through nested conds), None if float."""
     item = _output(gm, k)
-    q = item.args[0] if _is_dq(item) else item  # type: ignore[union-attr]
-    if _is_q(q):
+    q = item.args[0] if is_dq_per_tensor(item) else item  # type: ignore[union-attr]
+    if is_q(q):
         return _qp(q)  # type: ignore[arg-type]
     inner = _inner_cond(item)
     return None if inner is None else _output_qp(_submodule(gm, inner[0].args[1]), inner[1])
@@ -185,8 +173,8 @@ def _output_qp(gm: torch.fx.GraphModule, k: int) -> tuple[float, int] | None:
 
 def _force_output_qp(gm: torch.fx.GraphModule, k: int, target: tuple[float, int]) -> None:
     item = _output(gm, k)
-    q = item.args[0] if _is_dq(item) else item  # type: ignore[union-attr]
-    if _is_q(q):
+    q = item.args[0] if is_dq_per_tensor(item) else item  # type: ignore[union-attr]
+    if is_q(q):
         _set_qparams(q, *target)  # type: ignore[arg-type]
     elif (inner := _inner_cond(item)) is not None:
         for br in inner[0].args[1:3]:
@@ -199,7 +187,7 @@ def _operand_qps(node: torch.fx.Node, known: dict[torch.fx.Node, tuple[float, in
     qparams), else None."""
     out = []
     for a in _operands(node):
-        out.append(_qp(a) if _is_dq(a) else known.get(a))  # type: ignore[arg-type]
+        out.append(_qp(a) if is_dq_per_tensor(a) else known.get(a))  # type: ignore[arg-type]
     return out
 
 
@@ -214,10 +202,10 @@ def _unify_inputs(branches: list[torch.fx.GraphModule], qps: list) -> dict:
             if qp is None:
                 continue
             known[ph] = qp
-            for q in [u for u in ph.users if _is_q(u)]:
+            for q in [u for u in ph.users if is_q(u)]:
                 old = _qp(q)
                 # views after the input share its observer (same qparams): they follow it
-                for other in [n for n in br.graph.nodes if _is_q(n) and _qp(n) == old]:
+                for other in [n for n in br.graph.nodes if is_q(n) and _qp(n) == old]:
                     _set_qparams(other, *qp)
         br.recompile()
         known_per_branch.append(known)
@@ -230,7 +218,7 @@ def _unify_outputs(node: torch.fx.Node, branches: list[torch.fx.GraphModule]) ->
         qps = [_output_qp(br, k) for br in branches]
         if any(qp is None for qp in qps):
             continue  # a float branch output: lowering names it
-        parent_qs = [q for g in node.users if g.args[1] == k for q in g.users if _is_q(q)]
+        parent_qs = [q for g in node.users if g.args[1] == k for q in g.users if is_q(q)]
         wanted = {_qp(q) for q in parent_qs}
         if len(branches) == 1 and len(wanted) != 1:
             continue  # one body (map): nothing to agree on

@@ -18,6 +18,7 @@ which is not always what `vela --supported-ops-report` documents:
 
 from __future__ import annotations
 
+from torchmcu.npu.tosa.lowerings import LOWERINGS
 from torchmcu.pte import program as pm
 
 FAMILIES = ("u55", "u65", "u85")
@@ -89,8 +90,6 @@ def npu_support(plan: pm.ExecutionPlan, instruction_index: int, family: str) -> 
     name = plan.operators[call.op_index].name
     if name in FLOAT_OPS:
         return f"{name.split('::')[-1]} works on float tensors; no Ethos-U runs float"
-    from torchmcu.npu.tosa_lower import LOWERINGS
-
     if name not in LOWERINGS:
         return f"{name} has no TOSA lowering"
     reason = _tensor_reason(plan, call)

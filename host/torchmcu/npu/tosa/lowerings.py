@@ -1,0 +1,33 @@
+"""Which cortex_m operators have a TOSA lowering, and the op family function for each.
+
+The lowering (torchmcu.npu.tosa_lower) calls them; the support rules (support.py) ask which
+operators are here, so neither has to import the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from torchmcu.npu.tosa import ops_conv, ops_elementwise, ops_layout, ops_pool, ops_slice
+from torchmcu.npu.tosa.graph import Args, Graph, Tensor
+
+# (graph, the call's arguments, reader of its activation arguments) -> the output tensor
+Lowering = Callable[[Graph, Args, Callable[[int], Tensor]], Tensor]
+
+LOWERINGS: dict[str, Lowering] = {
+    "cortex_m::quantized_conv2d": ops_conv.conv2d,
+    "cortex_m::quantized_conv2d_nhwc": ops_conv.conv2d,
+    "cortex_m::quantized_depthwise_conv2d": ops_conv.depthwise_conv2d,
+    "cortex_m::quantized_depthwise_conv2d_nhwc": ops_conv.depthwise_conv2d,
+    "cortex_m::quantized_linear": ops_conv.linear,
+    "cortex_m::quantized_avg_pool2d": ops_pool.avg_pool2d,
+    "cortex_m::quantized_avg_pool2d_nhwc": ops_pool.avg_pool2d,
+    "cortex_m::quantized_max_pool2d": ops_pool.max_pool2d,
+    "cortex_m::quantized_max_pool2d_nhwc": ops_pool.max_pool2d,
+    "cortex_m::quantized_add": ops_elementwise.add,
+    "cortex_m::quantized_mul": ops_elementwise.mul,
+    "cortex_m::quantized_activation": ops_elementwise.activation_table,
+    "cortex_m::pad": ops_layout.pad,
+    "cortex_m::transpose": ops_layout.transpose,
+    "torchmcu::slice_copy": ops_slice.slice_copy,
+}
