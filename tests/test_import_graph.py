@@ -271,6 +271,68 @@ def test_graph_covers_the_package() -> None:
     assert "torchmcu.lower.context" in {e.target for e in graph["torchmcu.lower.lowering"]}
 
 
+def reachable(graph: dict[str, list[Edge]], start: str) -> set[str]:
+    """Every module importing `start` can import, `start` included."""
+    seen = {start}
+    todo = [start]
+    while todo:
+        for e in graph[todo.pop()]:
+            if e.target not in seen:
+                seen.add(e.target)
+                todo.append(e.target)
+    return seen
+
+
+def _within(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def imports_above(graph: dict[str, list[Edge]], layer: str,
+                  allowed: tuple[str, ...]) -> dict[str, list[str]]:
+    """Module of package `layer` -> the modules outside `allowed` it can import, directly or
+    through others (only modules with any)."""
+    found = {}
+    for module in graph:
+        if _within(module, (layer,)):
+            outside = sorted(m for m in reachable(graph, module) if not _within(m, allowed))
+            if outside:
+                found[module] = outside
+    return found
+
+
+# What torchmcu.ops may import: itself and the .pte model (docs/design/operator-registry.md 4.1)
+BOTTOM_LAYER = ("torchmcu.ops", "torchmcu.pte")
+
+
+def test_bottom_layer_check_follows_imports(tmp_path: Path) -> None:
+    graph = import_graph(_write_package(tmp_path, """\
+## __init__.py
+## ops/__init__.py
+from pkg.ops import core
+## ops/core.py
+from pkg.pte import model
+## ops/defs.py
+def hook():
+    from pkg.pte import writer
+## pte/__init__.py
+## pte/model.py
+## pte/writer.py
+from pkg.lower import rules
+## lower/__init__.py
+## lower/rules.py
+"""))
+    # ops/defs reaches lower through pte/writer; core and the package only reach pte.model
+    assert imports_above(graph, "pkg.ops", ("pkg.ops", "pkg.pte")) == {
+        "pkg.ops.defs": ["pkg.lower", "pkg.lower.rules"]}
+
+
+def test_ops_is_the_bottom_layer() -> None:
+    graph = import_graph()
+    assert {"torchmcu.ops", "torchmcu.ops.core", "torchmcu.ops.defs"} <= set(graph)
+    above = imports_above(graph, "torchmcu.ops", BOTTOM_LAYER)
+    assert not above, f"torchmcu.ops imports modules above {BOTTOM_LAYER}: {above}"
+
+
 def test_no_import_cycles() -> None:
     graph = import_graph()
     found = cycles(graph)

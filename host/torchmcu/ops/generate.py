@@ -1,0 +1,138 @@
+"""The files generated from the operator registry, checked in beside the code that reads them:
+
+- firmware/kernels/kernels.json: operator -> C entry point and translation unit (CMake's
+  selective build and torchmcu.selective read it);
+- firmware/kernels/op_args.h: one enum of argument positions per operator, so C and Python
+  share one numbering.
+
+    python -m torchmcu.ops.generate            # rewrite the stale ones
+    python -m torchmcu.ops.generate --check    # exit 1, naming them, if any is stale
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from torchmcu import ops
+from torchmcu.ops.core import OpDef
+
+SOURCE_ROOT = Path(__file__).resolve().parents[3]
+KERNELS_JSON = Path("firmware/kernels/kernels.json")
+OP_ARGS_H = Path("firmware/kernels/op_args.h")
+COMMAND = "python -m torchmcu.ops.generate"
+
+# The table's fixed parts, as cmake/selective.cmake reads them.
+_ABOUT = (
+    "The kernels of the tree: operator 'namespace::name.overload' -> C entry point and the"
+    " translation unit holding it. cmake/selective.cmake compiles the sources of the selected"
+    " operators (all of them without TORCHMCU_OPS_YAML) plus common_sources, and generates the"
+    " registry from this table; every .c under the kernel directories must be listed here. An"
+    " _nhwc alias shares its operator's translation unit (same kernel body): registered only"
+    " when selected, its small unused entry point is dropped by --gc-sections."
+)
+_HEADERS = ("cortex_m/cortex_m_kernels.h", "portable/portable_kernels.h")
+_COMMON_SOURCES = ("cortex_m/kernel_args.c",)
+
+
+def _list(items: Sequence[str]) -> str:
+    return "[" + ", ".join(json.dumps(i) for i in items) + "]"
+
+
+def kernels_json(definitions: Sequence[OpDef]) -> str:
+    """kernels.json: one line per kernel, in registry order (a diff shows one line per op)."""
+    rows = [
+        "    "
+        + json.dumps({"operator": o.key, "symbol": o.kernel.symbol, "source": o.kernel.source})
+        for o in definitions
+    ]
+    return (
+        "{\n"
+        f'  "about": {json.dumps(_ABOUT)},\n'
+        f'  "headers": {_list(_HEADERS)},\n'
+        f'  "common_sources": {_list(_COMMON_SOURCES)},\n'
+        '  "kernels": [\n' + ",\n".join(rows) + "\n  ]\n}\n"
+    )
+
+
+_OP_ARGS_HEAD = f"""\
+/* Argument positions of every operator: one enum per operator, named after its C entry point
+ * (tm_cortex_m_pad_out -> CORTEX_M_PAD). TM_ARG(CORTEX_M_PAD, PRE_PAD) is the position of
+ * pre_pad in a cortex_m::pad.out call, TM_NARGS(CORTEX_M_PAD) the number of schema arguments;
+ * a KernelCall passes one returned value after them when the schema returns one.
+ *
+ * Generated from host/torchmcu/ops/defs by `{COMMAND}`: do not edit.
+ * tests/ops/test_generated.py fails when this copy is stale.
+ */
+#ifndef TM_OP_ARGS_H
+#define TM_OP_ARGS_H
+
+#define TM_ARG(op, a) TM_##op##_ARG_##a
+#define TM_NARGS(op) TM_##op##_NARGS
+"""
+
+
+def _wrap_schema(text: str, width: int = 96) -> list[str]:
+    """`text` as comment lines, broken after the commas between arguments."""
+    pieces = [p + "," for p in text.split(", ")]
+    pieces[-1] = pieces[-1][:-1]
+    lines = ["/* " + pieces[0]]
+    for piece in pieces[1:]:
+        if len(lines[-1]) + 1 + len(piece) > width:
+            lines.append(" *   " + piece)
+        else:
+            lines[-1] += " " + piece
+    return lines
+
+
+def _enum(o: OpDef) -> str:
+    prefix = f"TM_{o.kernel.c_name}"
+    comment = _wrap_schema(str(o.schema))
+    members = [f"  {prefix}_ARG_{a.name.upper()}," for a in o.schema.args]
+    return "\n".join(
+        [*comment[:-1], comment[-1] + " */", "enum {", *members, f"  {prefix}_NARGS", "};"]
+    )
+
+
+def op_args_h(definitions: Sequence[OpDef]) -> str:
+    """op_args.h: the enums in registry order."""
+    return _OP_ARGS_HEAD + "".join(f"\n{_enum(o)}\n" for o in definitions) + "\n#endif\n"
+
+
+def generated(definitions: Sequence[OpDef] | None = None) -> dict[Path, str]:
+    """Path relative to the source root -> its generated text."""
+    definitions = ops.ops() if definitions is None else definitions
+    return {KERNELS_JSON: kernels_json(definitions), OP_ARGS_H: op_args_h(definitions)}
+
+
+def stale(root: Path = SOURCE_ROOT) -> list[Path]:
+    """The generated files whose copy under `root` differs from the registry's."""
+    return [
+        p
+        for p, text in generated().items()
+        if not (root / p).is_file() or (root / p).read_text(encoding="utf-8") != text
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="only report stale files (exit 1)")
+    parser.add_argument("--root", type=Path, default=SOURCE_ROOT, help="source tree (%(default)s)")
+    args = parser.parse_args(argv)
+    outdated = stale(args.root)
+    if args.check:
+        for p in outdated:
+            print(f"{p} is stale: run `{COMMAND}`", file=sys.stderr)
+        return 1 if outdated else 0
+    texts = generated()
+    for p in outdated:
+        (args.root / p).write_text(texts[p], encoding="utf-8")
+        print(f"wrote {p}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""The files torchmcu.ops.generate writes from the registry: the checked-in copies are current,
+kernels.json is the pre-registry table byte for byte, and op_args.h is valid C11."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from torchmcu import ops
+from torchmcu.ops import generate
+from torchmcu.selective.table import load_table
+
+ROOT = Path(__file__).resolve().parents[2]
+# sha256 of firmware/kernels/kernels.json as kept by hand up to 1ce0fcd (45 kernels). The
+# registry must reproduce it exactly until an operator is added or the table changes on purpose:
+# then replace this hash, saying why in the commit.
+PRE_REGISTRY_KERNELS_JSON = "2bbb403b26e03b3803677085ee8f1101e789ddb650943d104bae630a1a67e690"
+
+
+def test_checked_in_copies_are_current() -> None:
+    outdated = generate.stale(ROOT)
+    assert not outdated, (
+        f"stale generated files {[str(p) for p in outdated]}: "
+        f"run `{generate.COMMAND}` and commit the result"
+    )
+
+
+def test_kernels_json_is_the_pre_registry_table() -> None:
+    text = generate.generated()[generate.KERNELS_JSON]
+    assert hashlib.sha256(text.encode()).hexdigest() == PRE_REGISTRY_KERNELS_JSON
+
+
+def test_kernels_json_reads_as_the_selective_table(tmp_path: Path) -> None:
+    path = tmp_path / "kernels.json"
+    path.write_text(generate.generated()[generate.KERNELS_JSON])
+    table = load_table(path)
+    assert table.operators == [o.key for o in ops.ops()]
+    assert table.common_sources == ("cortex_m/kernel_args.c",)
+    assert json.loads(path.read_text())["headers"] == list(generate._HEADERS)
+
+
+def test_check_names_a_stale_copy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A tree of its own, so this tests the mechanism whatever state the real copies are in.
+    texts = generate.generated()
+    (tmp_path / generate.KERNELS_JSON).parent.mkdir(parents=True)
+    assert generate.main(["--check", "--root", str(tmp_path)]) == 1  # both missing
+    assert generate.main(["--root", str(tmp_path)]) == 0  # writes them
+    assert generate.main(["--check", "--root", str(tmp_path)]) == 0
+    stale = tmp_path / generate.OP_ARGS_H
+    stale.write_text(stale.read_text().replace("_NARGS", "_COUNT", 1))
+    capsys.readouterr()
+    assert generate.main(["--check", "--root", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err == f"{generate.OP_ARGS_H} is stale: run `python -m torchmcu.ops.generate`\n"
+    assert generate.main(["--root", str(tmp_path)]) == 0  # rewrites only that one
+    assert capsys.readouterr().out == f"wrote {generate.OP_ARGS_H}\n"
+    assert all((tmp_path / p).read_text() == text for p, text in texts.items())
+
+
+@pytest.mark.needs("clang")
+def test_op_args_h_is_c11(tmp_path: Path) -> None:
+    # Positions from docs/operators.md's signatures, written out by hand.
+    source = tmp_path / "use.c"
+    source.write_text(
+        '#include "op_args.h"\n'
+        '_Static_assert(TM_NARGS(TORCHMCU_SLICE_COPY) == 6, "slice_copy");\n'
+        '_Static_assert(TM_ARG(TORCHMCU_SLICE_COPY, STEP) == 4, "slice_copy step");\n'
+        '_Static_assert(TM_ARG(CORTEX_M_QUANTIZED_CONV2D_NHWC, SCRATCH) == 12, "conv");\n'
+        '_Static_assert(TM_ARG(CORTEX_M_QUANTIZED_LINEAR, ACTIVATION_MIN) == 10, "linear");\n'
+        '_Static_assert(TM_NARGS(PORTABLE_NATIVE_LAYER_NORM) == 8, "layer norm");\n'
+        '_Static_assert(TM_NARGS(PRIM_SYM_SIZE_INT) == 2, "sym_size");\n'
+    )
+    run = subprocess.run(
+        [
+            "clang",
+            "-std=c11",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pedantic",
+            "-fsyntax-only",
+            f"-I{ROOT / 'firmware' / 'kernels'}",
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr

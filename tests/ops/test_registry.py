@@ -1,0 +1,153 @@
+"""torchmcu.ops: definitions, their registration and the registry API."""
+
+from __future__ import annotations
+
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from torchmcu import ops
+from torchmcu.ops import defs
+from torchmcu.ops.core import (
+    Annotate,
+    Kernel,
+    Npu,
+    OpDef,
+    Registry,
+    RegistryError,
+    Schema,
+    nhwc_variant,
+    op,
+    pattern,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+POOL = (
+    "t::pool.out(Tensor input, int[] kernel_size, Tensor scratch, *, Tensor(a!) out) -> Tensor(a!)"
+)
+
+
+def _kernel(name: str, index: int | None = None) -> Kernel:
+    return Kernel(f"tm_t_{name}_out", f"t/{name}.c", table_index=index)
+
+
+def test_op_parses_and_registers() -> None:
+    r = Registry()
+    pool = op(POOL, family="int8", kernel=_kernel("pool"), npu=Npu(doc="TOSA POOL"), registry=r)
+    assert r.get("t::pool.out") is pool and "t::pool.out" in r and len(r) == 1
+    assert pool.key == "t::pool.out" and pool.qualified == "t::pool"
+    assert pool.schema == Schema.parse(POOL) and pool.schema.A.scratch == 2
+    assert pool.kernel.c_name == "T_POOL" and pool.call == "out" and not pool.barrier
+
+
+def test_duplicates_fail() -> None:
+    r = Registry()
+    op(POOL, family="int8", kernel=_kernel("pool", 0), registry=r)
+    with pytest.raises(RegistryError, match="t::pool.out is defined twice"):
+        op(POOL, family="int8", kernel=_kernel("other"), registry=r)
+    other = POOL.replace("t::pool", "t::other")
+    with pytest.raises(RegistryError, match="kernel tm_t_pool_out is t::pool.out's too"):
+        op(other, family="int8", kernel=_kernel("pool"), registry=r)
+    with pytest.raises(RegistryError, match="table_index 0 is t::pool.out's"):
+        op(other, family="int8", kernel=_kernel("other", 0), registry=r)
+    assert len(r) == 1
+
+
+def test_nhwc_variant_shares_the_definition() -> None:
+    r = Registry()
+    base = op(POOL, family="int8", kernel=_kernel("pool"), npu=Npu(pad_fold="scratch"), registry=r)
+    nhwc = nhwc_variant(base, _kernel("pool_nhwc"), registry=r)
+    assert nhwc.key == "t::pool_nhwc.out" and nhwc.variant_of == "t::pool.out"
+    assert nhwc.schema.args == base.schema.args and nhwc.npu is base.npu
+    orphan = OpDef(
+        Schema.parse(POOL.replace("pool", "lone")),
+        "int8",
+        _kernel("lone"),
+        variant_of="t::missing.out",
+    )
+    with pytest.raises(RegistryError, match="variant_of t::missing.out is not defined"):
+        r.add(orphan)
+
+
+@pytest.mark.parametrize(
+    "schema, fields, message",
+    [
+        (POOL, {"family": "fp16"}, "family 'fp16'"),
+        (POOL, {"call": "twice"}, "call 'twice'"),
+        (POOL, {"npu": Npu(), "no_npu": "float"}, "both npu and no_npu"),
+        ("t::x.out(Tensor(a!) out, int n) -> Tensor(a!)", {}, "one out, the last argument"),
+        ("t::x.int(Tensor self, int dim) -> SymInt", {}, "one out, the last argument"),
+        (
+            "t::x.out(Tensor a, *, Tensor(a!) o0, Tensor(b!) o1) -> (Tensor(a!), Tensor(b!))",
+            {},
+            "one out",
+        ),
+        (
+            "t::x.out(Tensor a, *, Tensor(a!) out) -> Tensor(a!)",
+            {"call": "multi_out"},
+            "two or more outs",
+        ),
+    ],
+)
+def test_inconsistent_definitions_fail(schema: str, fields: dict, message: str) -> None:
+    kw = {"family": "int8", **fields}
+    with pytest.raises(RegistryError, match=message):
+        op(schema, kernel=_kernel("x"), registry=Registry(), **kw)
+
+
+def test_order_and_families() -> None:
+    r = Registry()
+    late = op(POOL.replace("pool", "late"), family="portable", kernel=_kernel("late"), registry=r)
+    second = op(POOL.replace("pool", "b"), family="int8", kernel=_kernel("b", 1), registry=r)
+    first = op(POOL.replace("pool", "a"), family="control", kernel=_kernel("a", 0), registry=r)
+    assert r.ops() == [first, second, late]  # table order, then registration order
+    assert r.ops("portable") == [late] and r.ops("int8") == [second]
+    with pytest.raises(ValueError, match="family 'float'"):
+        r.ops("float")
+    with pytest.raises(KeyError, match="no operator 't::pool.out'"):
+        r.get("t::pool.out")
+
+
+def test_patterns() -> None:
+    r = Registry()
+    emitted = op(POOL, family="int8", kernel=_kernel("pool"), registry=r)
+    p = pattern(
+        "aten::max_pool2d.default",
+        "aten::avg_pool2d.default",
+        annotate=Annotate("shared"),
+        emits=(emitted,),
+        registry=r,
+    )
+    assert r.patterns() == [p] and p.aten == (
+        "aten::max_pool2d.default",
+        "aten::avg_pool2d.default",
+    )
+    assert p.annotate is not None and dict(p.annotate.params) == {}
+    with pytest.raises(RegistryError, match="aten::avg_pool2d.default is in two patterns"):
+        pattern("aten::avg_pool2d.default", registry=r)
+    with pytest.raises(RegistryError, match="annotate kind 'fused'"):
+        Annotate("fused")
+
+
+def test_every_definition_module_is_loaded() -> None:
+    names = {m.name for m in pkgutil.iter_modules(defs.__path__)}
+    assert {f"{defs.__name__}.{n}" for n in names} <= set(sys.modules)
+    assert all(ops.get(o.key) is o for o in ops.ops())
+
+
+def test_importing_ops_imports_no_torch() -> None:
+    code = (
+        "import sys, torchmcu.ops; bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('torch', 'torchao', 'executorch') or m.startswith(('torchmcu.lower', 'torchmcu.npu',"
+        " 'torchmcu.reference', 'torchmcu.quantize'))); print(bad); sys.exit(bool(bad))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT / "host")},
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
