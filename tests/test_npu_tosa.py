@@ -1,4 +1,4 @@
-"""TOSA 1.0 lowering of NPU sub-Programs (torchmcu.npu.tosa_lower) and carving (subprogram).
+"""TOSA 1.0 lowering of NPU sub-Programs (torchmcu.npu.tosa.lower) and carving (subprogram).
 
 The TOSA reference model's output must equal our reference interpreter's, bit for bit,
 on the same sub-Program and inputs: for the six example models' whole int8 part and for
@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 from torchmcu.lower.builder import NHWC_DIM_ORDER, ProgramBuilder
 from torchmcu.npu.subprogram import CarveError, carve
-from torchmcu.npu.tosa.ops_pool import divisor, tosa_double_round
-from torchmcu.npu.tosa_lower import (
+from torchmcu.npu.tosa.lower import (
     TosaLoweringError,
     lower_to_tosa,
     npu_support,
     run_tosa_reference,
 )
+from torchmcu.npu.tosa.ops_pool import divisor, tosa_double_round
 from torchmcu.plan import BufferRequest, plan_memory
 from torchmcu.pte import program as pm
 from torchmcu.reference.interpreter import run_program

@@ -14,8 +14,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 from torchmcu import native, ops
-from torchmcu.npu import partition, subprogram, tosa_lower
-from torchmcu.npu.tosa import ops_layout, support
+from torchmcu.npu import partition, subprogram
+from torchmcu.npu.tosa import lowerings, ops_layout, support
 from torchmcu.ops.core import OpDef
 from torchmcu.pte import program as pm
 from torchmcu.reference import float_calls, interpreter, ops_predicate, scratch
@@ -107,7 +107,7 @@ def test_partition_and_subprogram_conventions(definition: OpDef) -> None:
 
 def test_npu_support_sets_and_lowerings() -> None:
     npu = _names(_npu_ops())
-    assert set(tosa_lower.LOWERINGS) == npu
+    assert set(lowerings.LOWERINGS) == npu
     assert support.FLOAT_OPS == {o.qualified for o in ops.ops() if o.no_npu is not None}
     assert (
         support.CONV_OPS | support.DEPTHWISE_OPS | support.AVG_POOL_OPS | support.MAX_POOL_OPS

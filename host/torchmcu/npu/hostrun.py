@@ -29,7 +29,7 @@ DelegateFn = Callable[[int, list[np.ndarray]], list[np.ndarray]]
 class SavedDelegate:
     """One subgraph as saved beside the .pte: its TOSA graph and I/O tensor metadata."""
 
-    graph: Any  # tosa_lower.TosaGraph
+    graph: Any  # tosa.lower.TosaGraph
     inputs: list[dict[str, Any]]  # {"sizes": [...], "dim_order": [...], "dtype": "int8"}
     outputs: list[dict[str, Any]]
 
@@ -78,7 +78,7 @@ def _logical(x: np.ndarray, meta: dict[str, Any]) -> np.ndarray:
 
 def run_saved(d: SavedDelegate, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     """One subgraph on logical-order inputs through the TOSA reference model."""
-    from torchmcu.npu.tosa_lower import run_tosa_reference
+    from torchmcu.npu.tosa.lower import run_tosa_reference
 
     if len(inputs) != len(d.inputs):
         raise ValueError(f"the TOSA subgraph takes {len(d.inputs)} inputs, got {len(inputs)}")
@@ -97,7 +97,7 @@ def tosa_native_fn(delegates: Sequence[SavedDelegate]) -> DelegateFn:
     """For native.run_program(delegate_fn=...): the C runtime hands each DelegateCall's inputs
     in physical memory layout and takes the outputs back the same way; the TOSA reference model
     works in that layout too (NHWC), so only shapes are normalised here."""
-    from torchmcu.npu.tosa_lower import run_tosa_reference
+    from torchmcu.npu.tosa.lower import run_tosa_reference
 
     def run(index: int, inputs: list[np.ndarray]) -> list[np.ndarray]:
         d = delegates[index]
@@ -158,7 +158,7 @@ def stale_delegate_files(out: Path) -> list[Path]:
 
 def load_delegates(npu_dir: str | Path, count: int) -> list[SavedDelegate]:
     """The `count` subgraphs saved in npu_dir, in delegate order."""
-    from torchmcu.npu.tosa_lower import TosaGraph
+    from torchmcu.npu.tosa.lower import TosaGraph
 
     root = Path(npu_dir)
     result = []

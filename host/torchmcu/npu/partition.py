@@ -70,7 +70,7 @@ class Subgraph:
     subprogram: pm.Program
     inputs: list[int]  # main-program value indices, in delegate order
     outputs: list[int]
-    tosa: Any  # tosa_lower.TosaGraph
+    tosa: Any  # tosa.lower.TosaGraph
     vela: Any  # vela.VelaResult
 
 
@@ -562,7 +562,7 @@ def partition(
     Vela result."""
     from torchmcu.lower.lowering import finish_lowering
     from torchmcu.npu.subprogram import carve
-    from torchmcu.npu.tosa_lower import lower_to_tosa, npu_support
+    from torchmcu.npu.tosa.lower import lower_to_tosa, npu_support
     from torchmcu.npu.vela import compile_tosa
 
     cpu_ctx = dataclasses.replace(ctx, b=copy.deepcopy(ctx.b))  # the graph itself is shared

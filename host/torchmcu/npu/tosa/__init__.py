@@ -1,1 +1,1 @@
-"""TOSA 1.0 lowering of NPU sub-Programs, one module per op family (entry: torchmcu.npu.tosa_lower)."""
+"""TOSA 1.0 lowering of NPU sub-Programs, one module per op family (entry: torchmcu.npu.tosa.lower)."""

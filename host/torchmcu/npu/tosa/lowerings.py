@@ -1,7 +1,8 @@
 """Which cortex_m operators have a TOSA lowering, and the op family function for each.
 
-The lowering (torchmcu.npu.tosa_lower) calls them; the support rules (support.py) ask which
-operators are here, so neither has to import the other.
+The lowering (torchmcu.npu.tosa.lower) calls them; the support rules (support.py) ask which
+operators are here, so neither has to import the other. The table stays out of lower.py, which
+imports support.py: holding it there would bring the lower <-> support cycle back.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ tensors. Each of our tensors becomes a TOSA tensor of its *physical* shape (size
 dim order), so TOSA graph inputs and outputs have exactly the bytes of our arena
 tensors. Views (tensor values sharing bytes) become RESHAPEs. Requantization is RESCALE
 with DOUBLE_ROUND and our own (multiplier, shift) values, which is CMSIS-NN's arithmetic
-(see tosa/graph.py), so the TOSA reference model is bit-exact with our reference
+(see graph.py), so the TOSA reference model is bit-exact with our reference
 interpreter; the op families live in torchmcu.npu.tosa.ops_*.
 """
 
