@@ -85,16 +85,16 @@ def dscnn_with_softmax() -> tuple[Any, tuple[Any, ...], list[tuple[Any, ...]]]:
 
 def measure(board: str, build_dir: Path) -> dict[str, Any]:
     import torchmcu
-    from torchmcu import firmware
-    from torchmcu.firmware.icount import count_instructions, profile_instructions
+    from torchmcu import device
+    from torchmcu.device.icount import count_instructions, profile_instructions
 
     model, example, calibration = dscnn_with_softmax()
     exported = torchmcu.export(model, example, calibration=calibration, board=board)
     with tempfile.TemporaryDirectory() as tmp:
         pte = exported.save(tmp, "ds_cnn_softmax")
-        plain = firmware.build(pte, board, build_dir / f"{board}-plain")
+        plain = device.build(pte, board, build_dir / f"{board}-plain")
         (inference,) = count_instructions(plain.elf, board, timeout=600)["regions"]["inference"]
-        profiled = firmware.build(pte, board, build_dir / f"{board}-profile", profile=True)
+        profiled = device.build(pte, board, build_dir / f"{board}-profile", profile=True)
         prof = profile_instructions(profiled.elf, board, pte, timeout=600)
     (kernels,) = prof["kernels"]
     (profiled_inference,) = prof["inference"]

@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import torchmcu
-    from torchmcu import firmware
+    from torchmcu import device
     from torchmcu.examples import models
 
     model, example = models.build(args.model)
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     with tempfile.TemporaryDirectory() as tmp:
         pte = exported.save(tmp)
-        image = firmware.build(pte, args.board, args.build_dir)
+        image = device.build(pte, args.board, args.build_dir)
     sections = section_sizes(image.elf)
     linked = linked_sizes(image.build_dir / "firmware" / "runner" / "firmware.map")
     flash = sum(sections.get(s, 0) for s in FLASH_SECTIONS)

@@ -72,9 +72,9 @@ def count_macs(model: Any, example: tuple[Any, ...]) -> int:
 
 def measure(name: str, board: str, build_dir: Path, calibration: int) -> Row:
     import torchmcu
-    from torchmcu import firmware
+    from torchmcu import device
+    from torchmcu.device.icount import count_instructions
     from torchmcu.examples import models
-    from torchmcu.firmware.icount import count_instructions
 
     model, example = models.build(name)
     macs = count_macs(model, example)
@@ -83,7 +83,7 @@ def measure(name: str, board: str, build_dir: Path, calibration: int) -> Row:
     )
     with tempfile.TemporaryDirectory() as tmp:
         pte = exported.save(tmp, name)
-        image = firmware.build(pte, board, build_dir / board)
+        image = device.build(pte, board, build_dir / board)
         counts = count_instructions(image.elf, board, timeout=600)
     (inference,) = counts["regions"]["inference"]
     return Row(model=name, instructions=inference, total=counts["total"], macs=macs)

@@ -98,10 +98,10 @@ def make_case(name: str, spec: tuple):
 def measure(case, build_dir: Path, scalar_only: bool) -> tuple[int, int]:
     """(first call, second call) instructions of the kernel, outputs checked."""
     import test_kernels_mve_conv as t
-    from torchmcu import firmware, native
-    from torchmcu.firmware.icount import count_instructions
-    from torchmcu.firmware.io_blob import from_tensor_bytes
-    from torchmcu.firmware.run import parse_output
+    from torchmcu import device, native
+    from torchmcu.device.icount import count_instructions
+    from torchmcu.device.io_blob import from_tensor_bytes
+    from torchmcu.device.run import parse_output
     from torchmcu.pte.writer import serialize
     from torchmcu.reference import interpreter
 
@@ -113,7 +113,7 @@ def measure(case, build_dir: Path, scalar_only: bool) -> tuple[int, int]:
     out.mkdir(parents=True, exist_ok=True)
     (out / "program.pte").write_bytes(pte)
     defines = {"CMAKE_C_FLAGS": "-DTM_KERNELS_SCALAR_ONLY" if scalar_only else ""}
-    image = firmware.build(out / "program.pte", BOARD, out, firmware.write_io_blob(info, [inputs, inputs]),
+    image = device.build(out / "program.pte", BOARD, out, device.write_io_blob(info, [inputs, inputs]),
                            defines=defines)  # fmt: skip
     counts = count_instructions(image.elf, BOARD, {"kernel": (ENTRY[case.op], "tm_bench_end")}, timeout=300)
     raw, _ = parse_output(counts["console"])

@@ -139,8 +139,8 @@ SHAPES: dict[str, Shape] = {
 def measure(name: str, shape: Shape, build_dir: Path, scalar_only: bool) -> int:
     """Instructions from the kernel's entry to the end-of-inference marker, output checked."""
     from test_kernels_mve_elementwise import CaseProgram
-    from torchmcu import firmware, native
-    from torchmcu.firmware.icount import count_instructions
+    from torchmcu import device, native
+    from torchmcu.device.icount import count_instructions
     from torchmcu.pte import writer
     from torchmcu.reference.interpreter import run_program
 
@@ -153,9 +153,9 @@ def measure(name: str, shape: Shape, build_dir: Path, scalar_only: bool) -> int:
     (out / "program.pte").write_bytes(pte)
     info = native.program_info(pte)
     defines = {"CMAKE_C_FLAGS": "-DTM_KERNELS_SCALAR_ONLY" if scalar_only else ""}
-    image = firmware.build(out / "program.pte", BOARD, out, firmware.write_io_blob(info, [p.input_arrays]),
+    image = device.build(out / "program.pte", BOARD, out, device.write_io_blob(info, [p.input_arrays]),
                            defines=defines)  # fmt: skip
-    got = firmware.run(image.elf, BOARD, 120).check().outputs(info)
+    got = device.run(image.elf, BOARD, 120).check().outputs(info)
     expected = run_program(program, p.input_arrays)
     if any(g.tobytes() != e.tobytes() for g, e in zip(got, expected)):
         raise SystemExit(f"{name}: output differs from the reference (scalar_only={scalar_only})")

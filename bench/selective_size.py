@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import torchmcu
-    from torchmcu import firmware
+    from torchmcu import device
     from torchmcu.examples import models
     from torchmcu.selective import load_table, merge_files, operator_names, read_yaml
 
@@ -59,12 +59,12 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(args.build_dir)
         pte = ptes["ds_cnn"]
         rows = {
-            "every kernel": measure(firmware.build(pte, args.board, out / "full")),
+            "every kernel": measure(device.build(pte, args.board, out / "full")),
             "DS-CNN's kernels": measure(
-                firmware.build(pte, args.board, out / "dscnn", ops_yaml=yamls["ds_cnn"])
+                device.build(pte, args.board, out / "dscnn", ops_yaml=yamls["ds_cnn"])
             ),
             "union of the 4 MLPerf Tiny models": measure(
-                firmware.build(pte, args.board, out / "union", ops_yaml=union)
+                device.build(pte, args.board, out / "union", ops_yaml=union)
             ),
         }
         counts = {

@@ -43,5 +43,5 @@ endforeach()
 # Every object of the image (runtime, kernels, runner) is built for the board's CPU.
 add_compile_options(${TM_BOARD_CPU_FLAGS} -ffunction-sections -fdata-sections -fno-common)
 add_link_options(${TM_BOARD_CPU_FLAGS})
-message(STATUS "torchmcu firmware for ${TORCHMCU_BOARD}: ${TM_BOARD_CPU} (${TM_BOARD_CPU_FLAGS}), "
+message(STATUS "torchmcu: firmware for ${TORCHMCU_BOARD}: ${TM_BOARD_CPU} (${TM_BOARD_CPU_FLAGS}), "
                "console ${TM_BOARD_OUTPUT}")

@@ -46,7 +46,7 @@ def pytest_runtest_setup(item: pytest.Item) -> Any:
 def pytest_runtest_call(item: pytest.Item) -> Any:
     try:
         return (yield)
-    except doctor.MissingComponent as e:  # torchmcu.firmware's build/run check their tools
+    except doctor.MissingComponent as e:  # torchmcu.device's build/run check their tools
         missing = str(e)
     pytest.fail(f"needs {missing}", pytrace=False)
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torchmcu
-from torchmcu import firmware, native
-from torchmcu.firmware.run import EXIT_INPUT_ERROR, EXIT_OUTPUT_MISMATCH
+from torchmcu import device, native
+from torchmcu.device.run import EXIT_INPUT_ERROR, EXIT_OUTPUT_MISMATCH
 from torchmcu.pte import bundled as B
 
 pytestmark = pytest.mark.needs("arm-gcc", "newlib", "qemu")
@@ -46,8 +46,8 @@ def _samples(name: str, n: int) -> list[list[np.ndarray]]:
 
 
 def _run(bp: B.BundledProgram, build_dir: Path, **tolerances: float):
-    image = firmware.build(None, BOARD, build_dir, bundle=B.serialize_bundled(bp), **tolerances)
-    return firmware.run(image.elf, BOARD, timeout=120)
+    image = device.build(None, BOARD, build_dir, bundle=B.serialize_bundled(bp), **tolerances)
+    return device.run(image.elf, BOARD, timeout=120)
 
 
 @pytest.mark.slow
@@ -71,8 +71,8 @@ def test_mlperf_tiny_bundle_passes_on_qemu(name: str, build_dir: Path) -> None:
     # What the device computed is what a separate host run of the same inputs gives.
     for c, sample in enumerate(samples):
         host = torchmcu.run_on_host(exp.pte_bytes, sample)
-        device = result.outputs(info, c)
-        assert [d.tobytes() for d in device] == [h.tobytes() for h in host]
+        on_device = result.outputs(info, c)
+        assert [d.tobytes() for d in on_device] == [h.tobytes() for h in host]
 
 
 def test_changed_float_expected_value_fails(build_dir: Path) -> None:
@@ -182,8 +182,8 @@ def test_executorch_written_bundle_passes_on_device(
         check=False,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
-    image = firmware.build(None, BOARD, build_dir, bundle=et_bpte)
-    result = firmware.run(image.elf, BOARD, timeout=120)
+    image = device.build(None, BOARD, build_dir, bundle=et_bpte)
+    result = device.run(image.elf, BOARD, timeout=120)
     assert result.exit_code == 0, result.console
     assert "TM_BUNDLE_RESULT status=PASS cases=2 failed_outputs=0" in result.console
     # The same file with one expected float changed (found by its bytes) fails on the device.
@@ -194,7 +194,7 @@ def test_executorch_written_bundle_passes_on_device(
     changed = y.copy()
     changed.reshape(-1)[2] += 1.0
     data[at : at + y.nbytes] = changed.tobytes()
-    image = firmware.build(None, BOARD, build_dir, bundle=bytes(data))
-    result = firmware.run(image.elf, BOARD, timeout=120)
+    image = device.build(None, BOARD, build_dir, bundle=bytes(data))
+    result = device.run(image.elf, BOARD, timeout=120)
     assert result.exit_code == EXIT_OUTPUT_MISMATCH, result.console
     assert "TM_MISMATCH case=1 output=0 index=2" in result.console

@@ -20,7 +20,7 @@ import pytest
 import torch
 import torchmcu
 from torch import nn
-from torchmcu import firmware, native
+from torchmcu import device, native
 from torchmcu.plan.check import PlanError
 from torchmcu.pte import program as pm
 from torchmcu.reference.interpreter import run_program
@@ -122,13 +122,13 @@ def test_qemu_firmware_bit_exact_with_reference(exported, tmp_path_factory) -> N
     for name in ("cat", "lstm_sequence"):
         exp = exported(name)
         samples = [[x.numpy()] for (x,) in _samples(name, 3, seed=4)]
-        outs, result = firmware.run_samples(
+        outs, result = device.run_samples(
             exp.pte_bytes, "qemu-an547", samples, build_dir / name, timeout=120
         )
         assert "TM_END status=OK samples=3" in result.console
-        for sample, device in zip(samples, outs):
+        for sample, on_device in zip(samples, outs):
             ref = run_program(exp.program, sample)[0]
-            assert device[0].dtype == ref.dtype and device[0].tobytes() == ref.tobytes(), name
+            assert on_device[0].dtype == ref.dtype and on_device[0].tobytes() == ref.tobytes(), name
 
 
 def _cat_on_its_inputs(real):

@@ -2,7 +2,7 @@
 checks every argument before any work (issue 15, items 2.2, 2.4, 2.5, 2.7, 2.8, 2.9).
 
 The CLI runs in-process (torchmcu.cli.main). "Before any work" is observed directly: the
-model factory records each call in a file, and firmware.build is replaced by a function that
+model factory records each call in a file, and device.build is replaced by a function that
 fails the test when it is reached.
 """
 
@@ -79,9 +79,9 @@ def programs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 @pytest.fixture
 def no_build(monkeypatch: pytest.MonkeyPatch) -> None:
     def build(*_args: object, **_kwargs: object) -> None:
-        raise AssertionError("firmware.build was reached: the arguments were not checked first")
+        raise AssertionError("device.build was reached: the arguments were not checked first")
 
-    monkeypatch.setattr("torchmcu.firmware.build", build)
+    monkeypatch.setattr("torchmcu.device.build", build)
 
 
 def _npz(path: Path, **arrays: np.ndarray) -> str:

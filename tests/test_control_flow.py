@@ -206,10 +206,10 @@ def test_qemu_map_bit_exact_with_reference(mapped, tmp_path_factory) -> None:
 
 
 def _qemu(name: str, exp, samples: list, tmp_path_factory) -> None:
-    from torchmcu import firmware
+    from torchmcu import device
 
     root = Path(tmp_path_factory.getbasetemp()) / "cf-an547"
-    outs, result = firmware.run_samples(exp.pte_bytes, "qemu-an547", samples, root, timeout=120)
+    outs, result = device.run_samples(exp.pte_bytes, "qemu-an547", samples, root, timeout=120)
     assert f"TM_END status=OK samples={len(samples)}" in result.console
     for s, dev in zip(samples, outs):
         assert _same_bits(dev[0], run_program(exp.program, s)[0]), f"{name}: QEMU differs"

@@ -114,7 +114,7 @@ def test_needs_marker_fails_in_one_line_never_skips(tmp_path: Path) -> None:
         "@pytest.mark.needs('qemu', 'arm-gcc')\n"
         "def test_uses_qemu():\n    assert False, 'must not run'\n\n"
         "def test_builds_firmware(tmp_path):\n"
-        "    from torchmcu.firmware.build import build\n"
+        "    from torchmcu.device.build import build\n"
         "    build(None, 'qemu-an547', tmp_path)\n"
     )
     env = {**os.environ, "PATH": str(_bin_dir(tmp_path, "python3"))}

@@ -528,7 +528,7 @@ def test_npu_board_firmware_links_the_delegate(
 ) -> None:
     """A DelegateCall program builds and links for the NPU boards, with the EthosUBackend
     registered, the driver linked and the board's NPU base compiled in."""
-    from torchmcu.firmware.build import build
+    from torchmcu.device.build import build
 
     (pte := tmp_path / "npu.pte").write_bytes(delegate_only_program(vela_blob))
     image = build(pte, board, tmp_path / "build")
@@ -544,8 +544,8 @@ def test_cpu_only_board_refuses_the_delegate_with_the_missing_operator_code(
 ) -> None:
     """qemu-an547 has no NPU: its image registers no backend, so the runner rejects the program
     at method init with the missing-operator exit code, naming the delegate id."""
-    from torchmcu.firmware.build import build
-    from torchmcu.firmware.run import run
+    from torchmcu.device.build import build
+    from torchmcu.device.run import run
 
     (pte := tmp_path / "npu.pte").write_bytes(delegate_only_program(vela_blob))
     result = run(build(pte, "qemu-an547", tmp_path / "build").elf, "qemu-an547", timeout=30)

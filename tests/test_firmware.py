@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torchmcu
-from torchmcu import firmware, native
-from torchmcu.firmware.run import EXIT_FAULT, EXIT_OUTPUT_MISMATCH
+from torchmcu import device, native
+from torchmcu.device.run import EXIT_FAULT, EXIT_OUTPUT_MISMATCH
 
 pytestmark = pytest.mark.needs("arm-gcc", "newlib", "qemu")
 
@@ -65,13 +65,13 @@ def test_device_outputs_bit_exact_with_host(
 ) -> None:
     pte, info = exported(name)
     samples = _samples(name, 2)
-    outs, result = firmware.run_samples(pte, board, samples, build_root / board, timeout=120)
+    outs, result = device.run_samples(pte, board, samples, build_root / board, timeout=120)
     assert f"TM_BEGIN board={board}" in result.console
     assert "TM_END status=OK samples=2" in result.console
-    for sample, device in zip(samples, outs):
+    for sample, on_device in zip(samples, outs):
         host = torchmcu.run_on_host(pte, sample)
-        assert len(device) == len(host) == len(info["outputs"])
-        for d, h in zip(device, host):
+        assert len(on_device) == len(host) == len(info["outputs"])
+        for d, h in zip(on_device, host):
             assert _same_bits(d, h), (
                 f"{name} on {board}: device output differs from the host runtime"
             )
@@ -85,9 +85,9 @@ def test_default_input_matches_host_replica(exported, build_root: Path) -> None:
     pte, info = exported("mlp")
     pte_path = build_root / "mlp.pte"
     pte_path.write_bytes(pte)
-    image = firmware.build(pte_path, "qemu-an547", build_root / "qemu-an547")
-    result = firmware.run(image.elf, "qemu-an547", timeout=60).check()
-    x = firmware.default_inputs(info)
+    image = device.build(pte_path, "qemu-an547", build_root / "qemu-an547")
+    result = device.run(image.elf, "qemu-an547", timeout=60).check()
+    x = device.default_inputs(info)
     # The replica's floats are k / 2^23 - 1: check the formula independently on a few values.
     assert x[0].dtype == np.float32 and np.all(x[0] >= -1) and np.all(x[0] < 1)
     assert np.all(
@@ -100,23 +100,23 @@ def test_expected_outputs_checked_on_device(exported, build_root: Path) -> None:
     pte, info = exported("small_cnn")
     samples = _samples("small_cnn", 2)
     expected = [torchmcu.run_on_host(pte, s) for s in samples]
-    firmware.run_samples(pte, "qemu-an547", samples, build_root / "qemu-an547", expected=expected)
+    device.run_samples(pte, "qemu-an547", samples, build_root / "qemu-an547", expected=expected)
     wrong = [list(e) for e in expected]
     flipped = wrong[1][0].copy()
     flipped.view(np.uint8).reshape(-1)[0] ^= 1  # one bit of sample 1's output
     wrong[1][0] = flipped
-    blob = firmware.write_io_blob(info, samples, wrong)
-    image = firmware.build(
+    blob = device.write_io_blob(info, samples, wrong)
+    image = device.build(
         build_root / "qemu-an547" / "program.pte",
         "qemu-an547",
         build_root / "qemu-an547",
         inputs=blob,
     )
-    result = firmware.run(image.elf, "qemu-an547", timeout=60)
+    result = device.run(image.elf, "qemu-an547", timeout=60)
     assert result.exit_code == EXIT_OUTPUT_MISMATCH, result.console
     assert "TM_MISMATCH sample=1 output=0" in result.console
     assert "TM_MISMATCH sample=0" not in result.console
-    with pytest.raises(firmware.FirmwareRunError, match="outputs differ"):
+    with pytest.raises(device.FirmwareRunError, match="outputs differ"):
         result.check()
 
 
@@ -124,10 +124,10 @@ def test_fault_reports_registers_and_exits_nonzero(exported, build_root: Path) -
     pte, _ = exported("mlp")
     pte_path = build_root / "fault.pte"
     pte_path.write_bytes(pte)
-    image = firmware.build(
+    image = device.build(
         pte_path, "qemu-an547", build_root / "fault", defines={"TORCHMCU_RUNNER_FAULT_TEST": "ON"}
     )
-    result = firmware.run(image.elf, "qemu-an547", timeout=30)
+    result = device.run(image.elf, "qemu-an547", timeout=30)
     assert result.exit_code == EXIT_FAULT, result.console
     # A precise data bus error on a load from the unmapped address: CFSR.BFARVALID (bit 15) and
     # CFSR.PRECISERR (bit 9) set, BFAR holding the address (Armv8-M ARM, BusFault status).
@@ -176,8 +176,8 @@ def test_arena_that_does_not_fit_fails_with_sizes(build_root: Path) -> None:
     # Build time: the firmware configure step refuses it too, with the sizes.
     path = build_root / "big.pte"
     path.write_bytes(pte)
-    with pytest.raises(firmware.FirmwareBuildError) as err:
-        firmware.build(path, "corstone-300", build_root / "big")
+    with pytest.raises(device.FirmwareBuildError) as err:
+        device.build(path, "corstone-300", build_root / "big")
     assert f"{arena:,}" in str(err.value) and "4,194,304" in str(err.value)
 
 
@@ -191,7 +191,7 @@ def test_corstone_320_links_for_cortex_m85(exported, build_root: Path) -> None:
     pte, info = exported("ds_cnn")
     pte_path = build_root / "ds_cnn.pte"
     pte_path.write_bytes(pte)
-    image = firmware.build(pte_path, "corstone-320", build_root / "corstone-320")
+    image = device.build(pte_path, "corstone-320", build_root / "corstone-320")
     for path in (image.elf, image.bin, image.hex, image.program_bin):
         assert path.stat().st_size > 0
     attrs = _readelf("-A", str(image.elf))
@@ -219,8 +219,8 @@ def test_corstone_320_links_for_cortex_m85(exported, build_root: Path) -> None:
     assert blob[: len(pte)] == pte
     # The runner cannot run here (QEMU has no Cortex-M85); the run driver says so.
     if shutil.which("FVP_Corstone_SSE-320") is None:
-        with pytest.raises(firmware.FirmwareRunError, match="FVP_Corstone_SSE-320 is not on PATH"):
-            firmware.run(image.elf, "corstone-320")
+        with pytest.raises(device.FirmwareRunError, match="FVP_Corstone_SSE-320 is not on PATH"):
+            device.run(image.elf, "corstone-320")
 
 
 def test_cli_build_and_run(exported, build_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -279,11 +279,11 @@ def test_uart_console_image(exported, build_root: Path) -> None:
     pte, info = exported("mlp")
     pte_path = build_root / "uart.pte"
     pte_path.write_bytes(pte)
-    image = firmware.build(
+    image = device.build(
         pte_path, "qemu-an547", build_root / "uart", defines={"TORCHMCU_OUTPUT": "uart"}
     )
-    result = firmware.run(image.elf, "qemu-an547", timeout=3)  # the image sleeps after TM_EXIT
+    result = device.run(image.elf, "qemu-an547", timeout=3)  # the image sleeps after TM_EXIT
     assert result.exit_code == 0, result.console + result.emulator_output
     assert "TM_EXIT 0" in result.uart
-    expected = torchmcu.run_on_host(pte, firmware.default_inputs(info))[0]
+    expected = torchmcu.run_on_host(pte, device.default_inputs(info))[0]
     assert _same_bits(result.outputs(info)[0], expected)

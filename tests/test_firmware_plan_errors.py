@@ -1,5 +1,5 @@
 """A program whose arena does not fit the board is refused at firmware build time with one
-error naming both sizes: by torchmcu.firmware.build before CMake runs, and by the CMake
+error naming both sizes: by torchmcu.device.build before CMake runs, and by the CMake
 configure step itself (cmake --preset BOARD -DTORCHMCU_PTE=...), without the wrong hint
 "is torchmcu installed for this Python?" (issue 15, item 2.5)."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from test_runtime_programs import add_program
-from torchmcu import firmware
+from torchmcu import device
 from torchmcu.boards import get_board
 from torchmcu.pte import writer
 
@@ -40,9 +40,9 @@ def test_build_refuses_before_cmake(big_pte: Path, tmp_path: Path, monkeypatch) 
     def no_cmake(*args: object) -> str:
         raise AssertionError(f"CMake was run: {args}")
 
-    monkeypatch.setattr(sys.modules["torchmcu.firmware.build"], "_run", no_cmake)
-    with pytest.raises(firmware.FirmwareBuildError) as err:
-        firmware.build(big_pte, "qemu-an547", tmp_path / "build")
+    monkeypatch.setattr(sys.modules["torchmcu.device.build"], "_run", no_cmake)
+    with pytest.raises(device.FirmwareBuildError) as err:
+        device.build(big_pte, "qemu-an547", tmp_path / "build")
     assert str(err.value) == (
         f"cannot build the qemu-an547 firmware: {big_pte}: {_expected('qemu-an547')}"
     )

@@ -1,4 +1,4 @@
-"""The QEMU instruction-counting plugin (tools/qemu_icount) and torchmcu.firmware.icount.
+"""The QEMU instruction-counting plugin (tools/qemu_icount) and torchmcu.device.icount.
 
 Exactness is checked on a test-only image (tools/qemu_icount/selftest/loop.S) whose marked
 regions run an assembly loop of N iterations x K instructions: the expected counts follow
@@ -18,8 +18,8 @@ import pytest
 import torch
 import torchmcu
 from torch import nn
-from torchmcu import firmware, native
-from torchmcu.firmware.icount import (
+from torchmcu import device, native
+from torchmcu.device.icount import (
     IcountError,
     count_instructions,
     plugin_path,
@@ -103,9 +103,9 @@ def linear_images(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
         exported = torchmcu.export(model, calibration[0], calibration=calibration, board=BOARD)
         pte = Path(exported.save(root / f"linear{width}"))
         samples = [[np.asarray(x[0].numpy())] for x in calibration[:3]]
-        blob = firmware.write_io_blob(native.program_info(exported.pte_bytes), samples)
+        blob = device.write_io_blob(native.program_info(exported.pte_bytes), samples)
         # One build directory: the libraries compile once, the second model is a relink.
-        image = firmware.build(pte, BOARD, root / "build", inputs=blob)
+        image = device.build(pte, BOARD, root / "build", inputs=blob)
         elf = root / f"linear{width}.elf"
         shutil.copy(image.elf, elf)
         images[width] = elf

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from conftest import executorch_export
-from torchmcu import firmware, native
+from torchmcu import device, native
 from torchmcu.examples import models
 from torchmcu.pte import reader
 from torchmcu.reference import interpreter, ops_pool
@@ -125,10 +125,10 @@ def test_executorch_program_under_qemu(name: str, et_python_cortex_m: Path, tmp_
     root = tmp_path_factory.getbasetemp()
     et = executorch_program(et_python_cortex_m, name, root)
     samples = [[x] for x in inputs(name)[:2]]
-    outs, result = firmware.run_samples(et.pte, "qemu-an547", samples, root / "fw-qemu-an547", timeout=300)
+    outs, result = device.run_samples(et.pte, "qemu-an547", samples, root / "fw-qemu-an547", timeout=300)
     assert "TM_END status=OK samples=2" in result.console
-    for k, (sample, device) in enumerate(zip(samples, outs)):
+    for k, (sample, on_device) in enumerate(zip(samples, outs)):
         host = native.run_program(et.pte, sample)
-        assert len(device) == len(host) == 1
-        assert device[0].dtype == host[0].dtype and device[0].shape == host[0].shape
-        assert device[0].tobytes() == host[0].tobytes(), f"{name} sample {k}: QEMU differs from the host runtime"
+        assert len(on_device) == len(host) == 1
+        assert on_device[0].dtype == host[0].dtype and on_device[0].shape == host[0].shape
+        assert on_device[0].tobytes() == host[0].tobytes(), f"{name} sample {k}: QEMU differs from the host runtime"

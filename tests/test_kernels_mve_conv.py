@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from torchmcu import firmware, native
+from torchmcu import device, native
 from torchmcu.pte import program as pm
 from torchmcu.pte.writer import serialize
 from torchmcu.reference import interpreter, quantize_multiplier
@@ -347,16 +347,16 @@ def mve_run(tmp_path_factory: pytest.TempPathFactory):
     pte = serialize(program)
     host = native.run_program(pte, inputs)
     build_dir = tmp_path_factory.mktemp("fw-mve-conv")
-    device, result = firmware.run_samples(pte, BOARD, [inputs], build_dir, timeout=120)
-    return expected, host, device[0], result
+    on_device, result = device.run_samples(pte, BOARD, [inputs], build_dir, timeout=120)
+    return expected, host, on_device[0], result
 
 
 @pytest.mark.parametrize("index", range(len(CASES)), ids=[c.name for c in CASES])
 def test_mve_bit_exact(mve_run, index: int) -> None:
-    expected, host, device, _ = mve_run
+    expected, host, on_device, _ = mve_run
     want = expected[index]
     assert host[index].tobytes() == want.tobytes(), "host (scalar) kernel differs from the reference"
-    got = device[index]
+    got = on_device[index]
     if got.tobytes() != want.tobytes():
         diff = np.argwhere(got != want)
         first = tuple(int(v) for v in diff[0])
@@ -393,7 +393,7 @@ def test_image_is_an_mve_build(mve_run) -> None:
 def test_mve_linear_rejects_requant_out_of_range(tmp_path: Path, channel: int, field: str, value: int) -> None:
     """The Helium build's vectorised multiplier/shift check (four channels per step, tail
     lanes predicated: 14 channels) rejects one bad item anywhere and names the list."""
-    from torchmcu.firmware.run import FirmwareRunError
+    from torchmcu.device.run import FirmwareRunError
 
     case = linear_case(np.random.default_rng(7), "bad_requant", 1, 64, 14, "kernel_sum", per_channel=True)
     items = [int(v) for v in case.args[field]]
@@ -401,7 +401,7 @@ def test_mve_linear_rejects_requant_out_of_range(tmp_path: Path, channel: int, f
     case.args[field] = items
     program, inputs = _build_program([case])
     with pytest.raises(FirmwareRunError) as err:
-        firmware.run_samples(serialize(program), BOARD, [inputs], tmp_path, timeout=60)
+        device.run_samples(serialize(program), BOARD, [inputs], tmp_path, timeout=60)
     index = 7 if field == "multipliers" else 8  # schema positions of multipliers / shifts
     assert "op=cortex_m::quantized_linear overload=out instruction=0 value=" in str(err.value)
     assert f" argument={index} " in str(err.value)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from torchmcu import firmware, native
+from torchmcu import device, native
 from torchmcu import reference as ref
 from torchmcu.pte import program as pm
 from torchmcu.pte import writer
@@ -395,7 +395,7 @@ def mve_run(tmp_path_factory: pytest.TempPathFactory) -> SessionRun:
     expected = run_program(program, builder.input_arrays)
     host = native.run_program(pte, builder.input_arrays)
     out_dir = tmp_path_factory.mktemp("mve-elementwise")
-    outs, _ = firmware.run_samples(pte, BOARD, [builder.input_arrays], out_dir, timeout=100)
+    outs, _ = device.run_samples(pte, BOARD, [builder.input_arrays], out_dir, timeout=100)
     return SessionRun(builder, outs[0], host, expected, out_dir)
 
 

@@ -649,15 +649,15 @@ def test_all_ops_program_on_host() -> None:
 @pytest.mark.needs("arm-gcc", "newlib", "qemu")
 def test_all_ops_program_on_cortex_m55(tmp_path) -> None:
     """The all-kernels qemu-an547 image (Cortex-M55, FPU, newlib libm, -O3) runs the program."""
-    from torchmcu import firmware
+    from torchmcu import device
 
     program, forward = _all_ops_program(np.random.default_rng(11))
     pte_path = tmp_path / "fp32.pte"
     pte_path.write_bytes(writer.serialize(program))
     info = native.program_info(pte_path.read_bytes())
     xs = [_rand(np.random.default_rng(seed), (2, 6, 7, 5)) for seed in (1, 2)]
-    image = firmware.build(pte_path, "qemu-an547", tmp_path / "fw", inputs=firmware.write_io_blob(info, [[x] for x in xs]))
-    result = firmware.run(image.elf, "qemu-an547", timeout=120)
+    image = device.build(pte_path, "qemu-an547", tmp_path / "fw", inputs=device.write_io_blob(info, [[x] for x in xs]))
+    result = device.run(image.elf, "qemu-an547", timeout=120)
     assert result.exit_code == 0, result.message + result.console[-2000:]
     for s, x in enumerate(xs):
         _check_outputs(result.outputs(info, sample=s), forward(x), f"QEMU sample {s}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from test_kernels_mve_conv import BOARD, CASES, _build_program
-from torchmcu import firmware
+from torchmcu import device
 from torchmcu.pte.writer import serialize
 from torchmcu.reference import interpreter
 
@@ -28,11 +28,11 @@ def test_linear_samples_bit_exact_after_first_call(tmp_path) -> None:
         [rng.integers(-128, 128, size=x.shape, dtype=np.int16).astype(np.int8) for x in first]
         for _ in range(SAMPLES - 1)
     ]
-    device, _ = firmware.run_samples(serialize(program), BOARD, samples, tmp_path, timeout=120)
-    assert len(device) == SAMPLES
+    on_device, _ = device.run_samples(serialize(program), BOARD, samples, tmp_path, timeout=120)
+    assert len(on_device) == SAMPLES
     for s, inputs in enumerate(samples):
         expected = interpreter.run_program(program, inputs)
-        for case, got, want in zip(cases, device[s], expected):
+        for case, got, want in zip(cases, on_device[s], expected):
             assert got.tobytes() == want.tobytes(), f"sample {s}, {case.name}: differs from the reference on QEMU"
     # The samples differ, so a path that reused the first call's outputs would fail above.
-    assert any(a.tobytes() != b.tobytes() for a, b in zip(device[0], device[1]))
+    assert any(a.tobytes() != b.tobytes() for a, b in zip(on_device[0], on_device[1]))

@@ -126,7 +126,7 @@ def test_bundled_lstm_checked_on_host(lstm, capsys):
 def test_corstone_320_firmware_links_the_lstm_program(lstm):
     if shutil.which("arm-none-eabi-gcc") is None:
         pytest.fail("arm-none-eabi-gcc is not installed")
-    from torchmcu.firmware.build import build
+    from torchmcu.device.build import build
 
     _, _, _, npu, tmp = lstm
     path = npu.save(tmp / "fw", "lstm")
@@ -143,11 +143,11 @@ def test_cpu_program_on_cortex_m55_matches_the_host(lstm):
     the slice copies) equals the host runtime bit for bit."""
     if shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None:
         pytest.fail("arm-none-eabi-gcc and qemu-system-arm are needed")
-    from torchmcu import firmware
+    from torchmcu import device
 
     _, _, cpu, _, tmp = lstm
     samples = [_numpy(s) for s in models.calibration("lstm", 2, seed=13)]
-    outs, _ = firmware.run_samples(cpu.pte_bytes, "qemu-an547", samples, tmp / "m55", timeout=120)
+    outs, _ = device.run_samples(cpu.pte_bytes, "qemu-an547", samples, tmp / "m55", timeout=120)
     for sample, got in zip(samples, outs):
         np.testing.assert_array_equal(got[0], native.run_program(cpu.pte_bytes, sample)[0])
 

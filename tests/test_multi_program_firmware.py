@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torchmcu
 from test_selective_firmware import kernel_symbols
-from torchmcu import firmware, native
+from torchmcu import device, native
 from torchmcu.cli import main as cli_main
-from torchmcu.firmware.run import EXIT_MISSING_OPERATOR, EXIT_OK
+from torchmcu.device.run import EXIT_MISSING_OPERATOR, EXIT_OK
 from torchmcu.selective import load_table, merge_files, read_yaml
 
 pytestmark = pytest.mark.needs("arm-gcc", "newlib", "qemu")
@@ -61,8 +61,8 @@ def test_one_image_runs_both_programs_bit_exact(exported, merged, root) -> None:
     ptes = [exported[n][0] for n in MODELS]
     infos = [native.program_info(p.read_bytes()) for p in ptes]
     samples = [_samples(n) for n in MODELS]
-    blobs = [firmware.write_io_blob(info, s) for info, s in zip(infos, samples)]
-    image = firmware.build(ptes, BOARD, root / "fw", inputs=blobs, ops_yaml=merged)
+    blobs = [device.write_io_blob(info, s) for info, s in zip(infos, samples)]
+    image = device.build(ptes, BOARD, root / "fw", inputs=blobs, ops_yaml=merged)
     assert image.programs == MODELS
 
     # Exactly the union of the two models' kernels, as the kernel table maps each model's list.
@@ -72,7 +72,7 @@ def test_one_image_runs_both_programs_bit_exact(exported, merged, root) -> None:
     assert kernel_symbols(image.elf) == union
     assert not own[0] <= own[1] and not own[1] <= own[0], "each model brings kernels of its own"
 
-    result = firmware.run(image.elf, BOARD, 300).check()
+    result = device.run(image.elf, BOARD, 300).check()
     assert [(p.index, p.name, p.status) for p in result.programs] == [
         (0, "ds_cnn", "OK"),
         (1, "resnet8", "OK"),
@@ -100,32 +100,32 @@ def test_a_failing_program_does_not_stop_the_next(exported, root) -> None:
     fails at load (no pad kernel); resnet8 still runs; the exit code is the first failure's."""
     (cnn, _), (res, res_yaml) = exported["ds_cnn"], exported["resnet8"]
     res_info = native.program_info(res.read_bytes())
-    image = firmware.build(
+    image = device.build(
         [cnn, res],
         BOARD,
         root / "fw-partial",
         defines={"TORCHMCU_OPS_YAML": str(res_yaml)},
         names=["cnn", "res-8"],
     )
-    result = firmware.run(image.elf, BOARD, 120)
+    result = device.run(image.elf, BOARD, 120)
     assert result.exit_code == EXIT_MISSING_OPERATOR == 3
     first, second = result.programs
     assert (first.name, first.status, first.exit_code) == ("cnn", "FAILED", 3)
     assert len(first.errors) == 1 and "missing_operator" in first.errors[0]
     assert "op=cortex_m::pad" in first.errors[0] and first.raw_outputs == {}
     assert (second.name, second.status, second.exit_code) == ("res-8", "OK", EXIT_OK)
-    want = native.run_program(res.read_bytes(), firmware.default_inputs(res_info))
+    want = native.run_program(res.read_bytes(), device.default_inputs(res_info))
     got = result.outputs(res_info, 0, program="res-8")
     assert all(np.array_equal(g, w) for g, w in zip(got, want))
     assert "TM_END status=FAILED exit=3 failed=1 programs=2" in result.console
-    with pytest.raises(firmware.FirmwareRunError, match=r"TM_PROGRAM_END 0 status=FAILED exit=3"):
+    with pytest.raises(device.FirmwareRunError, match=r"TM_PROGRAM_END 0 status=FAILED exit=3"):
         result.check()
 
 
 def test_build_checks_every_program_against_the_yaml(exported, root, capsys) -> None:
     (cnn, _), (res, res_yaml) = exported["ds_cnn"], exported["resnet8"]
-    with pytest.raises(firmware.FirmwareBuildError) as err:
-        firmware.build([res, cnn], BOARD, root / "fw-refuse", ops_yaml=res_yaml)
+    with pytest.raises(device.FirmwareBuildError) as err:
+        device.build([res, cnn], BOARD, root / "fw-refuse", ops_yaml=res_yaml)
     message = str(err.value)
     assert message.startswith(f"{cnn} needs operators that {res_yaml.resolve()} does not select: ")
     assert "cortex_m::pad.out, cortex_m::quantized_depthwise_conv2d.out (merge" in message
@@ -152,7 +152,7 @@ def test_cli_builds_the_two_program_image(exported, merged, root, capsys) -> Non
     for path, _ in npz:
         argv += ["--inputs", str(path)]
     assert cli_main(argv) == 0, capsys.readouterr().err
-    result = firmware.run(root / "fw-cli" / "firmware.elf", BOARD, 300).check()
+    result = device.run(root / "fw-cli" / "firmware.elf", BOARD, 300).check()
     assert [p.name for p in result.programs] == list(MODELS)
     for index, (pte, (_, sample)) in enumerate(zip(ptes, npz)):
         info = native.program_info(pte.read_bytes())

@@ -19,8 +19,8 @@ import pytest
 import torch
 import torchmcu
 from torch import nn
-from torchmcu import firmware, native
-from torchmcu.firmware.icount import (
+from torchmcu import device, native
+from torchmcu.device.icount import (
     PROFILE_MARKER,
     IcountError,
     count_instructions,
@@ -61,10 +61,10 @@ def images(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     exported = torchmcu.export(model, calibration[0], calibration=calibration, board=BOARD)
     pte = Path(exported.save(root / "net"))
     samples = [[np.asarray(x[0].numpy())] for x in calibration[:SAMPLES]]
-    blob = firmware.write_io_blob(native.program_info(exported.pte_bytes), samples)
+    blob = device.write_io_blob(native.program_info(exported.pte_bytes), samples)
     out = {"pte": pte}
     for kind, profile in (("plain", False), ("profiled", True)):
-        image = firmware.build(pte, BOARD, root / "build", inputs=blob, profile=profile)
+        image = device.build(pte, BOARD, root / "build", inputs=blob, profile=profile)
         out[kind] = root / f"{kind}.elf"
         shutil.copy(image.elf, out[kind])
     return out

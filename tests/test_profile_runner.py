@@ -27,10 +27,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torchmcu
-from torchmcu import firmware
+from torchmcu import device
+from torchmcu.device.profile import profile_run, read_json
+from torchmcu.device.profile_records import ProfileError, parse_runner
 from torchmcu.examples import models
-from torchmcu.firmware.profile import profile_run, read_json
-from torchmcu.firmware.profile_records import ProfileError, parse_runner
 from torchmcu.pte import reader
 from torchmcu.pte.program import KernelCall, Tensor, TensorList
 
@@ -62,7 +62,7 @@ def profiles(root: Path) -> dict[str, tuple[Path, dict]]:
     started = time.monotonic()
     for name in models.MLPERF_TINY:
         pte = _export(name, root)
-        image = firmware.build(pte, BOARD, root / "build", profile=True)
+        image = device.build(pte, BOARD, root / "build", profile=True)
         profile, _ = profile_run(image.elf, BOARD, timeout=120)
         out[name] = (pte, dict(profile))
     print(f"export, build and profile of {len(out)} models: {time.monotonic() - started:.1f} s")
@@ -133,11 +133,11 @@ def test_counts_sum_to_the_whole_inference(profiles: dict, name: str) -> None:
 @pytest.fixture(scope="module")
 def plain_inference(profiles: dict, root: Path) -> dict[str, int]:
     """Whole-inference instructions of each model's image built without the profile."""
-    from torchmcu.firmware.icount import count_instructions
+    from torchmcu.device.icount import count_instructions
 
     out = {}
     for name, (pte, _) in profiles.items():
-        image = firmware.build(pte, BOARD, root / "build-plain", profile=False)
+        image = device.build(pte, BOARD, root / "build-plain", profile=False)
         (out[name],) = count_instructions(image.elf, BOARD)["regions"]["inference"]
     return out
 
@@ -205,7 +205,7 @@ def test_parser_rejects_incomplete_or_foreign_records() -> None:
 def corstone_image(profiles: dict, tmp_path_factory: pytest.TempPathFactory) -> Path:
     pte, _ = profiles["deep_autoencoder"]
     build = tmp_path_factory.mktemp("profile-corstone")
-    return firmware.build(pte, "corstone-300", build / "build", profile=True).elf
+    return device.build(pte, "corstone-300", build / "build", profile=True).elf
 
 
 def test_corstone_image_reads_the_pmu_cycle_counter(corstone_image: Path) -> None:
@@ -255,7 +255,7 @@ def test_corstone_image_on_qemu_prints_records_without_counts(
 ) -> None:
     """QEMU runs the corstone-300 image (same SSE-300 map) but its PMU does not count: the
     runner must say so (counter=none, counts "-") rather than print zeros."""
-    result = firmware.run(corstone_image, "corstone-300", emulator="qemu").check()
+    result = device.run(corstone_image, "corstone-300", emulator="qemu").check()
     (run,) = result.profile  # run.py's parse of the runner's lines
     assert run["counter"] == "none" and run["overhead"] is None
     assert all(op["count"] is None for op in run["operators"])
@@ -279,7 +279,7 @@ def test_corstone_image_on_fvp_counts_cycles(corstone_image: Path) -> None:
 
 def test_report_and_json_carry_the_runner_profile(profiles: dict, tmp_path: Path) -> None:
     from torchmcu import htmlreport
-    from torchmcu.firmware.profile import read_json, write_json
+    from torchmcu.device.profile import read_json, write_json
 
     pte, profile = profiles["ds_cnn"]
     saved = read_json(write_json(profile, tmp_path / "profile.json"))
@@ -329,7 +329,7 @@ ARENA_BASE = 0x21000100  # tools/qemu_icount/selftest/arena.S
 def test_plugin_arena_bytes_are_exact(tmp_path: Path, words: int) -> None:
     """The plugin's arena accounting on an assembly image with a known access pattern:
     `words` word stores, two loads of each, one store below and one past them."""
-    from torchmcu.firmware.icount import count_instructions, plugin_source_dir
+    from torchmcu.device.icount import count_instructions, plugin_source_dir
 
     elf = tmp_path / "arena.elf"
     subprocess.run(
@@ -355,7 +355,7 @@ def test_several_program_image_profiles_each_program(profiles: dict, root: Path)
     runner's own records, so each program's profile equals its one-program image's."""
     names = ["deep_autoencoder", "ds_cnn"]
     ptes = [profiles[n][0] for n in names]
-    image = firmware.build(ptes, BOARD, root / "build", profile=True)  # relink only
+    image = device.build(ptes, BOARD, root / "build", profile=True)  # relink only
     profile, _ = profile_run(image.elf, BOARD, timeout=120)
     assert [r["program"] for r in profile["runs"]] == [0, 1]
     for run, name in zip(profile["runs"], names, strict=True):
@@ -367,7 +367,7 @@ def test_several_program_image_profiles_each_program(profiles: dict, root: Path)
 def test_cli_build_profile(profiles: dict, root: Path) -> None:
     """`torchmcu build --profile` links the runner's profile; without it there is no hook."""
     from torchmcu.cli import main
-    from torchmcu.firmware.icount import PROFILE_MARKER, symbol_addresses
+    from torchmcu.device.icount import PROFILE_MARKER, symbol_addresses
 
     pte, _ = profiles[models.MLPERF_TINY[-1]]
     for flag, present in (["--profile"], True), ([], False):

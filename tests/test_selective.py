@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from torchgen.selective_build.selector import SelectiveBuilder, combine_selective_builders
 from torchmcu import native
 from torchmcu.cli import main as cli_main
-from torchmcu.firmware import FirmwareBuildError, build
+from torchmcu.device import FirmwareBuildError, build
 from torchmcu.pte.writer import serialize
 from torchmcu.selective.oplist import canonical
 from torchmcu.selective import (

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 import torchmcu
-from torchmcu import firmware, native
-from torchmcu.firmware.run import EXIT_MISSING_OPERATOR
+from torchmcu import device, native
+from torchmcu.device.run import EXIT_MISSING_OPERATOR
 from torchmcu.selective import load_table, read_yaml
 
 pytestmark = pytest.mark.needs("arm-gcc", "newlib", "qemu")
@@ -52,7 +52,7 @@ def _blob(name: str, pte: Path) -> bytes:
     from torchmcu.examples import models
 
     samples = [[x.numpy() for x in s] for s in models.calibration(name, 2, seed=42)]
-    return firmware.write_io_blob(native.program_info(pte.read_bytes()), samples)
+    return device.write_io_blob(native.program_info(pte.read_bytes()), samples)
 
 
 def kernel_symbols(elf: Path) -> set[str]:
@@ -61,7 +61,7 @@ def kernel_symbols(elf: Path) -> set[str]:
     return {ln.split()[-1] for ln in nm.stdout.splitlines() if ln.split()[-1] in TABLE_SYMBOLS}
 
 
-def _archive_members(image: firmware.FirmwareImage) -> set[str]:
+def _archive_members(image: device.FirmwareImage) -> set[str]:
     lib = image.build_dir / "firmware" / "kernels" / "libtm_kernels.a"
     ar = subprocess.run(
         ["arm-none-eabi-ar", "t", str(lib)], capture_output=True, text=True, check=True
@@ -81,16 +81,16 @@ def _expected(yaml_path: Path) -> tuple[set[str], set[str]]:
 def test_selective_image_holds_only_its_kernels_and_is_bit_exact(name, exported, root) -> None:
     pte, yaml_path = exported(name)
     blob = _blob(name, pte)
-    full = firmware.build(pte, BOARD, root / "fw-full", inputs=blob)
+    full = device.build(pte, BOARD, root / "fw-full", inputs=blob)
     full_symbols = kernel_symbols(full.elf)
-    full_run = firmware.run(full.elf, BOARD, 300).check()
-    sel = firmware.build(pte, BOARD, root / "fw-sel", inputs=blob, ops_yaml=yaml_path)
+    full_run = device.run(full.elf, BOARD, 300).check()
+    sel = device.build(pte, BOARD, root / "fw-sel", inputs=blob, ops_yaml=yaml_path)
     symbols, objects = _expected(yaml_path)
     assert kernel_symbols(sel.elf) == symbols
     assert symbols < full_symbols and len(full_symbols) == len(load_table().kernels)
     members = _archive_members(sel)
     assert members == objects, "only the selected translation units are compiled"
-    sel_run = firmware.run(sel.elf, BOARD, 300).check()
+    sel_run = device.run(sel.elf, BOARD, 300).check()
     assert sorted(sel_run.raw_outputs) == [0, 1]
     assert sel_run.raw_outputs == full_run.raw_outputs
 
@@ -99,15 +99,15 @@ def test_program_outside_the_image_fails_at_load(exported, root) -> None:
     pte, _ = exported("ds_cnn")
     _, ae_yaml = exported("deep_autoencoder")  # linear + quantize/dequantize, no conv/pad/pool
     with pytest.raises(
-        firmware.FirmwareBuildError, match=r"cortex_m::pad\.out.*cortex_m::quantized_conv2d\.out"
+        device.FirmwareBuildError, match=r"cortex_m::pad\.out.*cortex_m::quantized_conv2d\.out"
     ):
-        firmware.build(pte, BOARD, root / "fw-refuse", ops_yaml=ae_yaml)
+        device.build(pte, BOARD, root / "fw-refuse", ops_yaml=ae_yaml)
     assert not (root / "fw-refuse" / "CMakeCache.txt").exists()
     # An image made for another yaml (the host-side check bypassed) rejects the program at load.
-    image = firmware.build(
+    image = device.build(
         pte, BOARD, root / "fw-stale", defines={"TORCHMCU_OPS_YAML": str(ae_yaml)}
     )
-    result = firmware.run(image.elf, BOARD, 120)
+    result = device.run(image.elf, BOARD, 120)
     assert result.exit_code == EXIT_MISSING_OPERATOR == 3
     error = [ln for ln in result.console.splitlines() if ln.startswith("TM_ERROR")]
     assert len(error) == 1 and "missing_operator" in error[0]
@@ -125,7 +125,7 @@ def _symbols(elf: Path) -> set[str]:
     return {ln.split()[-1] for ln in nm.stdout.splitlines() if ln.strip()}
 
 
-def _registered_backends(image: firmware.FirmwareImage) -> list[str]:
+def _registered_backends(image: device.FirmwareImage) -> list[str]:
     """The backend ids in the generated registry's backend array (one `/* id */` per entry)."""
     text = (image.build_dir / "firmware" / "kernels" / "registry_selected.c").read_text()
     return re.findall(r"extern const tm_backend \w+; /\* (\w+) \*/", text)
@@ -153,26 +153,26 @@ def test_delegates_follow_the_yaml(tmp_path: Path) -> None:
     everything = write_yaml(all_doc, tmp_path / "all.yaml")
     out = tmp_path / "fw"
 
-    image = firmware.build(pte, NPU_BOARD, out, ops_yaml=with_npu)
+    image = device.build(pte, NPU_BOARD, out, ops_yaml=with_npu)
     assert _registered_backends(image) == ["EthosUBackend"]
     assert BACKEND_SYMBOLS <= _symbols(image.elf)
-    image = firmware.build(pte, NPU_BOARD, out, ops_yaml=everything)
+    image = device.build(pte, NPU_BOARD, out, ops_yaml=everything)
     assert _registered_backends(image) == ["EthosUBackend"]
-    image = firmware.build(pte, NPU_BOARD, out)
+    image = device.build(pte, NPU_BOARD, out)
     assert _registered_backends(image) == ["EthosUBackend"]
     assert BACKEND_SYMBOLS <= _symbols(image.elf)
 
     with pytest.raises(
-        firmware.FirmwareBuildError, match=r"npu\.pte needs delegates .*EthosUBackend"
+        device.FirmwareBuildError, match=r"npu\.pte needs delegates .*EthosUBackend"
     ):
-        firmware.build(pte, NPU_BOARD, out, ops_yaml=cpu_only)
+        device.build(pte, NPU_BOARD, out, ops_yaml=cpu_only)
     # Built anyway (the host-side check bypassed): no backend in the image, none of its code,
     # and the program is refused at load naming the delegate, with the missing-operator code.
-    image = firmware.build(pte, NPU_BOARD, out, defines={"TORCHMCU_OPS_YAML": str(cpu_only)})
+    image = device.build(pte, NPU_BOARD, out, defines={"TORCHMCU_OPS_YAML": str(cpu_only)})
     assert _registered_backends(image) == []
     assert not BACKEND_SYMBOLS & _symbols(image.elf)
     assert "tm_cortex_m_transpose_out" in _symbols(image.elf)
-    result = firmware.run(image.elf, NPU_BOARD, 60)
+    result = device.run(image.elf, NPU_BOARD, 60)
     assert result.exit_code == EXIT_MISSING_OPERATOR, result.console
     (line,) = [ln for ln in result.console.splitlines() if ln.startswith("TM_ERROR")]
     assert line.startswith("TM_ERROR missing_operator") and "EthosUBackend" in line
@@ -188,8 +188,8 @@ def test_selected_delegate_the_board_lacks_stops_the_configure(tmp_path: Path) -
     pte = tmp_path / "npu.pte"
     pte.write_bytes(serialize(program))
     with_npu = write_yaml(from_program(program, "npu"), tmp_path / "npu.yaml")
-    with pytest.raises(firmware.FirmwareBuildError) as err:
-        firmware.build(pte, BOARD, tmp_path / "fw", ops_yaml=with_npu)
+    with pytest.raises(device.FirmwareBuildError) as err:
+        device.build(pte, BOARD, tmp_path / "fw", ops_yaml=with_npu)
     message = " ".join(str(err.value).split())  # CMake wraps its messages
     assert f"resolving the delegates selected by {with_npu} for {BOARD} failed" in message
     assert "no backend offered for this image: EthosUBackend (offered: none)" in message

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 import torchmcu
 from torch import nn
-from torchmcu import firmware
+from torchmcu import device
 
 BOARD = "corstone-300"
 
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
 
     t1 = time.perf_counter()
     samples = [[x[None]] for x in x_test]
-    device_outputs, _result = firmware.run_samples(
+    device_outputs, _result = device.run_samples(
         pte_path, BOARD, samples, out / f"build-{BOARD}", timeout=args.timeout
     )
     device_logits = np.concatenate([o[0] for o in device_outputs])

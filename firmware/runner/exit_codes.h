@@ -1,6 +1,6 @@
 /*
  * Exit status of the runner, one per failure class. The host maps them to
- * messages (host/torchmcu/firmware/run.py keeps the same numbers).
+ * messages (host/torchmcu/device/run.py keeps the same numbers).
  */
 #ifndef TM_RUNNER_EXIT_CODES_H
 #define TM_RUNNER_EXIT_CODES_H

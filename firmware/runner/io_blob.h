@@ -1,6 +1,6 @@
 /*
  * The optional inputs blob embedded beside the program ("TMIO", written by
- * host/torchmcu/firmware/io_blob.py). Little-endian:
+ * host/torchmcu/device/io_blob.py). Little-endian:
  *   header  : "TMIO", u32 version (1), u32 samples, u32 inputs, u32 expected, 12 bytes zero
  *   records : samples x (inputs + expected) of { u32 nbytes, 12 bytes zero, data padded to 16 }
  * `expected` is 0 (no reference outputs) or the method's output count. Tensor

@@ -4,7 +4,7 @@
  * runs the method, prints every output as one machine-readable line and
  * exits with a status per failure class (exit_codes.h).
  *
- * Output lines (the host parses them; see host/torchmcu/firmware/run.py):
+ * Output lines (the host parses them; see host/torchmcu/device/run.py):
  *   TM_BEGIN board=<name>
  *   TM_MEMORY meta=<bytes used>/<bytes reserved> arena=<used>/<reserved> program=<bytes>
  *   TM_OUTPUT <sample> <index> <scalar type> <nbytes> <hex of the tensor memory>
@@ -90,7 +90,7 @@ static void put_fail(const char *what, tm_status status, const tm_diag *diag) {
 }
 
 /* The default input: a fixed linear congruential sequence, reproduced on the host
- * (torchmcu.firmware.default_inputs). Floats are k / 2^23 - 1, exact in float32. */
+ * (torchmcu.device.default_inputs). Floats are k / 2^23 - 1, exact in float32. */
 static void fill_default(tm_tensor *t, uint32_t input_index) {
   uint32_t state = 0x9E3779B9u ^ (input_index * 0x85EBCA6Bu);
   uint8_t *bytes = t->data;

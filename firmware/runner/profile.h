@@ -7,7 +7,7 @@
  * the run (one per kernel or delegate call). Before each run it measures its own cost: the counter between two marks with
  * nothing in between. Where the counter does not advance (QEMU) counts print as "-": the
  * host takes them from the instruction-count plugin, which sees the same marks
- * (torchmcu.firmware.icount.profile_run). Output, after the run's TM_RUN line:
+ * (torchmcu.device.icount.profile_run). Output, after the run's TM_RUN line:
  *
  *   TM_PROFILE <sample> counter=<pmu_cycles|dwt_cycles|none> overhead=<n|-> marks=<n>
  *              arena=<arena start, hex>

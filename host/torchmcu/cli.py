@@ -169,7 +169,7 @@ def _firmware_samples(info: dict, inputs: str | None) -> list[list[np.ndarray]] 
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    from torchmcu import firmware, native
+    from torchmcu import device, native
 
     inputs = args.inputs or []
     if len(args.pte) > 1:
@@ -187,7 +187,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
             raise CliError("--inputs with a .bpte: the bundle carries its own test inputs")
         build_dir = args.build_dir or _default_build_dir(args)
         print(f"building the runner for {args.board} with the bundle {pte} in {build_dir}...")
-        image = firmware.build(
+        image = device.build(
             None, args.board, build_dir, bundle=pte, ops_yaml=args.ops_yaml, profile=args.profile
         )
         for path in (image.elf, image.bin, image.program_bin, image.hex):
@@ -197,10 +197,10 @@ def _cmd_build(args: argparse.Namespace) -> int:
     for i, path in enumerate(args.pte):
         info = native.program_info(Path(path).read_bytes())
         samples = _firmware_samples(info, inputs[i] if inputs else None)
-        blobs.append(firmware.write_io_blob(info, samples) if samples else None)
+        blobs.append(device.write_io_blob(info, samples) if samples else None)
     build_dir = args.build_dir or _default_build_dir(args)
     print(f"building the runner for {args.board} with {', '.join(args.pte)} in {build_dir}...")
-    image = firmware.build(
+    image = device.build(
         args.pte if len(args.pte) > 1 else pte,
         args.board,
         build_dir,
@@ -214,8 +214,8 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 
 def _run_on_board(args: argparse.Namespace) -> int:
-    from torchmcu import firmware, native
-    from torchmcu.firmware.run import FirmwareRunError
+    from torchmcu import device, native
+    from torchmcu.device.run import FirmwareRunError
 
     target = Path(args.pte)
     if target.suffix == ".elf":
@@ -232,22 +232,22 @@ def _run_on_board(args: argparse.Namespace) -> int:
         info = native.program_info(bundled.program)
         _check_emulator(args, info)
         build_dir = args.build_dir or _default_build_dir(args)
-        elf = firmware.build(None, args.board, build_dir, bundle=target, profile=args.profile).elf
+        elf = device.build(None, args.board, build_dir, bundle=target, profile=args.profile).elf
     else:
         data = target.read_bytes()
         info = native.program_info(data)
         samples = _firmware_samples(info, args.inputs)
         cases = len(samples) if samples else 1
         _check_emulator(args, info)
-        blob = firmware.write_io_blob(info, samples) if samples else None
+        blob = device.write_io_blob(info, samples) if samples else None
         build_dir = args.build_dir or _default_build_dir(args)
-        elf = firmware.build(target, args.board, build_dir, inputs=blob, profile=args.profile).elf
+        elf = device.build(target, args.board, build_dir, inputs=blob, profile=args.profile).elf
     if args.profile:
         return _profile_on_board(args, elf, target)
     # A program with delegates needs the NPU: the FVP, never QEMU (it has no NPU model).
     uses_npu = info is not None and bool(info["delegates"])
     try:
-        result = firmware.run(
+        result = device.run(
             elf, args.board, args.timeout, emulator=args.emulator, uses_npu=uses_npu,
             samples=cases,
         )
@@ -268,7 +268,7 @@ def _run_on_board(args: argparse.Namespace) -> int:
 
 def _check_emulator(args: argparse.Namespace, info: dict) -> None:
     """Before building: this machine can run the program on the board (QEMU, or its FVP)."""
-    from torchmcu.firmware.run import FirmwareRunError, emulator_for
+    from torchmcu.device.run import FirmwareRunError, emulator_for
 
     try:
         emulator_for(args.board, uses_npu=bool(info["delegates"]), prefer=args.emulator)
@@ -283,7 +283,7 @@ def _default_build_dir(args: argparse.Namespace) -> str:
 def _profile_on_board(args: argparse.Namespace, elf: Path, target: Path) -> int:
     """`run --profile`: the runner's per-operator profile (QEMU: instruction counts and arena
     bytes from the plugin; FVP: cycles) as a table per run and a profile.json."""
-    from torchmcu.firmware import profile as prof
+    from torchmcu.device import profile as prof
 
     try:
         profile, console = prof.profile_run(
@@ -324,16 +324,16 @@ def _cmd_report(args: argparse.Namespace) -> int:
     export = json.loads(export_json.read_text()) if export_json.is_file() else None
     profile = None
     if args.profile_json:
-        from torchmcu.firmware.profile import read_json
+        from torchmcu.device.profile import read_json
 
         profile = read_json(args.profile_json)
     elif args.profile:
-        from torchmcu import firmware
-        from torchmcu.firmware.profile import profile_run
+        from torchmcu import device
+        from torchmcu.device.profile import profile_run
 
         build_dir = args.build_dir or f"build/fw-{args.board}-profile"
         print(f"building the profiled runner for {args.board} in {build_dir}...", flush=True)
-        image = firmware.build(pte, args.board, build_dir, profile=True)
+        image = device.build(pte, args.board, build_dir, profile=True)
         print("running it (QEMU: with the instruction-count plugin)...", flush=True)
         profile = dict(profile_run(image.elf, args.board)[0])
     report = htmlreport.collect(program, len(data), export, profile)

@@ -4,8 +4,8 @@ instructions or cycles each kernel call took and the arena bytes it touched when
 given), a bar chart of where the time goes, and the memory plan drawn as a lifetime chart
 (arena offset against instruction).
 
-The profile is the runner's (torchmcu.firmware.profile: `torchmcu run --profile` writes it as
-profile.json), or the older per-kernel form of torchmcu.firmware.icount.profile_instructions.
+The profile is the runner's (torchmcu.device.profile: `torchmcu run --profile` writes it as
+profile.json), or the older per-kernel form of torchmcu.device.icount.profile_instructions.
 
 Everything about memory is read from the .pte itself (planned tensors, their offsets and the
 instructions that use them), so the page shows what the device will do, not what the planner
@@ -87,7 +87,7 @@ def collect(
     profile: dict[str, Any] | None = None,
 ) -> ReportData:
     """The report's contents from a Program, export's report.json and an optional profile
-    (the runner's, torchmcu.firmware.profile, or icount.profile_instructions'); its first
+    (the runner's, torchmcu.device.profile, or icount.profile_instructions'); its first
     run is shown."""
     plan = program.execution_plan[0]
     instructions = plan.chains[0].instructions if plan.chains else []

@@ -544,7 +544,7 @@ static tm_status check_call(tm_method *m, const tm_instruction *ins) {
  * name): the executor calls tm_profile_instruction(pc) as each kernel instruction starts
  * (before its argument checks) and once more, with pc == the method's instruction count,
  * after the last instruction. On QEMU the
- * instruction-count plugin ticks on this function's address (torchmcu.firmware.icount.
+ * instruction-count plugin ticks on this function's address (torchmcu.device.icount.
  * profile_instructions), so each kernel call, with its share of the executor loop, is one
  * occurrence. The definition is weak so a runner can provide a strong one that reads a cycle
  * counter instead (PMU/DWT on an FVP or hardware); it must stay a real, separate call.

@@ -7,7 +7,7 @@ of the 32-bit target's. The runner checks the exact figure again on the device.
 An image holding several programs runs them one after another in the same buffers, so it
 needs the largest arena and metadata of them and room for all of their bytes.
 
-    python -m torchmcu.firmware.plan model.pte [other.pte ...] --board corstone-300 --format cmake
+    python -m torchmcu.device.plan model.pte [other.pte ...] --board corstone-300 --format cmake
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def _align(n: int, a: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m torchmcu.firmware.plan", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m torchmcu.device.plan", description=__doc__)
     parser.add_argument("pte", nargs="+", help="the program(s) the image embeds")
     parser.add_argument("--board", help="also check that the arena and program fit this board")
     parser.add_argument("--format", choices=("json", "cmake"), default="json")

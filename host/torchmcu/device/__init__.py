@@ -1,7 +1,7 @@
 """Firmware for boards: build the runner with a program embedded, run it on an emulator.
 
-    image = firmware.build("out/model.pte", "qemu-an547", "build/fw-qemu")
-    result = firmware.run(image.elf, "qemu-an547", timeout=60).check()
+    image = device.build("out/model.pte", "qemu-an547", "build/fw-qemu")
+    result = device.run(image.elf, "qemu-an547", timeout=60).check()
     outputs = result.outputs(native.program_info(pte_bytes))
 
 `run_samples` does both for a list of input samples and returns the outputs per sample.
@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from torchmcu.firmware.build import FirmwareBuildError, FirmwareImage, build
-from torchmcu.firmware.io_blob import default_inputs, write_io_blob
-from torchmcu.firmware.run import FirmwareRunError, RunResult, run
+from torchmcu.device.build import FirmwareBuildError, FirmwareImage, build
+from torchmcu.device.io_blob import default_inputs, write_io_blob
+from torchmcu.device.run import FirmwareRunError, RunResult, run
 
 __all__ = [
     "FirmwareBuildError",

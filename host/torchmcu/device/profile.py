@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any, TypedDict
 
-from torchmcu.firmware.profile_records import ProfileError, RunProfile, merge_ticks, parse_runner
+from torchmcu.device.profile_records import ProfileError, RunProfile, merge_ticks, parse_runner
 
 ARENA_START, ARENA_END = "__tm_arena_start", "__tm_arena_end"
 
@@ -28,7 +28,7 @@ class Profile(TypedDict):
 
 
 def _data_symbols(elf: str | os.PathLike[str]) -> dict[str, int]:
-    from torchmcu.firmware.icount import IcountError, nm_symbols
+    from torchmcu.device.icount import IcountError, nm_symbols
 
     try:
         return nm_symbols(elf)
@@ -57,8 +57,8 @@ def profile_run(
     QEMU: counts are executed instructions and arena bytes are measured, both by the plugin
     between the marks; elsewhere (an FVP): cycles from the runner's own counter.
     """
-    from torchmcu.firmware.icount import PROFILE_MARKER, count_instructions, symbol_addresses
-    from torchmcu.firmware.run import emulator_for, run
+    from torchmcu.device.icount import PROFILE_MARKER, count_instructions, symbol_addresses
+    from torchmcu.device.run import emulator_for, run
 
     if PROFILE_MARKER not in symbol_addresses(elf):
         raise ProfileError(

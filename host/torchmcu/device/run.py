@@ -23,8 +23,8 @@ import numpy as np
 
 from torchmcu import doctor, progress
 from torchmcu.boards import get_board
-from torchmcu.firmware.io_blob import from_tensor_bytes
-from torchmcu.firmware.profile_records import parse_runner
+from torchmcu.device.io_blob import from_tensor_bytes
+from torchmcu.device.profile_records import parse_runner
 
 # Runner exit codes (firmware/runner/exit_codes.h, cmsis/include/tm_cmsis/faults.h).
 EXIT_OK = 0
@@ -91,8 +91,8 @@ class RunResult:
     @property
     def profile(self) -> list[dict[str, Any]]:
         """Per-operator records of a profiled image (torchmcu build --profile), one per run, in
-        order (torchmcu.firmware.profile_records.parse_runner): counts from the runner's cycle
-        counter, None on QEMU, where torchmcu.firmware.profile.profile_run takes them from the
+        order (torchmcu.device.profile_records.parse_runner): counts from the runner's cycle
+        counter, None on QEMU, where torchmcu.device.profile.profile_run takes them from the
         plugin."""
         return [dict(r) for r in parse_runner(self.console)]
 

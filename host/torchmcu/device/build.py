@@ -148,10 +148,10 @@ def build(
 ) -> FirmwareImage:
     """Configure (preset `board`) and build the runner with `pte` embedded.
 
-    inputs: an inputs blob (torchmcu.firmware.io_blob.write_io_blob bytes, or a path to one);
+    inputs: an inputs blob (torchmcu.device.io_blob.write_io_blob bytes, or a path to one);
     None runs the runner's deterministic default input. defines: extra CMake cache entries
     (e.g. {"TORCHMCU_RUNNER_FAULT_TEST": "ON"}). profile: compile the executor's per-kernel
-    hook in (TORCHMCU_PROFILE; counted by torchmcu.firmware.icount.profile_instructions).
+    hook in (TORCHMCU_PROFILE; counted by torchmcu.device.icount.profile_instructions).
     Always set explicitly, so a reused build directory never keeps a previous choice.
     bundle: a .bpte (bytes or path) embedded instead of the .pte and inputs; the runner runs
     every test case and compares on the device (firmware/runner/bundled_runner.c), with the
@@ -233,7 +233,7 @@ def _check_plan(ptes: Sequence[Path], board: str) -> None:
     """Before CMake: every program verifies and the image's arena and programs fit the board
     (one clear error with the sizes instead of a configure log)."""
     from torchmcu.boards import BoardError
-    from torchmcu.firmware.plan import PlanError, board_plan
+    from torchmcu.device.plan import PlanError, board_plan
 
     try:
         board_plan(list(ptes), board)

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import TypedDict
 
 from torchmcu.boards import get_board
-from torchmcu.firmware.profile_records import ProfileError, merge_ticks, parse_runner
-from torchmcu.firmware.run import EXIT_TIMEOUT, emulator_for, exit_message, qemu_command
+from torchmcu.device.profile_records import ProfileError, merge_ticks, parse_runner
+from torchmcu.device.run import EXIT_TIMEOUT, emulator_for, exit_message, qemu_command
 
 PLUGIN_SOURCES = ("icount.c", "plugin_api.h")
 DEFAULT_REGIONS: dict[str, tuple[str, str]] = {"inference": ("tm_bench_begin", "tm_bench_end")}
@@ -314,19 +314,19 @@ def profile_instructions(
     timeout: float = 120.0,
     check: bool = True,
 ) -> Profile:
-    """Instructions of each kernel call of an image built with firmware.build(..., profile=True).
+    """Instructions of each kernel call of an image built with device.build(..., profile=True).
 
     The executor calls tm_profile_instruction before each kernel instruction and once after the
     last; a tick region on it makes every kernel call one occurrence (K per inference), merged
-    with the runner's own records in order (torchmcu.firmware.profile_records.merge_ticks).
+    with the runner's own records in order (torchmcu.device.profile_records.merge_ticks).
     `pte` is the embedded program: the runner's records must name its kernel calls. Each count
     includes one mark (Profile["overhead"], measured by the runner as an empty mark pair): the
     counts of a profiled image exceed an unprofiled image's by that overhead. For the arena bytes and the
-    FVP's cycles, see torchmcu.firmware.profile.profile_run.
+    FVP's cycles, see torchmcu.device.profile.profile_run.
     """
     if PROFILE_MARKER not in symbol_addresses(elf):
         raise IcountError(
-            f"{elf} has no {PROFILE_MARKER}: build it with firmware.build(..., profile=True) "
+            f"{elf} has no {PROFILE_MARKER}: build it with device.build(..., profile=True) "
             "(CMake -DTORCHMCU_PROFILE=ON)"
         )
     calls = kernel_calls(pte, method)
