@@ -167,3 +167,61 @@ def every_kind_program() -> Program:
         segments_data=[blob0, blob1],
         version=0,
     )
+
+
+def slice_copy_program(
+    sizes: list[int],
+    dim: int,
+    start: int,
+    end: int,
+    step: int,
+    scalar_type: ScalarType = ScalarType.CHAR,
+    *,
+    out_sizes: list[int] | None = None,
+    out_offset: int | None = None,
+) -> Program:
+    """One torchmcu::slice_copy call on contiguous tensors: values 0 self (arena offset 0),
+    1..4 dim/start/end/step, 5 out (after self, 16-byte aligned, unless out_offset says
+    otherwise). out_sizes defaults to the valid slice's sizes."""
+    from torchmcu.pte.program import ELEMENT_SIZE
+
+    if out_sizes is None:
+        out_sizes = list(sizes)
+        out_sizes[dim] = max(0, (end - start + step - 1) // step)
+    esize = ELEMENT_SIZE[scalar_type]
+    in_bytes = esize * _numel(sizes)
+    if out_offset is None:
+        out_offset = (in_bytes + 15) // 16 * 16
+    arena = max(in_bytes, out_offset + esize * _numel(out_sizes))
+    values = [
+        Tensor(scalar_type, list(sizes), list(range(len(sizes))), allocation=Allocation(1, 0)),
+        Int(dim),
+        Int(start),
+        Int(end),
+        Int(step),
+        Tensor(
+            scalar_type,
+            list(out_sizes),
+            list(range(len(out_sizes))),
+            allocation=Allocation(1, out_offset),
+        ),
+    ]
+    plan = ExecutionPlan(
+        name="forward",
+        values=values,
+        inputs=[0],
+        outputs=[5],
+        chains=[
+            Chain(inputs=[0], outputs=[5], instructions=[KernelCall(0, [0, 1, 2, 3, 4, 5, 5])])
+        ],
+        operators=[Operator("torchmcu::slice_copy", "out")],
+        non_const_buffer_sizes=[0, arena],
+    )
+    return Program(execution_plan=[plan], constants=[b""])
+
+
+def _numel(sizes: list[int]) -> int:
+    n = 1
+    for s in sizes:
+        n *= s
+    return n

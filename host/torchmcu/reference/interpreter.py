@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from torchmcu.ops.core import Bound, OpDef, scalar_value
 from torchmcu.pte import program as pm
 from torchmcu.reference import ops_elementwise as ew
 from torchmcu.reference import ops_layout, ops_linear_conv, ops_pool, ops_softmax, ops_table
@@ -116,17 +117,10 @@ class _Call:
         self.values = memory.values
 
     def scalar(self, i: int):
-        v = self.values[self.args[i]]
-        if isinstance(v, pm.Null):
-            return None
-        if isinstance(v, (pm.Int, pm.Bool, pm.Double)):
-            return v.value
-        if isinstance(v, pm.IntList):
-            items = [self.values[k] for k in v.items]
-            if not all(isinstance(item, pm.Int) for item in items):
-                raise InterpreterError(f"argument {i}: int list refers to non-Int values")
-            return [item.value for item in items]
-        raise InterpreterError(f"argument {i}: expected a scalar or int list, got {type(v).__name__}")
+        try:
+            return scalar_value(self.values, self.values[self.args[i]])
+        except ValueError as exc:
+            raise InterpreterError(f"argument {i}: {exc}") from None
 
     def tensor_meta(self, i: int) -> pm.Tensor:
         return self.memory.tensor(self.args[i])
@@ -147,6 +141,33 @@ class _Call:
 
     def write_out(self, result: np.ndarray) -> None:
         self.memory.write(self.args[-2], np.ascontiguousarray(result).reshape(_physical_shape(self.tensor_meta(-2))))
+
+
+_Handler = Callable[[_Call], np.ndarray]
+
+
+class _Bound(Bound):
+    """The interpreter's named view of one KernelCall of a registry op: memory reads by
+    argument name and the out's layout (reference(b) returns the physical out)."""
+
+    def __init__(self, op: OpDef, call: _Call) -> None:
+        super().__init__(op, call.values, call.args)
+        self.call = call
+
+    def physical(self, name: str) -> np.ndarray | None:
+        """The tensor's elements in memory order (None for a Null)."""
+        return self.call.physical(self.index(name))
+
+    def nhwc(self, name: str, nhwc_sizes: bool) -> np.ndarray:
+        return self.call.nhwc(self.index(name), nhwc_sizes)
+
+    def logical(self, name: str) -> np.ndarray:
+        """The tensor in logical (sizes) order."""
+        return self.call.memory.read_logical(self.value_index(name))
+
+    def to_out(self, logical: np.ndarray) -> np.ndarray:
+        """A logical result in the out tensor's memory order."""
+        return np.transpose(logical, self.tensor(self.op.schema.outs[0].name).dim_order)
 
 
 def _conv(call: _Call, nhwc: bool, depthwise: bool) -> np.ndarray:
@@ -187,7 +208,6 @@ def _transpose(call: _Call) -> np.ndarray:
     return np.transpose(result, call.tensor_meta(-2).dim_order)
 
 
-_Handler = Callable[[_Call], np.ndarray]
 _HANDLERS: dict[str, _Handler] = {
     "cortex_m::quantize_per_tensor": lambda c: _quantize(c, ew.quantize_per_tensor),
     "cortex_m::dequantize_per_tensor": lambda c: _quantize(c, ew.dequantize_per_tensor),
