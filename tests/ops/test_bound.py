@@ -67,6 +67,7 @@ def test_interpreter_bound_reads_memory_and_lays_out_the_out() -> None:
     np.testing.assert_array_equal(b.logical("self"), x)
     np.testing.assert_array_equal(b.physical("self"), x)
     assert b.to_out(x[:, 1:]).shape == (2, 2)
+    np.testing.assert_array_equal(SLICE.reference(b), x[:, 1:3])
 
 
 def test_interpreter_bound_sees_the_rebound_values() -> None:
