@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from torchmcu import ops
-from torchmcu.ops.core import OpDef
+from torchmcu.ops.core import OpDef, Pattern
 
 T = TypeVar("T")
 
@@ -36,3 +36,10 @@ def npu_lowerings(adapt: Callable[[OpDef], T]) -> dict[str, T]:
 def npu_rules() -> dict[str, OpDef]:
     """The ops whose NPU support the registry answers: check, then npu.support."""
     return {o.qualified: o for o in ops.ops() if o.npu is not None and o.npu.lower is not None}
+
+
+def emitters(resolve: Callable[[str], object], adapt: Callable[[Pattern], T]) -> dict[object, T]:
+    """lowering's EMITTERS part: resolve(aten name) -> adapt(pattern), for the patterns with
+    an int8 rule. `resolve` turns "aten::slice.Tensor" into the torch target (lower/ does it:
+    this layer has no torch), and fails on a name torch lacks."""
+    return {resolve(t): adapt(p) for p in ops.patterns() if p.lower is not None for t in p.aten}

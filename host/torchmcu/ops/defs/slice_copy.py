@@ -3,8 +3,8 @@ argument list of the portable aten::slice_copy.Tensor_out, bounds resolved by th
 
 Defined here once: the argument check (the rules firmware/kernels/cortex_m/slice_copy.c
 enforces, naming the same argument), the reference, the TOSA lowering and its NPU rule, and
-the contract. The aten rules that emit it (lower/rules_slice.py: emit_slice, emit_select) stay
-there until the lowering Kit exists (docs/design/operator-registry.md, step 4).
+the contract, and the aten rules that emit it (aten::slice.Tensor, aten::select.int), which get
+the lowering Kit (torchmcu/lower/kit.py) as `k`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from torchmcu.ops.core import ArgError, Bound, Kernel, Npu, op
+from torchmcu.ops.core import ArgError, Bound, Kernel, Npu, op, pattern
 from torchmcu.ops.layout import laid_out_as
 from torchmcu.pte import program as pm
 
@@ -163,3 +163,58 @@ SLICE_COPY = op(
     ),
     contract=CONTRACT,
 )
+
+
+# -- the aten side: k is the lowering Kit, node a torch.fx.Node (torch-free here)
+def _emit_copy(k: Any, node: Any, x: Any, dim: int, start: int, end: int, step: int) -> Any:
+    out = k.new_int8(node.name, out_sizes(x.sizes, dim, start, end, step), None, nhwc=False)
+    out = out.with_(scale=x.scale, zero_point=x.zero_point)
+    k.call(
+        SLICE_COPY,
+        node,
+        self=x.vi,
+        dim=k.int_(dim),
+        start=k.int_(start),
+        end=k.int_(end),
+        step=k.int_(step),
+        out=out.vi,
+    )
+    return out
+
+
+def lower_slice(k: Any, node: Any) -> None:
+    """aten::slice.Tensor: a view when it keeps the whole tensor, else a slice_copy with the
+    bounds resolved as Python resolves them (0 <= start <= end <= size)."""
+    x, qs, act, _ = k.shared_input(node, "slice")
+    dim = int(k.aten_arg(node, "dim", 0)) % x.rank
+    size = x.sizes[dim]
+    start = k.aten_arg(node, "start", None)
+    end = k.aten_arg(node, "end", None)
+    step = int(k.aten_arg(node, "step", 1))
+    start = 0 if start is None else int(start)
+    end = size if end is None else int(end)
+    start = min(max(start + size if start < 0 else start, 0), size)
+    end = min(max(end + size if end < 0 else end, start), size)
+    if step < 1:
+        raise k.unsupported(node, f"slice step {step}")
+    if start == 0 and end == size and step == 1:
+        out = x
+    else:
+        out = _emit_copy(k, node, x, dim, start, end, step)
+    if out.sizes != k.shape_of(node):
+        raise k.unsupported(node, f"slice result {out.sizes} differs from {k.shape_of(node)}")
+    k.bind_shared(node, qs, act, out)
+
+
+def lower_select(k: Any, node: Any) -> None:
+    """aten::select.int: a view of a size-1 dim, else a one-row slice_copy, viewed without
+    the dim."""
+    x, qs, act, _ = k.shared_input(node, "select")
+    dim = int(k.aten_arg(node, "dim")) % x.rank
+    index = int(k.aten_arg(node, "index")) % x.sizes[dim]
+    part = x if x.sizes[dim] == 1 else _emit_copy(k, node, x, dim, index, index + 1, 1)
+    k.bind_shared(node, qs, act, k.alias(part, k.shape_of(node), nhwc=False))
+
+
+pattern("aten::slice.Tensor", lower=lower_slice, emits=(SLICE_COPY,))
+pattern("aten::select.int", lower=lower_select, emits=(SLICE_COPY,))
