@@ -64,22 +64,23 @@ def linear_program() -> Program:
         Int(127),  # 11 act max
         Tensor(ScalarType.CHAR, [1, 3], [0, 1], allocation=Allocation(1, 16)),  # 12 y
     ]
-    plan = ExecutionPlan(
+    call = KernelCall(0, [0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 12])
+    plan = one_call_plan(values, call, "cortex_m::quantized_linear", arena=32)
+    return Program(execution_plan=[plan], constants=[b"", w, bias, ksum])
+
+
+def one_call_plan(values: list, call: KernelCall, op: str, arena: int) -> ExecutionPlan:
+    """A "forward" plan of one KernelCall of `op`, from value 0 to the call's out."""
+    out = call.args[-1]
+    return ExecutionPlan(
         name="forward",
         values=values,
         inputs=[0],
-        outputs=[12],
-        chains=[
-            Chain(
-                inputs=[0],
-                outputs=[12],
-                instructions=[KernelCall(0, [0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 12])],
-            )
-        ],
-        operators=[Operator("cortex_m::quantized_linear", "out")],
-        non_const_buffer_sizes=[0, 32],
+        outputs=[out],
+        chains=[Chain(inputs=[0], outputs=[out], instructions=[call])],
+        operators=[Operator(op, "out")],
+        non_const_buffer_sizes=[0, arena],
     )
-    return Program(execution_plan=[plan], constants=[b"", w, bias, ksum])
 
 
 def every_kind_program() -> Program:
@@ -206,17 +207,8 @@ def slice_copy_program(
             allocation=Allocation(1, out_offset),
         ),
     ]
-    plan = ExecutionPlan(
-        name="forward",
-        values=values,
-        inputs=[0],
-        outputs=[5],
-        chains=[
-            Chain(inputs=[0], outputs=[5], instructions=[KernelCall(0, [0, 1, 2, 3, 4, 5, 5])])
-        ],
-        operators=[Operator("torchmcu::slice_copy", "out")],
-        non_const_buffer_sizes=[0, arena],
-    )
+    call = KernelCall(0, [0, 1, 2, 3, 4, 5, 5])
+    plan = one_call_plan(values, call, "torchmcu::slice_copy", arena)
     return Program(execution_plan=[plan], constants=[b""])
 
 
