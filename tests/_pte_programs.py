@@ -64,22 +64,23 @@ def linear_program() -> Program:
         Int(127),  # 11 act max
         Tensor(ScalarType.CHAR, [1, 3], [0, 1], allocation=Allocation(1, 16)),  # 12 y
     ]
-    plan = ExecutionPlan(
+    call = KernelCall(0, [0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 12])
+    plan = one_call_plan(values, call, "cortex_m::quantized_linear", arena=32)
+    return Program(execution_plan=[plan], constants=[b"", w, bias, ksum])
+
+
+def one_call_plan(values: list, call: KernelCall, op: str, arena: int) -> ExecutionPlan:
+    """A "forward" plan of one KernelCall of `op`, from value 0 to the call's out."""
+    out = call.args[-1]
+    return ExecutionPlan(
         name="forward",
         values=values,
         inputs=[0],
-        outputs=[12],
-        chains=[
-            Chain(
-                inputs=[0],
-                outputs=[12],
-                instructions=[KernelCall(0, [0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 12])],
-            )
-        ],
-        operators=[Operator("cortex_m::quantized_linear", "out")],
-        non_const_buffer_sizes=[0, 32],
+        outputs=[out],
+        chains=[Chain(inputs=[0], outputs=[out], instructions=[call])],
+        operators=[Operator(op, "out")],
+        non_const_buffer_sizes=[0, arena],
     )
-    return Program(execution_plan=[plan], constants=[b"", w, bias, ksum])
 
 
 def every_kind_program() -> Program:
@@ -167,3 +168,52 @@ def every_kind_program() -> Program:
         segments_data=[blob0, blob1],
         version=0,
     )
+
+
+def slice_copy_program(
+    sizes: list[int],
+    dim: int,
+    start: int,
+    end: int,
+    step: int,
+    scalar_type: ScalarType = ScalarType.CHAR,
+    *,
+    out_sizes: list[int] | None = None,
+    out_offset: int | None = None,
+) -> Program:
+    """One torchmcu::slice_copy call on contiguous tensors: values 0 self (arena offset 0),
+    1..4 dim/start/end/step, 5 out (after self, 16-byte aligned, unless out_offset says
+    otherwise). out_sizes defaults to the valid slice's sizes."""
+    from torchmcu.pte.program import ELEMENT_SIZE
+
+    if out_sizes is None:
+        out_sizes = list(sizes)
+        out_sizes[dim] = max(0, (end - start + step - 1) // step)
+    esize = ELEMENT_SIZE[scalar_type]
+    in_bytes = esize * _numel(sizes)
+    if out_offset is None:
+        out_offset = (in_bytes + 15) // 16 * 16
+    arena = max(in_bytes, out_offset + esize * _numel(out_sizes))
+    values = [
+        Tensor(scalar_type, list(sizes), list(range(len(sizes))), allocation=Allocation(1, 0)),
+        Int(dim),
+        Int(start),
+        Int(end),
+        Int(step),
+        Tensor(
+            scalar_type,
+            list(out_sizes),
+            list(range(len(out_sizes))),
+            allocation=Allocation(1, out_offset),
+        ),
+    ]
+    call = KernelCall(0, [0, 1, 2, 3, 4, 5, 5])
+    plan = one_call_plan(values, call, "torchmcu::slice_copy", arena)
+    return Program(execution_plan=[plan], constants=[b""])
+
+
+def _numel(sizes: list[int]) -> int:
+    n = 1
+    for s in sizes:
+        n *= s
+    return n

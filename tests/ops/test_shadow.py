@@ -44,12 +44,13 @@ def test_native_kernel_names() -> None:
     assert sorted(built) == sorted((o.qualified, o.schema.overload) for o in ops.ops())
 
 
-def test_interpreter_handlers_and_schema_args() -> None:
+def test_interpreter_handlers() -> None:
+    # _SCHEMA_ARGS is a view (ops.views.schema_args); _HANDLERS is one for the ops with a
+    # reference, and the legacy part must hold exactly the others
     int8 = ops.ops("int8")
     assert set(interpreter._HANDLERS) == _names(int8)
+    assert set(interpreter._LEGACY_HANDLERS) == _names([o for o in int8 if o.reference is None])
     assert {o.schema.overload for o in int8} == {"out"}  # the interpreter runs .out only
-    # _SCHEMA_ARGS counts the schema's arguments; a call passes the out once more
-    assert interpreter._SCHEMA_ARGS == {o.qualified: o.schema.n_call_args - 1 for o in int8}
 
 
 def test_control_ops() -> None:
@@ -108,6 +109,8 @@ def test_partition_and_subprogram_conventions(definition: OpDef) -> None:
 def test_npu_support_sets_and_lowerings() -> None:
     npu = _names(_npu_ops())
     assert set(lowerings.LOWERINGS) == npu
+    legacy = _names([o for o in _npu_ops() if o.npu.lower is None])  # type: ignore[union-attr]
+    assert set(lowerings._LEGACY_LOWERINGS) == legacy
     assert support.FLOAT_OPS == {o.qualified for o in ops.ops() if o.no_npu is not None}
     assert (
         support.CONV_OPS | support.DEPTHWISE_OPS | support.AVG_POOL_OPS | support.MAX_POOL_OPS

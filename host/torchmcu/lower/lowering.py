@@ -23,6 +23,7 @@ from torchmcu.lower.boundaries import lower_output, lower_placeholder, lower_q
 from torchmcu.lower.context import Ctx, LoweringOptions
 from torchmcu.lower.errors import LoweringError, unsupported
 from torchmcu.lower.float_nodes import is_float_node
+from torchmcu.lower.kit import pattern_rule, resolve_target
 from torchmcu.lower.report import LoweringReport
 from torchmcu.lower.requant import ACTIVATIONS
 from torchmcu.lower.rules_activation import emit_table_activation
@@ -32,7 +33,8 @@ from torchmcu.lower.rules_float import FLOAT_EMITTERS
 from torchmcu.lower.rules_linear_conv import emit_conv2d, emit_linear
 from torchmcu.lower.rules_misc import emit_pad, emit_softmax, emit_view
 from torchmcu.lower.rules_pool import emit_avg_pool2d, emit_global_pool, emit_max_pool2d
-from torchmcu.lower.rules_slice import emit_select, emit_slice, emit_transpose
+from torchmcu.lower.rules_slice import emit_transpose
+from torchmcu.ops import views
 from torchmcu.plan.check import PlanError
 from torchmcu.pte.program import Program
 from torchmcu.quantize.annotation import read_annotation
@@ -42,8 +44,9 @@ __all__ = ["EMITTERS", "LoweringOptions", "finish_lowering", "lower_graph", "low
 
 _aten = torch.ops.aten
 
-# aten target -> rule emitting its kernel call(s)
-EMITTERS: dict[Any, Callable[[Ctx, torch.fx.Node], None]] = {
+# aten target -> rule emitting its kernel call(s): the registry's patterns, then the rules of
+# the families not defined in torchmcu.ops yet (step 6)
+_LEGACY_EMITTERS: dict[Any, Callable[[Ctx, torch.fx.Node], None]] = {
     _aten.conv2d.default: emit_conv2d,
     _aten.linear.default: emit_linear,
     _aten.add.Tensor: emit_add,
@@ -70,10 +73,12 @@ EMITTERS: dict[Any, Callable[[Ctx, torch.fx.Node], None]] = {
     _aten.constant_pad_nd.default: emit_pad,
     _aten.sigmoid.default: emit_table_activation,
     _aten.tanh.default: emit_table_activation,
-    _aten.select.int: emit_select,
-    _aten.slice.Tensor: emit_slice,
     _aten.transpose.int: emit_transpose,
     **CONTROL_FLOW_EMITTERS,
+}
+EMITTERS: dict[Any, Callable[[Ctx, torch.fx.Node], None]] = {
+    **views.emitters(resolve_target, pattern_rule),
+    **_LEGACY_EMITTERS,
 }
 
 

@@ -12,7 +12,12 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from torchmcu.pte import program as pm
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 FAMILIES = ("int8", "portable", "control")
 # How a KernelCall passes the arguments (firmware/runtime/src/method.c runs the loop roles):
@@ -29,6 +34,20 @@ class SchemaError(ValueError):
 
 class RegistryError(ValueError):
     """A definition the registry refuses: a duplicate key or inconsistent fields."""
+
+
+class ArgError(ValueError):
+    """A KernelCall argument its operator's check refuses, named as TM_ARG_CHECK names it: the
+    schema position (the C kernel's ctx->bad_argument) and the argument's name."""
+
+    def __init__(self, index: int, name: str, message: str) -> None:
+        super().__init__(message)
+        self.index = index
+        self.name = name
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"argument {self.index} ({self.name}): {self.message}"
 
 
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -471,3 +490,79 @@ def nhwc_variant(base: OpDef, kernel: Kernel, registry: Registry | None = None) 
 def pattern(*aten: str, registry: Registry | None = None, **fields: Any) -> Pattern:
     """Register a Pattern for the aten targets `aten` (a target in two patterns fails)."""
     return (REGISTRY if registry is None else registry).add_pattern(Pattern(tuple(aten), **fields))
+
+
+def scalar_value(values: Sequence[pm.EValue], v: pm.EValue) -> Any:
+    """An Int/Bool/Double's value, an IntList's values (through `values`), None for a Null;
+    ValueError for any other EValue."""
+    if isinstance(v, pm.Null):
+        return None
+    if isinstance(v, (pm.Int, pm.Bool, pm.Double)):
+        return v.value
+    if isinstance(v, pm.IntList):
+        items = [values[k] for k in v.items]
+        if not all(isinstance(item, pm.Int) for item in items):
+            raise ValueError("int list refers to non-Int values")
+        return [item.value for item in items]  # type: ignore[union-attr]
+    raise ValueError(f"expected a scalar or int list, got {type(v).__name__}")
+
+
+class Bound:
+    """The named view of one KernelCall: `b.stride` (a scalar or int list), `b.tensor("weight")`
+    (a pm.Tensor), `b.index("dim")` (its schema position). `values` are the plan's values, or the
+    interpreter's copy of them (MoveCall rebinds scalars); `args` the call's value indices.
+
+    A scalar argument reads as an attribute unless its name is one of Bound's own (`index`,
+    `tensor`...): `b.scalar(name)` always works. The stages subclass it: the interpreter adds
+    memory reads and the out write, the TOSA lowering constants and its error type."""
+
+    def __init__(self, op: OpDef, values: Sequence[pm.EValue], args: Sequence[int]) -> None:
+        self.op = op
+        self.values = values
+        self.args = list(args)
+
+    def index(self, name: str) -> int:
+        """The schema position of argument `name` (AttributeError for a name it lacks)."""
+        return self.op.schema.A[name]
+
+    def value_index(self, name: str) -> int:
+        """The plan value argument `name` refers to."""
+        return self.args[self.index(name)]
+
+    def value(self, name: str) -> pm.EValue:
+        return self.values[self.value_index(name)]
+
+    def is_none(self, name: str) -> bool:
+        return isinstance(self.value(name), pm.Null)
+
+    def reject(self, name: str, message: str) -> ArgError:
+        """The ArgError naming argument `name` (raise it)."""
+        return ArgError(self.index(name), name, message)
+
+    def scalar(self, name: str) -> Any:
+        """An Int/Bool/Double's value, an IntList's values, None for a Null."""
+        try:
+            return scalar_value(self.values, self.value(name))
+        except ValueError as exc:
+            raise self.reject(name, str(exc)) from None
+
+    def tensor(self, name: str) -> pm.Tensor:
+        v = self.value(name)
+        if not isinstance(v, pm.Tensor):
+            raise self.reject(name, f"expected a Tensor, got {type(v).__name__}")
+        return v
+
+    def check(self) -> None:
+        """The operator's argument check (raises ArgError); nothing if it has none."""
+        if self.op.check is not None:
+            self.op.check(self)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name in ("op", "values", "args"):
+            raise AttributeError(name)
+        return self.scalar(name)
+
+
+def bind(op: OpDef, values: Sequence[pm.EValue], args: Sequence[int]) -> Bound:
+    """The named view of a KernelCall of `op` with value indices `args` into `values`."""
+    return Bound(op, values, args)

@@ -18,6 +18,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from torchmcu.ops import views
+from torchmcu.ops.core import ArgError, Bound, OpDef, scalar_value
 from torchmcu.pte import program as pm
 from torchmcu.reference import ops_elementwise as ew
 from torchmcu.reference import ops_layout, ops_linear_conv, ops_pool, ops_softmax, ops_table
@@ -116,17 +118,10 @@ class _Call:
         self.values = memory.values
 
     def scalar(self, i: int):
-        v = self.values[self.args[i]]
-        if isinstance(v, pm.Null):
-            return None
-        if isinstance(v, (pm.Int, pm.Bool, pm.Double)):
-            return v.value
-        if isinstance(v, pm.IntList):
-            items = [self.values[k] for k in v.items]
-            if not all(isinstance(item, pm.Int) for item in items):
-                raise InterpreterError(f"argument {i}: int list refers to non-Int values")
-            return [item.value for item in items]
-        raise InterpreterError(f"argument {i}: expected a scalar or int list, got {type(v).__name__}")
+        try:
+            return scalar_value(self.values, self.values[self.args[i]])
+        except ValueError as exc:
+            raise InterpreterError(f"argument {i}: {exc}") from None
 
     def tensor_meta(self, i: int) -> pm.Tensor:
         return self.memory.tensor(self.args[i])
@@ -147,6 +142,45 @@ class _Call:
 
     def write_out(self, result: np.ndarray) -> None:
         self.memory.write(self.args[-2], np.ascontiguousarray(result).reshape(_physical_shape(self.tensor_meta(-2))))
+
+
+_Handler = Callable[[_Call], np.ndarray]
+
+
+class _Bound(Bound):
+    """The interpreter's named view of one KernelCall of a registry op: memory reads by
+    argument name and the out's layout (reference(b) returns the physical out)."""
+
+    def __init__(self, op: OpDef, call: _Call) -> None:
+        super().__init__(op, call.values, call.args)
+        self.call = call
+
+    def physical(self, name: str) -> np.ndarray | None:
+        """The tensor's elements in memory order (None for a Null)."""
+        return self.call.physical(self.index(name))
+
+    def nhwc(self, name: str, nhwc_sizes: bool) -> np.ndarray:
+        return self.call.nhwc(self.index(name), nhwc_sizes)
+
+    def logical(self, name: str) -> np.ndarray:
+        """The tensor in logical (sizes) order."""
+        return self.call.memory.read_logical(self.value_index(name))
+
+    def to_out(self, logical: np.ndarray) -> np.ndarray:
+        """A logical result in the out tensor's memory order."""
+        return np.transpose(logical, self.tensor(self.op.schema.outs[0].name).dim_order)
+
+
+def _from_registry(op: OpDef) -> _Handler:
+    def handler(call: _Call) -> np.ndarray:
+        bound = _Bound(op, call)
+        try:
+            bound.check()
+        except ArgError as exc:
+            raise InterpreterError(str(exc)) from exc
+        return op.reference(bound)  # type: ignore[misc]
+
+    return handler
 
 
 def _conv(call: _Call, nhwc: bool, depthwise: bool) -> np.ndarray:
@@ -187,8 +221,7 @@ def _transpose(call: _Call) -> np.ndarray:
     return np.transpose(result, call.tensor_meta(-2).dim_order)
 
 
-_Handler = Callable[[_Call], np.ndarray]
-_HANDLERS: dict[str, _Handler] = {
+_LEGACY_HANDLERS: dict[str, _Handler] = {
     "cortex_m::quantize_per_tensor": lambda c: _quantize(c, ew.quantize_per_tensor),
     "cortex_m::dequantize_per_tensor": lambda c: _quantize(c, ew.dequantize_per_tensor),
     "cortex_m::quantized_add": lambda c: ew.quantized_add(
@@ -218,10 +251,9 @@ _HANDLERS: dict[str, _Handler] = {
     "cortex_m::transpose": _transpose,
     "cortex_m::quantized_activation": lambda c: ops_table.quantized_activation(
         c.physical(0), c.physical(1)),
-    "torchmcu::slice_copy": lambda c: np.transpose(ops_table.slice_copy(
-        c.memory.read_logical(c.args[0]), *(c.scalar(i) for i in range(1, 5))),
-        c.tensor_meta(-2).dim_order),
 }
+# Registry ops first; the others until their family is defined in torchmcu.ops (step 6).
+_HANDLERS: dict[str, _Handler] = {**views.references(_from_registry), **_LEGACY_HANDLERS}
 
 
 def _interleave_add(c: _Call) -> list:
@@ -238,15 +270,7 @@ def _contiguous(c: _Call, i: int) -> np.ndarray:
 
 
 # Number of schema arguments (including `out`) of each operator.
-_SCHEMA_ARGS = {
-    "cortex_m::quantize_per_tensor": 7, "cortex_m::dequantize_per_tensor": 7, "cortex_m::quantized_add": 14,
-    "cortex_m::quantized_mul": 8, "cortex_m::quantized_linear": 12, "cortex_m::quantized_conv2d": 14,
-    "cortex_m::quantized_conv2d_nhwc": 14, "cortex_m::quantized_depthwise_conv2d": 15,
-    "cortex_m::quantized_depthwise_conv2d_nhwc": 15, "cortex_m::quantized_avg_pool2d": 10,
-    "cortex_m::quantized_avg_pool2d_nhwc": 10, "cortex_m::quantized_max_pool2d": 11,
-    "cortex_m::quantized_max_pool2d_nhwc": 11, "cortex_m::softmax": 8, "cortex_m::pad": 5,
-    "cortex_m::transpose": 3, "cortex_m::quantized_activation": 3, "torchmcu::slice_copy": 6,
-}
+_SCHEMA_ARGS: dict[str, int] = views.schema_args()
 
 
 def _run_kernel(memory: _Memory, plan: pm.ExecutionPlan, call: pm.KernelCall) -> None:

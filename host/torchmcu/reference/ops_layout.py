@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from torchmcu.ops.layout import laid_out_as  # defined in ops; the stages import it from here
 from torchmcu.reference.ops_elementwise import _check_int
 
 
@@ -38,20 +39,6 @@ def pad(input: np.ndarray, pre_pad: Sequence[int], post_pad: Sequence[int], pad_
 
 
 _NHWC = (0, 2, 3, 1)
-
-
-def _strides(sizes: Sequence[int], order: Sequence[int]) -> dict[int, int]:
-    strides, step = {}, 1
-    for d in reversed(order):
-        strides[d] = step
-        step *= sizes[d]
-    return strides
-
-
-def laid_out_as(sizes: Sequence[int], dim_order: Sequence[int], order: Sequence[int]) -> bool:
-    """Bytes in `dim_order` equal bytes in `order` (dims of size 1 do not matter)."""
-    a, b = _strides(sizes, dim_order), _strides(sizes, order)
-    return all(a[d] == b[d] for d in range(len(sizes)) if sizes[d] > 1)
 
 
 def is_channels_last(sizes: Sequence[int], dim_order: Sequence[int]) -> bool:

@@ -2,12 +2,15 @@
 
 cortex_m::quantized_activation(input, lut): out = lut[input + 128], elementwise on int8
 (ExecuTorch's operators.py semantics). torchmcu::slice_copy(self, dim, start, end, step):
-the logical slice self[..., start:end:step, ...] along dim, any element type.
+the logical slice self[..., start:end:step, ...] along dim, any element type (defined in
+torchmcu/ops/defs/slice_copy.py, re-exported here).
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from torchmcu.ops.defs.slice_copy import slice_copy  # noqa: F401 (defined once, in the registry)
 
 
 def quantized_activation(x: np.ndarray, lut: np.ndarray) -> np.ndarray:
@@ -18,14 +21,3 @@ def quantized_activation(x: np.ndarray, lut: np.ndarray) -> np.ndarray:
     if x.dtype != np.int8:
         raise ValueError(f"quantized_activation: input must be int8, got {x.dtype}")
     return table[x.astype(np.int32) + 128]
-
-
-def slice_copy(x: np.ndarray, dim: int, start: int, end: int, step: int) -> np.ndarray:
-    if not 0 <= dim < x.ndim:
-        raise ValueError(f"slice_copy: dim {dim} out of range for rank {x.ndim}")
-    if step < 1 or not 0 <= start <= end <= x.shape[dim]:
-        raise ValueError(f"slice_copy: start {start}, end {end}, step {step} invalid for size "
-                         f"{x.shape[dim]}")
-    index = [slice(None)] * x.ndim
-    index[dim] = slice(start, end, step)
-    return np.ascontiguousarray(x[tuple(index)])

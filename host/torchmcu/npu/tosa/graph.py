@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from torchmcu.ops.core import Bound, OpDef
 from torchmcu.pte import program as pm
 from torchmcu.reference import ops_layout
 
@@ -277,6 +278,27 @@ class Args:
             f"argument {i} (value {self.args[i]}) is not NHWC in memory: sizes {t.sizes} "
             f"dim_order {t.dim_order}"
         )
+
+
+class BoundArgs(Bound):
+    """The TOSA side's named view of one KernelCall of a registry op (a registry lowering gets
+    it as `a`): Args' constants, NHWC shapes and error type, by argument name."""
+
+    def __init__(self, op: OpDef, args: Args) -> None:
+        super().__init__(op, args.plan.values, args.args)
+        self.raw = args
+
+    def error(self, message: str) -> TosaLoweringError:
+        return self.raw.error(message)
+
+    def constant(self, name: str) -> np.ndarray:
+        return self.raw.constant(self.index(name))
+
+    def nhwc_shape(self, name: str) -> tuple[int, int, int, int]:
+        return self.raw.nhwc_shape(self.index(name))
+
+    def physical_shape(self, name: str) -> tuple[int, ...]:
+        return physical_shape(self.tensor(name))
 
 
 def pair(values: Sequence[int] | int) -> tuple[int, int]:

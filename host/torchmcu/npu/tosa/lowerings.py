@@ -9,13 +9,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from torchmcu.npu.tosa import ops_conv, ops_elementwise, ops_layout, ops_pool, ops_slice
-from torchmcu.npu.tosa.graph import Args, Graph, Tensor
+from torchmcu.npu.tosa import ops_conv, ops_elementwise, ops_layout, ops_pool
+from torchmcu.npu.tosa.graph import Args, BoundArgs, Graph, Tensor
+from torchmcu.ops import views
+from torchmcu.ops.core import OpDef
 
 # (graph, the call's arguments, reader of its activation arguments) -> the output tensor
 Lowering = Callable[[Graph, Args, Callable[[int], Tensor]], Tensor]
 
-LOWERINGS: dict[str, Lowering] = {
+
+def _from_registry(op: OpDef) -> Lowering:
+    def lowering(g: Graph, args: Args, read: Callable[[int], Tensor]) -> Tensor:
+        return op.npu.lower(g, BoundArgs(op, args), read)  # type: ignore[union-attr,misc]
+
+    return lowering
+
+
+# Registry ops first; the others until their family is defined in torchmcu.ops (step 6).
+_LEGACY_LOWERINGS: dict[str, Lowering] = {
     "cortex_m::quantized_conv2d": ops_conv.conv2d,
     "cortex_m::quantized_conv2d_nhwc": ops_conv.conv2d,
     "cortex_m::quantized_depthwise_conv2d": ops_conv.depthwise_conv2d,
@@ -30,5 +41,5 @@ LOWERINGS: dict[str, Lowering] = {
     "cortex_m::quantized_activation": ops_elementwise.activation_table,
     "cortex_m::pad": ops_layout.pad,
     "cortex_m::transpose": ops_layout.transpose,
-    "torchmcu::slice_copy": ops_slice.slice_copy,
 }
+LOWERINGS: dict[str, Lowering] = {**views.npu_lowerings(_from_registry), **_LEGACY_LOWERINGS}

@@ -19,6 +19,8 @@ which is not always what `vela --supported-ops-report` documents:
 from __future__ import annotations
 
 from torchmcu.npu.tosa.lowerings import LOWERINGS
+from torchmcu.ops import views
+from torchmcu.ops.core import ArgError, bind
 from torchmcu.pte import program as pm
 
 FAMILIES = ("u55", "u65", "u85")
@@ -35,6 +37,9 @@ DEPTHWISE_OPS = {
 }
 AVG_POOL_OPS = {"cortex_m::quantized_avg_pool2d", "cortex_m::quantized_avg_pool2d_nhwc"}
 MAX_POOL_OPS = {"cortex_m::quantized_max_pool2d", "cortex_m::quantized_max_pool2d_nhwc"}
+# The ops whose rule is their definition's: the argument check (its failure is the reason),
+# then npu.support. The branches below answer the others until their family moves (step 6).
+_DEFINED = views.npu_rules()
 
 
 def _pair(v: list[int]) -> tuple[int, int]:
@@ -95,6 +100,15 @@ def npu_support(plan: pm.ExecutionPlan, instruction_index: int, family: str) -> 
     reason = _tensor_reason(plan, call)
     if reason:
         return reason
+    defined = _DEFINED.get(name)
+    if defined is not None:
+        b = bind(defined, plan.values, call.args)
+        try:
+            b.check()
+        except ArgError as exc:
+            return f"{name}: {exc}"
+        rule = defined.npu.support if defined.npu is not None else None
+        return rule(b, family) if rule is not None else None
     nhwc = name.endswith("_nhwc")
     out = plan.values[call.args[-2]]
     assert isinstance(out, pm.Tensor)
@@ -113,8 +127,6 @@ def npu_support(plan: pm.ExecutionPlan, instruction_index: int, family: str) -> 
             if weight.sizes[3] != cin:
                 return "grouped convolution is not lowered to the NPU"
         return _stride_reason("convolution", family, _pair(_values(plan, call, 3)), out_hw)
-    if name == "torchmcu::slice_copy" and _values(plan, call, 4) != 1:
-        return f"slice with step {_values(plan, call, 4)} (TOSA SLICE takes step 1)"
     if name == "cortex_m::quantized_linear":
         if _values(plan, call, 5) != 0:
             return "quantized_linear with a non-zero filter offset"

@@ -1,0 +1,118 @@
+"""The lowering toolkit as one object: what a rule defined in torchmcu.ops (a Pattern's
+`lower`) gets instead of importing lower/ (docs/design/operator-registry.md 4.2).
+
+Its methods are today's free functions around one Ctx, plus `aten_arg` (an aten argument by
+its schema name) and `call` (a kernel call by the definition's argument names, in schema
+order, so the values a call creates keep the order the rule writes them in, and with it the
+numbering in the .pte).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+import torch.fx
+
+from torchmcu.lower import context, layout, requant, rules_slice
+from torchmcu.lower.context import Ctx
+from torchmcu.lower.errors import LoweringError, UnsupportedOpError, unsupported
+from torchmcu.lower.graph import arg, shape_of
+from torchmcu.lower.values import LValue
+from torchmcu.ops.core import OpDef, Pattern
+
+Rule = Callable[[Ctx, torch.fx.Node], None]
+
+
+def resolve_target(name: str) -> Any:
+    """The torch op of an aten name as the registry writes it: "aten::slice.Tensor"."""
+    namespace, _, rest = name.partition("::")
+    packet_name, _, overload = rest.partition(".")
+    try:
+        packet = getattr(getattr(torch.ops, namespace), packet_name)
+        return getattr(packet, overload or "default")
+    except AttributeError:
+        raise LoweringError(f"the registry names {name}, which torch does not have") from None
+
+
+def rule_of(lower: Callable[[Kit, torch.fx.Node], None]) -> Rule:
+    """A Pattern's rule as the (ctx, node) rule lowering's EMITTERS dispatches to."""
+
+    def rule(ctx: Ctx, node: torch.fx.Node) -> None:
+        lower(Kit(ctx), node)
+
+    return rule
+
+
+def pattern_rule(p: Pattern) -> Rule:
+    assert p.lower is not None
+    return rule_of(p.lower)
+
+
+class Kit:
+    """One lowering run's helpers, for the rules of torchmcu.ops definitions."""
+
+    def __init__(self, ctx: Ctx) -> None:
+        self.ctx = ctx
+
+    # -- aten side
+    @staticmethod
+    def aten_arg(node: torch.fx.Node, name: str, default: object = None) -> object:
+        """Argument `name` of an aten call (positional or keyword), found by its schema."""
+        schema = node.target._schema  # type: ignore[union-attr]
+        for index, a in enumerate(schema.arguments):
+            if a.name == name:
+                return arg(node, index, name, default)
+        raise LoweringError(f"{schema.name} has no argument {name!r}")
+
+    shape_of = staticmethod(shape_of)
+
+    @staticmethod
+    def unsupported(node: torch.fx.Node, why: str = "") -> UnsupportedOpError:
+        return unsupported(node, why)
+
+    # -- values
+    def input_value(self, node: object) -> LValue:
+        return context.input_value(self.ctx, node)
+
+    def new_int8(self, hint: str, sizes: Sequence[int], qp: Any, nhwc: bool) -> LValue:
+        return context.new_int8(self.ctx, hint, sizes, qp, nhwc)
+
+    def alias(self, v: LValue, sizes: Sequence[int], nhwc: bool, **kw: Any) -> LValue:
+        return context.alias(self.ctx, v, sizes, nhwc, **kw)
+
+    def as_contiguous(self, v: LValue) -> LValue:
+        return layout.as_contiguous(self.ctx, v)
+
+    def output_quant(self, node: torch.fx.Node, allow_activation: bool):
+        return requant.output_quant(self.ctx, node, allow_activation)
+
+    same_qparams = staticmethod(requant.same_qparams)
+
+    def bind_output(self, qs: list[torch.fx.Node], act: torch.fx.Node | None, out: LValue) -> None:
+        context.bind_output(self.ctx, qs, act, out)
+
+    def shared_input(self, node: torch.fx.Node, what: str):
+        """(input, quantize users, fused activation, qparams) of an op that keeps the input's
+        qparams (slice, select, transpose)."""
+        return rules_slice._shared_input(self.ctx, node, what)
+
+    def bind_shared(self, node: torch.fx.Node, qs: list, act: Any, out: LValue) -> None:
+        rules_slice._bind(self.ctx, node, qs, act, out)
+
+    def int_(self, value: int) -> int:
+        return self.ctx.b.int_(value)
+
+    # -- the call
+    def call(self, op: OpDef, node: torch.fx.Node | None, /, **named: int) -> None:
+        """One KernelCall of `op`: `named` are value indices for every schema argument, the
+        out included, given in schema order (keywords are evaluated as written, so a value
+        created in the argument list keeps its place in the .pte). Positional-only, so an
+        argument may be called `self`."""
+        names = [a.name for a in op.schema.args]
+        if list(named) != names:
+            raise LoweringError(f"{op.key}: arguments {list(named)}, the schema's are {names}")
+        out = op.schema.outs[0].name
+        args = [named[n] for n in names if n != out]
+        context.call(self.ctx, op.qualified, args, named[out], node)

@@ -1,0 +1,45 @@
+"""The stages' tables, derived from the registry (docs/design/operator-registry.md 4.4).
+
+A stage keeps its table as a module-level dict, `{**views.x(...), **_LEGACY_X}`, until every
+operator of it is defined here; the stage's own types stay out of this layer, so where a table
+holds a callable the stage passes `adapt`, which turns a definition into the callable its
+dispatch calls (binding the call with the stage's Bound)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from torchmcu import ops
+from torchmcu.ops.core import OpDef, Pattern
+
+T = TypeVar("T")
+
+
+def references(adapt: Callable[[OpDef], T]) -> dict[str, T]:
+    """The interpreter's _HANDLERS part: qualified name -> adapt(op), for the int8 ops with a
+    reference (the interpreter runs their .out overload)."""
+    return {o.qualified: adapt(o) for o in ops.ops("int8") if o.reference is not None}
+
+
+def schema_args() -> dict[str, int]:
+    """The interpreter's _SCHEMA_ARGS: the schema's argument count (a call passes the out once
+    more) of every int8 op."""
+    return {o.qualified: o.schema.n_call_args - 1 for o in ops.ops("int8")}
+
+
+def npu_lowerings(adapt: Callable[[OpDef], T]) -> dict[str, T]:
+    """LOWERINGS' part: qualified name -> adapt(op), for the ops with a TOSA lowering."""
+    return {o.qualified: adapt(o) for o in ops.ops() if o.npu is not None and o.npu.lower}
+
+
+def npu_rules() -> dict[str, OpDef]:
+    """The ops whose NPU support the registry answers: check, then npu.support."""
+    return {o.qualified: o for o in ops.ops() if o.npu is not None and o.npu.lower is not None}
+
+
+def emitters(resolve: Callable[[str], object], adapt: Callable[[Pattern], T]) -> dict[object, T]:
+    """lowering's EMITTERS part: resolve(aten name) -> adapt(pattern), for the patterns with
+    an int8 rule. `resolve` turns "aten::slice.Tensor" into the torch target (lower/ does it:
+    this layer has no torch), and fails on a name torch lacks."""
+    return {resolve(t): adapt(p) for p in ops.patterns() if p.lower is not None for t in p.aten}
