@@ -1,0 +1,53 @@
+"""NPU_OP_POOL: max and average pooling (Vela also uses 1x1 max pools as strided copies)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from torchmcu.npu.model.arith import activation_range, output_stage
+from torchmcu.npu.model.featuremap import feature_map, ofm_shape
+from torchmcu.npu.model.memory import Memory
+from torchmcu.npu.model.state import Registers, kernel
+from torchmcu.npu.model.window import padded_ifm, padding, taps
+
+POOL_MAX, POOL_AVERAGE, POOL_REDUCE_SUM = 0, 1, 2
+_PAD = np.iinfo(np.int64).min  # marks padding: never a maximum, never counted in an average
+
+
+def pooling(regs: Registers, mem: Memory, mode: int) -> int:
+    if mode == POOL_REDUCE_SUM:
+        raise NotImplementedError("REDUCE_SUM pooling is not modelled")
+    if mode not in (POOL_MAX, POOL_AVERAGE):
+        raise NotImplementedError(f"pooling mode {mode}")
+    if regs.param("NPU_SET_IFM_UPSCALE", 0):
+        raise NotImplementedError("IFM upscaling (nearest/transpose resampling) is not modelled")
+    ifm, ofm = feature_map(regs, "IFM"), feature_map(regs, "OFM")
+    oh, ow, oc = ofm_shape(regs)
+    k = kernel(regs)
+    x = padded_ifm(mem, ifm, oc, k, oh, ow, padding(regs), _PAD)
+    if mode == POOL_MAX:
+        acc = np.full((oh, ow, oc), _PAD, np.int64)
+        for _, _, view in taps(x, k, oh, ow):
+            acc = np.maximum(acc, view)
+        acc = acc - ifm.zero_point
+    else:
+        total = np.zeros((oh, ow, oc), np.int64)
+        count = np.zeros((oh, ow, oc), np.int64)
+        for _, _, view in taps(x, k, oh, ow):
+            inside = view != _PAD
+            total += np.where(inside, view - ifm.zero_point, 0)
+            count += inside
+        # Assumption: the average excludes padding and rounds half away from zero.
+        q = (2 * np.abs(total) + count) // (2 * count)
+        acc = np.where(total < 0, -q, q)
+    prec = ofm.precision
+    scale = np.int64(regs.data("NPU_SET_OFM_SCALE"))
+    shift = np.int64(regs.param("NPU_SET_OFM_SCALE") & 0x3F)
+    clamp = activation_range(
+        regs.param("NPU_SET_ACTIVATION", 0),
+        regs.param("NPU_SET_ACTIVATION_MIN"),
+        regs.param("NPU_SET_ACTIVATION_MAX"),
+        prec,
+    )
+    ofm.write(mem, output_stage(acc, scale, shift, prec.rounding, ofm.zero_point, clamp))
+    return oh * ow * oc * k.height * k.width
