@@ -47,11 +47,15 @@ def scale_round(acc: np.ndarray, scale: np.ndarray, shift: np.ndarray, rounding:
 
 
 def activation_range(act: int, lo: int, hi: int, ofm: Precision) -> tuple[int, int]:
-    """ACTIVATION's clip range (bits 15:12) narrows the clamp; LUT/TANH/SIGMOID are not modelled."""
+    """ACTIVATION's clip range (bits 15:12) narrows the clamp; LUT/TANH/SIGMOID are not modelled.
+    Assumption: a 32-bit OFM is not clamped to ACTIVATION_MIN/MAX (16-bit registers; Vela writes
+    the int16 range for it)."""
     kind, clip = act & 0xFFF, act >> 12
     if kind != 0:
         raise NotImplementedError(f"activation function {kind} (LUT, TANH, SIGMOID) is not modelled")
     plo, phi = ofm.range
+    if ofm.bits == 32:
+        return plo, phi
     forced = {2: (0, 255), 3: (-128, 127), 5: (-32768, 32767)}.get(clip)
     if forced is not None:
         plo, phi = max(plo, forced[0]), min(phi, forced[1])

@@ -15,17 +15,22 @@ _PAD = np.iinfo(np.int64).min  # marks padding: never a maximum, never counted i
 
 
 def pooling(regs: Registers, mem: Memory, mode: int) -> int:
-    if mode == POOL_REDUCE_SUM:
-        raise NotImplementedError("REDUCE_SUM pooling is not modelled")
-    if mode not in (POOL_MAX, POOL_AVERAGE):
+    if mode not in (POOL_MAX, POOL_AVERAGE, POOL_REDUCE_SUM):
         raise NotImplementedError(f"pooling mode {mode}")
     if regs.param("NPU_SET_IFM_UPSCALE", 0):
         raise NotImplementedError("IFM upscaling (nearest/transpose resampling) is not modelled")
     ifm, ofm = feature_map(regs, "IFM"), feature_map(regs, "OFM")
     oh, ow, oc = ofm_shape(regs)
     k = kernel(regs)
-    x = padded_ifm(mem, ifm, oc, k, oh, ow, padding(regs), _PAD)
-    if mode == POOL_MAX:
+    depth = regs.param("NPU_SET_IFM_DEPTH_M1") + 1 if mode == POOL_REDUCE_SUM else oc
+    x = padded_ifm(mem, ifm, depth, k, oh, ow, padding(regs), _PAD)
+    if mode == POOL_REDUCE_SUM:
+        # Sums the IFM's channels into one (Vela's global averages: a depthwise sums the rows,
+        # a byte transpose moves them to the channels, REDUCE_SUM adds them up).
+        acc = np.zeros((oh, ow, 1), np.int64)
+        for _, _, view in taps(x, k, oh, ow):
+            acc += np.where(view != _PAD, view - ifm.zero_point, 0).sum(axis=2, keepdims=True)
+    elif mode == POOL_MAX:
         acc = np.full((oh, ow, oc), _PAD, np.int64)
         for _, _, view in taps(x, k, oh, ow):
             acc = np.maximum(acc, view)

@@ -1,0 +1,189 @@
+"""The Ethos-U55 functional model (torchmcu.npu.model) against the TOSA reference model.
+
+Each program is exported for ethos-u55-128; the C host runtime runs it with every delegate going
+through the TOSA reference model on the delegate's saved TOSA graph, and records each delegate's
+input and output bytes. The model then runs the delegate's Vela output (command stream, weights,
+scratch layout) on the same input bytes; its output bytes must be equal. The model knows nothing
+of the TOSA graph, so the two are independent.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+from torchmcu import native
+from torchmcu.api import export_quantized
+from torchmcu.examples import models
+from torchmcu.npu.config import resolve_target
+from torchmcu.npu.hostrun import SavedDelegate, delegate_io, tosa_native_fn
+from torchmcu.npu.model.decode import CommandStreamError, command_stream, decode
+from torchmcu.npu.model.memory import BusError
+from torchmcu.npu.model.run import run_blob
+from torchmcu.quantize import quantize
+
+pytest.importorskip("tosa_reference_model")
+pytest.importorskip("ethosu.vela")
+
+TARGET = ("corstone-300", "ethos-u55-128")
+
+
+def _delegates_vs_tosa(graph: torch.fx.GraphModule, x: Sequence[np.ndarray]) -> dict[str, float]:
+    """Run every delegate call of the program through the model and compare with the TOSA
+    reference run of the same call; returns timings (seconds)."""
+    exported = export_quantized(graph, npu_target=resolve_target(*TARGET))
+    subs = exported.npu.subgraphs
+    assert subs, "nothing was delegated"
+    tosa = tosa_native_fn([SavedDelegate(s.tosa, *delegate_io(s.subprogram)) for s in subs])
+    calls: list[tuple[int, list[np.ndarray], list[np.ndarray]]] = []
+
+    def record(index: int, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        outs = tosa(index, inputs)
+        calls.append((index, [np.array(a) for a in inputs], [np.array(o) for o in outs]))
+        return outs
+
+    native.run_program(exported.pte_bytes, list(x), delegate_fn=record)
+    assert calls
+    seconds = 0.0
+    for index, ins, outs in calls:
+        vela = subs[index].vela
+        start = time.perf_counter()
+        got = run_blob(
+            vela.blob,
+            [np.ascontiguousarray(a).tobytes() for a in ins],
+            fast_scratch_size=vela.fast_scratch_size,
+        )
+        seconds += time.perf_counter() - start
+        assert len(got.outputs) == len(outs)
+        for k, (g, want) in enumerate(zip(got.outputs, outs)):
+            w = np.ascontiguousarray(want)
+            mismatch = np.frombuffer(g, w.dtype) != w.ravel()
+            assert not mismatch.any(), (
+                f"delegate {index} output {k}: {int(mismatch.sum())} of {w.size} elements differ"
+            )
+    return {"model_seconds": seconds}
+
+
+def _quantized(module: nn.Module, shape: tuple[int, ...], seed: int = 0):
+    torch.manual_seed(seed)
+    module = module.eval()
+    cal = [(torch.randn(*shape),) for _ in range(4)]
+    return quantize(module, cal[0], cal), [torch.randn(*shape).numpy()]
+
+
+class _Conv(nn.Module):
+    def __init__(self, cin: int = 3, cout: int = 8, k: int = 3, stride: int = 1, pad: int = 1):
+        super().__init__()
+        self.c = nn.Conv2d(cin, cout, k, stride=stride, padding=pad)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.c(x))
+
+
+class _Depthwise(nn.Module):
+    def __init__(self, c: int = 16, stride: int = 1) -> None:
+        super().__init__()
+        self.pw = nn.Conv2d(3, c, 1)
+        self.dw = nn.Conv2d(c, c, 3, stride=stride, padding=1, groups=c)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.dw(torch.relu(self.pw(x))))
+
+
+class _Pool(nn.Module):
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.c = nn.Conv2d(3, 8, 3, padding=1)
+        self.pool = nn.MaxPool2d(2) if kind == "max" else nn.AvgPool2d(2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.pool(torch.relu(self.c(x)))
+
+
+class _GlobalAvg(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.c = nn.Conv2d(3, 16, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.mean(torch.relu(self.c(x)), dim=(2, 3), keepdim=True)
+
+
+class _Add(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Conv2d(3, 8, 3, padding=1)
+        self.b = nn.Conv2d(3, 8, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.a(x) + self.b(x))
+
+
+class _Linear(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(40, 32)
+        self.fc2 = nn.Linear(32, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+SMALL = {
+    "conv3x3": (lambda: _Conv(), (1, 3, 8, 8)),
+    "conv_wide": (lambda: _Conv(24, 40, 3), (1, 24, 10, 12)),
+    "conv_stride2": (lambda: _Conv(8, 16, 3, stride=2), (1, 8, 15, 15)),
+    "conv_5x5_valid": (lambda: _Conv(4, 8, 5, pad=0), (1, 4, 12, 12)),
+    "depthwise": (lambda: _Depthwise(), (1, 3, 9, 9)),
+    "depthwise_stride2": (lambda: _Depthwise(24, stride=2), (1, 3, 12, 12)),
+    "maxpool": (lambda: _Pool("max"), (1, 3, 8, 8)),
+    "avgpool": (lambda: _Pool("avg"), (1, 3, 8, 8)),
+    "global_avgpool": (lambda: _GlobalAvg(), (1, 3, 6, 6)),
+    "add": (lambda: _Add(), (1, 3, 8, 8)),
+    "linear": (lambda: _Linear(), (1, 40)),
+}
+
+
+@pytest.mark.parametrize("name", list(SMALL))
+def test_single_operations_bit_exact(name):
+    make, shape = SMALL[name]
+    graph, x = _quantized(make(), shape)
+    _delegates_vs_tosa(graph, x)
+
+
+MODELS = ("ds_cnn", "resnet8", "mobilenet_v1_025", "deep_autoencoder", "mobilenet_v2_like")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", MODELS)
+def test_models_bit_exact(name):
+    model, example = models.build(name)
+    graph = quantize(model, example, models.calibration(name, 2))
+    x = [np.ascontiguousarray(t.numpy()) for t in models.calibration(name, 3, seed=7)[2]]
+    timing = _delegates_vs_tosa(graph, x)
+    print(f"{name}: functional model {timing['model_seconds']:.2f} s")
+
+
+def test_bad_opcode_names_the_word_offset():
+    graph, _ = _quantized(_Conv(), (1, 3, 8, 8))
+    exported = export_quantized(graph, npu_target=resolve_target(*TARGET))
+    stream = bytearray(command_stream(exported.npu.subgraphs[0].vela.command_stream))
+    assert decode(bytes(stream))
+    stream[4 * 5 : 4 * 5 + 4] = (0x3FE).to_bytes(4, "little")
+    with pytest.raises(CommandStreamError, match="word 5"):
+        decode(bytes(stream))
+
+
+def test_scratch_smaller_than_vela_planned_is_a_bus_error():
+    graph, x = _quantized(_Conv(), (1, 3, 8, 8))
+    exported = export_quantized(graph, npu_target=resolve_target(*TARGET))
+    from torchmcu.npu.blob import parse_blob
+
+    b = parse_blob(exported.npu.subgraphs[0].vela.blob)
+    small = type(b)(b.command_stream, b.weights, b.inputs[0].nbytes, [], [])
+    with pytest.raises(BusError, match="region 1"):
+        run_blob(small, [])
