@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -76,7 +77,9 @@ def _quantized(module: nn.Module, shape: tuple[int, ...], seed: int = 0):
 
 
 class _Conv(nn.Module):
-    def __init__(self, cin: int = 3, cout: int = 8, k: int = 3, stride: int = 1, pad: int = 1):
+    def __init__(
+        self, cin: int = 3, cout: int = 8, k: Any = 3, stride: int = 1, pad: Any = 1
+    ) -> None:
         super().__init__()
         self.c = nn.Conv2d(cin, cout, k, stride=stride, padding=pad)
 
@@ -138,11 +141,13 @@ SMALL = {
     "conv_wide": (lambda: _Conv(24, 40, 3), (1, 24, 10, 12)),
     "conv_stride2": (lambda: _Conv(8, 16, 3, stride=2), (1, 8, 15, 15)),
     "conv_5x5_valid": (lambda: _Conv(4, 8, 5, pad=0), (1, 4, 12, 12)),
+    "conv_10x4_stride2": (lambda: _Conv(1, 16, (10, 4), stride=2, pad=(5, 1)), (1, 1, 49, 10)),
     "depthwise": (lambda: _Depthwise(), (1, 3, 9, 9)),
     "depthwise_stride2": (lambda: _Depthwise(24, stride=2), (1, 3, 12, 12)),
     "maxpool": (lambda: _Pool("max"), (1, 3, 8, 8)),
     "avgpool": (lambda: _Pool("avg"), (1, 3, 8, 8)),
     "global_avgpool": (lambda: _GlobalAvg(), (1, 3, 6, 6)),
+    "global_avgpool_25x5": (lambda: _GlobalAvg(), (1, 3, 25, 5)),
     "add": (lambda: _Add(), (1, 3, 8, 8)),
     "linear": (lambda: _Linear(), (1, 40)),
 }
