@@ -33,7 +33,9 @@ pytest.importorskip("ethosu.vela")
 TARGET = ("corstone-300", "ethos-u55-128")
 
 
-def _delegates_vs_tosa(graph: torch.fx.GraphModule, x: Sequence[np.ndarray]) -> dict[str, float]:
+def _delegates_vs_tosa(
+    graph: torch.fx.GraphModule, x: Sequence[np.ndarray]
+) -> dict[str, float]:
     """Run every delegate call of the program through the model and compare with the TOSA
     reference run of the same call; returns timings (seconds)."""
     exported = export_quantized(graph, npu_target=resolve_target(*TARGET))
@@ -50,6 +52,8 @@ def _delegates_vs_tosa(graph: torch.fx.GraphModule, x: Sequence[np.ndarray]) -> 
     native.run_program(exported.pte_bytes, list(x), delegate_fn=record)
     assert calls
     seconds = 0.0
+    macs = {i: 0 for i in range(len(subs))}
+    ops = 0
     for index, ins, outs in calls:
         vela = subs[index].vela
         start = time.perf_counter()
@@ -59,6 +63,8 @@ def _delegates_vs_tosa(graph: torch.fx.GraphModule, x: Sequence[np.ndarray]) -> 
             fast_scratch_size=vela.fast_scratch_size,
         )
         seconds += time.perf_counter() - start
+        macs[index] = sum(t.macs for t in got.trace)
+        ops += len(got.trace)
         assert len(got.outputs) == len(outs)
         for k, (g, want) in enumerate(zip(got.outputs, outs)):
             w = np.ascontiguousarray(want)
@@ -66,7 +72,8 @@ def _delegates_vs_tosa(graph: torch.fx.GraphModule, x: Sequence[np.ndarray]) -> 
             assert not mismatch.any(), (
                 f"delegate {index} output {k}: {int(mismatch.sum())} of {w.size} elements differ"
             )
-    return {"model_seconds": seconds}
+    vela_macs = sum(int(s.vela.estimate.get("nn_macs", 0)) for s in subs)
+    return {"model_seconds": seconds, "ops": ops, "macs": sum(macs.values()), "vela_macs": vela_macs}
 
 
 def _quantized(module: nn.Module, shape: tuple[int, ...], seed: int = 0):
@@ -170,7 +177,10 @@ def test_models_bit_exact(name):
     graph = quantize(model, example, models.calibration(name, 2))
     x = [np.ascontiguousarray(t.numpy()) for t in models.calibration(name, 3, seed=7)[2]]
     timing = _delegates_vs_tosa(graph, x)
-    print(f"{name}: functional model {timing['model_seconds']:.2f} s")
+    print(
+        f"{name}: functional model {timing['model_seconds']:.2f} s, {timing['ops']} NPU ops, "
+        f"{timing['macs']} MACs (Vela's nn_macs {timing['vela_macs']})"
+    )
 
 
 def test_bad_opcode_names_the_word_offset():

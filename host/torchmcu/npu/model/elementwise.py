@@ -4,7 +4,7 @@ Assumptions (checked against the TOSA reference by tests/test_npu_model.py):
 - operands are IFM - IFM_ZERO_POINT and IFM2 - IFM2_ZERO_POINT; IFM2_BROADCAST bit 6 swaps them
   (IFM2 op IFM), and OPA/OPB then name the first/second operand of the operation as computed;
 - for ADD/SUB, IFM_PRECISION scale_mode 1 (2) scales operand A (B) by the 32-bit OPA_SCALE
-  (OPB_SCALE; shift in OPA_SCALE's parameter) with the OFM rounding mode, and the other operand
+  (shift in its parameter; Vela writes OPB_SCALE 0 then) with the OFM rounding mode, and the other operand
   is multiplied by 2^19 (8-bit IFMs; 2^14 for 16-bit, untested): Vela's advanced add scaling
   gives the scaled operand min/max * 2^20 / 2 and the OFM scale 2 * max / (ofm * 2^20), which
   is right only if the other operand is worth 2^19 (measured: exact on our adds, and
@@ -54,7 +54,7 @@ def elementwise(regs: Registers, mem: Memory, mode: int) -> int:
             a = scale_round(a, np.int64(opa_scale), np.int64(opa_shift), prec.rounding)
             b = b << unscaled
         elif scale_mode == 2:
-            b = scale_round(b, np.int64(opb_scale), np.int64(opa_shift), prec.rounding)
+            b = scale_round(b, np.int64(opa_scale), np.int64(opa_shift), prec.rounding)
             a = a << unscaled
         elif (opa_scale, opb_scale) != (1, 1):
             raise StateError(f"16-bit operand scales {opa_scale}, {opb_scale} are not modelled")
