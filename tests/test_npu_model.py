@@ -20,11 +20,13 @@ from torch import nn
 from torchmcu import native
 from torchmcu.api import export_quantized
 from torchmcu.examples import models
+from torchmcu.npu.blob import parse_blob
 from torchmcu.npu.config import resolve_target
 from torchmcu.npu.hostrun import SavedDelegate, delegate_io, tosa_native_fn
 from torchmcu.npu.model.decode import CommandStreamError, command_stream, decode
 from torchmcu.npu.model.memory import BusError
 from torchmcu.npu.model.run import run_blob
+from torchmcu.npu.model.weights import Geometry, decode_weights, unpack_weights
 from torchmcu.quantize import quantize
 
 pytest.importorskip("tosa_reference_model")
@@ -33,9 +35,7 @@ pytest.importorskip("ethosu.vela")
 TARGET = ("corstone-300", "ethos-u55-128")
 
 
-def _delegates_vs_tosa(
-    graph: torch.fx.GraphModule, x: Sequence[np.ndarray]
-) -> dict[str, float]:
+def _delegates_vs_tosa(graph: torch.fx.GraphModule, x: Sequence[np.ndarray]) -> dict[str, float]:
     """Run every delegate call of the program through the model and compare with the TOSA
     reference run of the same call; returns timings (seconds)."""
     exported = export_quantized(graph, npu_target=resolve_target(*TARGET))
@@ -73,7 +73,12 @@ def _delegates_vs_tosa(
                 f"delegate {index} output {k}: {int(mismatch.sum())} of {w.size} elements differ"
             )
     vela_macs = sum(int(s.vela.estimate.get("nn_macs", 0)) for s in subs)
-    return {"model_seconds": seconds, "ops": ops, "macs": sum(macs.values()), "vela_macs": vela_macs}
+    return {
+        "model_seconds": seconds,
+        "ops": ops,
+        "macs": sum(macs.values()),
+        "vela_macs": vela_macs,
+    }
 
 
 def _quantized(module: nn.Module, shape: tuple[int, ...], seed: int = 0):
@@ -194,11 +199,79 @@ def test_bad_opcode_names_the_word_offset():
 
 
 def test_scratch_smaller_than_vela_planned_is_a_bus_error():
-    graph, x = _quantized(_Conv(), (1, 3, 8, 8))
+    graph, _ = _quantized(_Conv(), (1, 3, 8, 8))
     exported = export_quantized(graph, npu_target=resolve_target(*TARGET))
-    from torchmcu.npu.blob import parse_blob
-
     b = parse_blob(exported.npu.subgraphs[0].vela.blob)
     small = type(b)(b.command_stream, b.weights, b.inputs[0].nbytes, [], [])
     with pytest.raises(BusError, match="region 1"):
         run_blob(small, [])
+
+
+@pytest.mark.parametrize(
+    "ofm,kh,kw,ifm,depthwise,part_kernel,block,dilation",
+    [
+        (8, 3, 3, 3, False, True, 8, 1),
+        (16, 3, 3, 40, False, False, 16, 1),
+        (24, 1, 1, 64, False, False, 16, 1),
+        (40, 3, 3, 1, True, False, 16, 1),
+        (20, 10, 10, 5, False, True, 8, 1),
+        (16, 3, 3, 20, False, False, 8, 2),
+        (8, 5, 9, 33, False, True, 8, 1),
+    ],
+)
+def test_weight_order_matches_vela_encoder(
+    ofm, kh, kw, ifm, depthwise, part_kernel, block, dilation
+):
+    """Our reading of the stream order undoes Vela's own reorder + encode, for depth-first,
+    part-kernel-first, depthwise, sub-kernel splits (> 8) and dilation."""
+    from ethosu import mlw_codec
+
+    rng = np.random.default_rng(ofm * 1000 + kh)
+    volume = rng.integers(-127, 128, size=(ofm, kh, kw, ifm)).astype(np.int16)
+    encoded = mlw_codec.reorder_encode(
+        8, 8, volume, block, depthwise, part_kernel, 8, 8 // dilation, 8 // dilation
+    )
+    data = encoded[0] if isinstance(encoded, tuple) else encoded
+    g = Geometry(
+        ofm,
+        1 if depthwise else ifm,
+        kh,
+        kw,
+        (dilation, dilation),
+        block,
+        8,
+        8,
+        8,
+        depthwise,
+        part_kernel,
+    )
+    np.testing.assert_array_equal(unpack_weights(decode_weights(bytes(data)), g), volume)
+
+
+def test_a_corrupted_weight_changes_the_output():
+    """The comparison is not vacuous: one flipped scale-stream byte shows in the output."""
+    graph, _ = _quantized(_Conv(), (1, 3, 8, 8))
+    exported = export_quantized(graph, npu_target=resolve_target(*TARGET))
+    b = parse_blob(exported.npu.subgraphs[0].vela.blob)
+    rng = np.random.default_rng(3)
+    inputs = [rng.integers(0, 256, t.nbytes, dtype=np.uint8).tobytes() for t in b.inputs]
+    good = run_blob(b, inputs).outputs
+    weights = bytearray(b.weights)
+    weights[8] ^= 0x40  # channel 0's scale, top byte (Vela puts the scale stream first)
+    bad = run_blob(
+        type(b)(b.command_stream, bytes(weights), b.scratch_size, b.inputs, b.outputs), inputs
+    )
+    assert bad.outputs != good
+
+
+def test_dump_lists_operations(tmp_path, capsys):
+    from torchmcu.npu.model.__main__ import main
+
+    graph, _ = _quantized(_Conv(), (1, 3, 8, 8))
+    exported = export_quantized(graph, npu_target=resolve_target(*TARGET))
+    path = tmp_path / "delegate.bin"
+    path.write_bytes(exported.npu.subgraphs[0].vela.blob)
+    assert main(["dump", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert ">>" in out and "NPU_OP_CONV" in out and "NPU_SET_WEIGHT_BASE" in out
+    assert out.rstrip().splitlines()[-1].split()[2] == "NPU_OP_STOP"

@@ -52,7 +52,9 @@ def activation_range(act: int, lo: int, hi: int, ofm: Precision) -> tuple[int, i
     the int16 range for it)."""
     kind, clip = act & 0xFFF, act >> 12
     if kind != 0:
-        raise NotImplementedError(f"activation function {kind} (LUT, TANH, SIGMOID) is not modelled")
+        raise NotImplementedError(
+            f"activation function {kind} (LUT, TANH, SIGMOID) is not modelled"
+        )
     plo, phi = ofm.range
     if ofm.bits == 32:
         return plo, phi

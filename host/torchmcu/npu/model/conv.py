@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from torchmcu.npu.model import weights as wt
-from torchmcu.npu.model.arith import activation_range, output_stage
 from torchmcu.npu.model.featuremap import feature_map, ofm_shape
 from torchmcu.npu.model.memory import Memory
+from torchmcu.npu.model.ofm import global_scale, write_ofm
 from torchmcu.npu.model.state import Registers, StateError, kernel
 from torchmcu.npu.model.window import padded_ifm, padding, taps
 
@@ -68,17 +68,8 @@ def convolution(regs: Registers, mem: Memory, depthwise: bool, macs_per_cc: int)
         else:
             acc += view @ wf[:, ky, kx, :].T
     total = acc.astype(np.int64) + sb.bias
-    prec = ofm.precision
     scale, shift = sb.scale, sb.shift
-    if prec.scale_mode:  # global scale: OFM_SCALE for every channel
-        scale = np.int64(regs.data("NPU_SET_OFM_SCALE"))
-        shift = np.int64(regs.param("NPU_SET_OFM_SCALE") & 0x3F)
-    clamp = activation_range(
-        regs.param("NPU_SET_ACTIVATION", 0),
-        regs.param("NPU_SET_ACTIVATION_MIN"),
-        regs.param("NPU_SET_ACTIVATION_MAX"),
-        prec,
-    )
-    out = output_stage(total, scale, shift, prec.rounding, ofm.zero_point, clamp)
-    ofm.write(mem, out)
+    if ofm.precision.scale_mode:  # global scale: OFM_SCALE for every channel
+        scale, shift = global_scale(regs)
+    write_ofm(regs, mem, ofm, total, scale, shift)
     return oh * ow * oc * k.height * k.width * (1 if depthwise else ic)

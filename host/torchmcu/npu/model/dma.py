@@ -16,5 +16,11 @@ def dma(regs: Registers, mem: Memory) -> int:
     length = regs.address("NPU_SET_DMA0_LEN")
     src, dst = regs.address("NPU_SET_DMA0_SRC"), regs.address("NPU_SET_DMA0_DST")
     data = mem.read_bytes(src_p & 0xFF, src, length, "DMA source")
-    mem.write(dst_p & 0xFF, np.arange(dst, dst + length), 1, np.frombuffer(data, np.uint8), "DMA destination")
+    mem.write(
+        dst_p & 0xFF,
+        np.arange(dst, dst + length),
+        1,
+        np.frombuffer(data, np.uint8),
+        "DMA destination",
+    )
     return length

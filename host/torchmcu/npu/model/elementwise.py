@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from torchmcu.npu.model.arith import activation_range, output_stage, scale_round
+from torchmcu.npu.model.arith import scale_round
 from torchmcu.npu.model.featuremap import feature_map, ofm_shape
 from torchmcu.npu.model.memory import Memory
+from torchmcu.npu.model.ofm import global_scale, write_ofm
 from torchmcu.npu.model.state import Registers, StateError
 
 MUL, ADD, SUB, MIN, MAX = 0, 1, 2, 3, 4
@@ -64,13 +65,5 @@ def elementwise(regs: Registers, mem: Memory, mode: int) -> int:
     else:
         acc = np.minimum(a, b) if mode == MIN else np.maximum(a, b)
     acc = np.broadcast_to(acc, shape)
-    scale = np.int64(regs.data("NPU_SET_OFM_SCALE"))
-    shift = np.int64(regs.param("NPU_SET_OFM_SCALE") & 0x3F)
-    clamp = activation_range(
-        regs.param("NPU_SET_ACTIVATION", 0),
-        regs.param("NPU_SET_ACTIVATION_MIN"),
-        regs.param("NPU_SET_ACTIVATION_MAX"),
-        prec,
-    )
-    ofm.write(mem, output_stage(acc, scale, shift, prec.rounding, ofm.zero_point, clamp))
+    write_ofm(regs, mem, ofm, acc, *global_scale(regs))
     return 0

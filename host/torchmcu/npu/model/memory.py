@@ -30,7 +30,9 @@ class Memory:
             )
         return mem
 
-    def read(self, index: int, offsets: np.ndarray, size: int, signed: bool, what: str) -> np.ndarray:
+    def read(
+        self, index: int, offsets: np.ndarray, size: int, signed: bool, what: str
+    ) -> np.ndarray:
         """Little-endian `size`-byte integers at each offset, as int64."""
         mem = self._check(index, offsets, size, what)
         value = np.zeros(offsets.shape, np.int64)
@@ -41,7 +43,9 @@ class Memory:
             value = np.where(value >= top, value - 2 * top, value)
         return value
 
-    def write(self, index: int, offsets: np.ndarray, size: int, values: np.ndarray, what: str) -> None:
+    def write(
+        self, index: int, offsets: np.ndarray, size: int, values: np.ndarray, what: str
+    ) -> None:
         mem = self._check(index, offsets, size, what)
         v = values.astype(np.int64)
         for k in range(size):

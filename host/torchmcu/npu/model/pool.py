@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from torchmcu.npu.model.arith import activation_range, output_stage
 from torchmcu.npu.model.featuremap import feature_map, ofm_shape
 from torchmcu.npu.model.memory import Memory
+from torchmcu.npu.model.ofm import global_scale, write_ofm
 from torchmcu.npu.model.state import Registers, kernel
 from torchmcu.npu.model.window import padded_ifm, padding, taps
 
@@ -41,14 +41,5 @@ def pooling(regs: Registers, mem: Memory, mode: int) -> int:
         acc = np.zeros((oh, ow, oc), np.int64)
         for _, _, view in taps(x, k, oh, ow):
             acc += np.where(view != _PAD, view - ifm.zero_point, 0)
-    prec = ofm.precision
-    scale = np.int64(regs.data("NPU_SET_OFM_SCALE"))
-    shift = np.int64(regs.param("NPU_SET_OFM_SCALE") & 0x3F)
-    clamp = activation_range(
-        regs.param("NPU_SET_ACTIVATION", 0),
-        regs.param("NPU_SET_ACTIVATION_MIN"),
-        regs.param("NPU_SET_ACTIVATION_MAX"),
-        prec,
-    )
-    ofm.write(mem, output_stage(acc, scale, shift, prec.rounding, ofm.zero_point, clamp))
+    write_ofm(regs, mem, ofm, acc, *global_scale(regs))
     return oh * ow * oc * k.height * k.width

@@ -8,7 +8,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from torchmcu.npu.blob import REGION_FAST_SCRATCH, REGION_SCRATCH, REGION_WEIGHTS, VelaBlob, parse_blob
+from torchmcu.npu.blob import (
+    REGION_FAST_SCRATCH,
+    REGION_SCRATCH,
+    REGION_WEIGHTS,
+    VelaBlob,
+    parse_blob,
+)
 from torchmcu.npu.model.machine import TraceEntry, run_payload
 from torchmcu.npu.model.memory import Memory
 

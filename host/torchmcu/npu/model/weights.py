@@ -121,7 +121,9 @@ def decode_scale_bias(stream: bytes, channels: int) -> ScaleBias:
     need = channels * SCALE_ENTRY_BYTES
     if len(stream) < need:
         raise ValueError(f"scale stream of {len(stream)} bytes, {channels} channels need {need}")
-    raw = np.frombuffer(stream[:need], np.uint8).reshape(channels, SCALE_ENTRY_BYTES).astype(np.int64)
+    raw = (
+        np.frombuffer(stream[:need], np.uint8).reshape(channels, SCALE_ENTRY_BYTES).astype(np.int64)
+    )
     bias = sum(raw[:, i] << (8 * i) for i in range(5))
     bias = np.where(bias >= 1 << 39, bias - (1 << 40), bias)
     scale = sum(raw[:, 5 + i] << (8 * i) for i in range(4))

@@ -18,7 +18,9 @@ def padding(regs: Registers) -> tuple[int, int, int, int]:
     )
 
 
-def ifm_extent(k: Kernel, out_h: int, out_w: int, pad: tuple[int, int, int, int]) -> tuple[int, int]:
+def ifm_extent(
+    k: Kernel, out_h: int, out_w: int, pad: tuple[int, int, int, int]
+) -> tuple[int, int]:
     """The U55 has no IFM width/height registers: the IFM spans what the OFM size, kernel,
     stride and padding reach, and the bottom/right padding says where it ends."""
     top, left, bottom, right = pad
@@ -30,8 +32,14 @@ def ifm_extent(k: Kernel, out_h: int, out_w: int, pad: tuple[int, int, int, int]
 
 
 def padded_ifm(
-    mem: Memory, ifm: FeatureMap, depth: int, k: Kernel, out_h: int, out_w: int,
-    pad: tuple[int, int, int, int], fill: int,
+    mem: Memory,
+    ifm: FeatureMap,
+    depth: int,
+    k: Kernel,
+    out_h: int,
+    out_w: int,
+    pad: tuple[int, int, int, int],
+    fill: int,
 ) -> np.ndarray:
     """IFM values (zero point not removed) with `fill` in the padding."""
     h, w = ifm_extent(k, out_h, out_w, pad)
@@ -42,11 +50,17 @@ def padded_ifm(
     return out
 
 
-def taps(padded: np.ndarray, k: Kernel, out_h: int, out_w: int) -> Iterator[tuple[int, int, np.ndarray]]:
+def taps(
+    padded: np.ndarray, k: Kernel, out_h: int, out_w: int
+) -> Iterator[tuple[int, int, np.ndarray]]:
     """(ky, kx, view of shape (out_h, out_w, depth)) for every kernel tap."""
     sy, sx = k.stride
     dy, dx = k.dilation
     for ky in range(k.height):
         for kx in range(k.width):
             y0, x0 = ky * dy, kx * dx
-            yield ky, kx, padded[y0 : y0 + (out_h - 1) * sy + 1 : sy, x0 : x0 + (out_w - 1) * sx + 1 : sx]
+            yield (
+                ky,
+                kx,
+                padded[y0 : y0 + (out_h - 1) * sy + 1 : sy, x0 : x0 + (out_w - 1) * sx + 1 : sx],
+            )
