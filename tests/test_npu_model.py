@@ -35,10 +35,13 @@ pytest.importorskip("ethosu.vela")
 TARGET = ("corstone-300", "ethos-u55-128")
 
 
-def _delegates_vs_tosa(graph: torch.fx.GraphModule, x: Sequence[np.ndarray]) -> dict[str, float]:
+def _delegates_vs_tosa(
+    graph: torch.fx.GraphModule, x: Sequence[np.ndarray], accelerator: str = TARGET[1]
+) -> dict[str, float]:
     """Run every delegate call of the program through the model and compare with the TOSA
     reference run of the same call; returns timings (seconds)."""
-    exported = export_quantized(graph, npu_target=resolve_target(*TARGET))
+    board = TARGET[0] if accelerator == TARGET[1] else None  # corstone-300 offers -128/-256
+    exported = export_quantized(graph, npu_target=resolve_target(board, accelerator))
     subs = exported.npu.subgraphs
     assert subs, "nothing was delegated"
     tosa = tosa_native_fn([SavedDelegate(s.tosa, *delegate_io(s.subprogram)) for s in subs])
@@ -61,6 +64,7 @@ def _delegates_vs_tosa(graph: torch.fx.GraphModule, x: Sequence[np.ndarray]) -> 
             vela.blob,
             [np.ascontiguousarray(a).tobytes() for a in ins],
             fast_scratch_size=vela.fast_scratch_size,
+            macs_per_cc=int(accelerator.rsplit("-", 1)[1]),
         )
         seconds += time.perf_counter() - start
         macs[index] = sum(t.macs for t in got.trace)
@@ -170,6 +174,16 @@ def test_single_operations_bit_exact(name):
     make, shape = SMALL[name]
     graph, x = _quantized(make(), shape)
     _delegates_vs_tosa(graph, x)
+
+
+@pytest.mark.parametrize("accelerator", ["ethos-u55-32", "ethos-u55-64", "ethos-u55-256"])
+@pytest.mark.parametrize("name", ["conv_wide", "depthwise_stride2", "add"])
+def test_other_u55_configurations(name, accelerator):
+    """Other MAC array sizes change the micro-block depth (U55-32: 4-deep OFM micro-blocks),
+    the block configs and so the weight-stream order."""
+    make, shape = SMALL[name]
+    graph, x = _quantized(make(), shape)
+    _delegates_vs_tosa(graph, x, accelerator)
 
 
 MODELS = ("ds_cnn", "resnet8", "mobilenet_v1_025", "deep_autoencoder", "mobilenet_v2_like")
