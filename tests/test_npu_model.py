@@ -152,6 +152,15 @@ class _Linear(nn.Module):
         return self.fc2(torch.relu(self.fc1(x)))
 
 
+class _Sigmoid(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.c = nn.Conv2d(3, 8, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.c(x))
+
+
 SMALL = {
     "conv3x3": (lambda: _Conv(), (1, 3, 8, 8)),
     "conv_wide": (lambda: _Conv(24, 40, 3), (1, 24, 10, 12)),
@@ -166,6 +175,7 @@ SMALL = {
     "global_avgpool_25x5": (lambda: _GlobalAvg(), (1, 3, 25, 5)),
     "add": (lambda: _Add(), (1, 3, 8, 8)),
     "linear": (lambda: _Linear(), (1, 40)),
+    "sigmoid_lut": (lambda: _Sigmoid(), (1, 3, 8, 8)),
 }
 
 

@@ -18,6 +18,8 @@ import numpy as np
 from torchmcu.npu.model.state import ROUND_NATURAL, ROUND_TFL, ROUND_TRUNCATE, Precision
 
 _INT64_SAFE = 1 << 62
+LUT_FIRST, LUT_LAST = 16, 23  # ACTIVATION types that look up LUT slot type - 16
+LUT_FIRST, LUT_LAST = 16, 23  # ACTIVATION types that look up LUT slot type - 16
 
 
 def _product_fits(acc: np.ndarray, scale: np.ndarray) -> bool:
@@ -47,14 +49,13 @@ def scale_round(acc: np.ndarray, scale: np.ndarray, shift: np.ndarray, rounding:
 
 
 def activation_range(act: int, lo: int, hi: int, ofm: Precision) -> tuple[int, int]:
-    """ACTIVATION's clip range (bits 15:12) narrows the clamp; LUT/TANH/SIGMOID are not modelled.
+    """ACTIVATION's clip range (bits 15:12) narrows the clamp (TANH/SIGMOID are not modelled;
+    a LUT is applied after the clamp, see ofm.py).
     Assumption: a 32-bit OFM is not clamped to ACTIVATION_MIN/MAX (16-bit registers; Vela writes
     the int16 range for it)."""
     kind, clip = act & 0xFFF, act >> 12
-    if kind != 0:
-        raise NotImplementedError(
-            f"activation function {kind} (LUT, TANH, SIGMOID) is not modelled"
-        )
+    if kind != 0 and not LUT_FIRST <= kind <= LUT_LAST:
+        raise NotImplementedError(f"activation function {kind} (TANH, SIGMOID) is not modelled")
     plo, phi = ofm.range
     if ofm.bits == 32:
         return plo, phi

@@ -9,6 +9,12 @@ class BusError(RuntimeError):
     """An access outside the memory mapped to a region (the hardware raises a bus error)."""
 
 
+# The NPU's internal shared buffer (SHRAM) is addressed by DMA with the "internal" bit; we keep
+# it under this key. Its size per MAC configuration is Vela's shram_banks (1 KB banks).
+SHRAM = -1
+SHRAM_BYTES = {32: 16 * 1024, 64: 16 * 1024, 128: 24 * 1024, 256: 48 * 1024}
+
+
 class Memory:
     def __init__(self, regions: dict[int, np.ndarray]) -> None:
         for r, a in regions.items():

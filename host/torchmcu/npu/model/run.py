@@ -16,7 +16,7 @@ from torchmcu.npu.blob import (
     parse_blob,
 )
 from torchmcu.npu.model.machine import TraceEntry, run_payload
-from torchmcu.npu.model.memory import Memory
+from torchmcu.npu.model.memory import SHRAM, SHRAM_BYTES, Memory
 
 
 @dataclass
@@ -45,6 +45,7 @@ def run_blob(
         REGION_WEIGHTS: np.frombuffer(b.weights, np.uint8).copy(),
         REGION_SCRATCH: scratch,
     }
+    regions[SHRAM] = np.zeros(SHRAM_BYTES[macs_per_cc], np.uint8)
     if fast_scratch_size:
         regions[REGION_FAST_SCRATCH] = np.zeros(fast_scratch_size, np.uint8)
     trace = run_payload(b.command_stream, Memory(regions), macs_per_cc)
