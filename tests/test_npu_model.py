@@ -161,6 +161,29 @@ class _Sigmoid(nn.Module):
         return torch.sigmoid(self.c(x))
 
 
+class _Mixed(nn.Module):
+    """mul, cat, pad, a padded max pool and a clamp: Vela's elementwise MUL, copies into
+    offsets of one feature map, max-pool padding, activation bounds."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__()
+        self.what = what
+        self.a = nn.Conv2d(3, 8, 3, padding=1)
+        self.b = nn.Conv2d(3, 8, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a, b = torch.relu(self.a(x)), self.b(x)
+        if self.what == "mul":
+            return a * b
+        if self.what == "cat":
+            return torch.cat([a, b], dim=1)
+        if self.what == "pad":
+            return nn.functional.pad(a, (1, 2, 0, 1))
+        if self.what == "maxpool_pad":
+            return nn.functional.max_pool2d(a, 3, stride=2, padding=1)
+        return torch.clamp(b, -1.0, 2.0)
+
+
 SMALL = {
     "conv3x3": (lambda: _Conv(), (1, 3, 8, 8)),
     "conv_wide": (lambda: _Conv(24, 40, 3), (1, 24, 10, 12)),
@@ -176,6 +199,10 @@ SMALL = {
     "add": (lambda: _Add(), (1, 3, 8, 8)),
     "linear": (lambda: _Linear(), (1, 40)),
     "sigmoid_lut": (lambda: _Sigmoid(), (1, 3, 8, 8)),
+    **{
+        w: (lambda w=w: _Mixed(w), (1, 3, 8, 8))
+        for w in ("mul", "cat", "pad", "maxpool_pad", "clamp")
+    },
 }
 
 
