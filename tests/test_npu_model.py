@@ -223,6 +223,16 @@ def test_other_u55_configurations(name, accelerator):
     _delegates_vs_tosa(graph, x, accelerator)
 
 
+def test_several_delegates_with_several_inputs_and_outputs():
+    """test_npu_export's two-delegate programs: a delegate with two outputs, one with two
+    inputs (distinct scales, so a swapped I/O order shows), and CPU work between them."""
+    from test_npu_export import _StridedInTheMiddle, _TwoByTwo
+
+    for module in (_TwoByTwo(), _StridedInTheMiddle()):
+        graph, x = _quantized(module, (1, 3, 16, 16), seed=1)
+        _delegates_vs_tosa(graph, x)
+
+
 MODELS = ("ds_cnn", "resnet8", "mobilenet_v1_025", "deep_autoencoder", "mobilenet_v2_like")
 
 
