@@ -42,4 +42,8 @@ def pooling(regs: Registers, mem: Memory, mode: int) -> int:
         for _, _, view in taps(x, k, oh, ow):
             acc += np.where(view != _PAD, view - ifm.zero_point, 0)
     write_ofm(regs, mem, ofm, acc, *global_scale(regs))
-    return oh * ow * oc * k.height * k.width
+    # MACs as Vela's nn_macs counts them: a 1x1 max/average pool is a copy (Vela's transposes
+    # and reshapes), REDUCE_SUM adds up `depth` channels per output.
+    if mode != POOL_REDUCE_SUM and k.height * k.width == 1:
+        return 0
+    return oh * ow * (depth if mode == POOL_REDUCE_SUM else oc) * k.height * k.width
