@@ -123,6 +123,22 @@ class _Pool(nn.Module):
         return self.pool(torch.relu(self.c(x)))
 
 
+class _SignedAvg(nn.Module):
+    """Averages of signed values (no ReLU before them): 2x2 sums divided by 4 put a quarter of
+    the results on a tie, half of them negative; the rounding modes differ exactly there."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+        self.c = nn.Conv2d(3, 16, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.c(x)
+        if self.kind == "global":
+            return torch.mean(y, dim=(2, 3), keepdim=True)
+        return nn.functional.avg_pool2d(y, 2)
+
+
 class _GlobalAvg(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -196,6 +212,8 @@ SMALL = {
     "avgpool": (lambda: _Pool("avg"), (1, 3, 8, 8)),
     "global_avgpool": (lambda: _GlobalAvg(), (1, 3, 6, 6)),
     "global_avgpool_25x5": (lambda: _GlobalAvg(), (1, 3, 25, 5)),
+    "avgpool_signed_ties": (lambda: _SignedAvg("2x2"), (1, 3, 16, 16)),
+    "global_avgpool_signed_ties": (lambda: _SignedAvg("global"), (1, 3, 4, 4)),
     "add": (lambda: _Add(), (1, 3, 8, 8)),
     "linear": (lambda: _Linear(), (1, 40)),
     "sigmoid_lut": (lambda: _Sigmoid(), (1, 3, 8, 8)),
