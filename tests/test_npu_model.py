@@ -38,10 +38,16 @@ TARGET = ("corstone-300", "ethos-u55-128")
 def _delegates_vs_tosa(
     graph: torch.fx.GraphModule, x: Sequence[np.ndarray], accelerator: str = TARGET[1]
 ) -> dict[str, float]:
-    """Run every delegate call of the program through the model and compare with the TOSA
-    reference run of the same call; returns timings (seconds)."""
     board = TARGET[0] if accelerator == TARGET[1] else None  # corstone-300 offers -128/-256
     exported = export_quantized(graph, npu_target=resolve_target(board, accelerator))
+    return _exported_vs_tosa(exported, [x], accelerator)
+
+
+def _exported_vs_tosa(
+    exported: Any, samples: Sequence[Sequence[np.ndarray]], accelerator: str = TARGET[1]
+) -> dict[str, float]:
+    """Run every delegate call of the program (for each sample) through the model and compare
+    with the TOSA reference run of the same call; returns time, ops and MACs."""
     subs = exported.npu.subgraphs
     assert subs, "nothing was delegated"
     tosa = tosa_native_fn([SavedDelegate(s.tosa, *delegate_io(s.subprogram)) for s in subs])
@@ -52,8 +58,9 @@ def _delegates_vs_tosa(
         calls.append((index, [np.array(a) for a in inputs], [np.array(o) for o in outs]))
         return outs
 
-    native.run_program(exported.pte_bytes, list(x), delegate_fn=record)
-    assert calls
+    for x in samples:
+        native.run_program(exported.pte_bytes, list(x), delegate_fn=record)
+    assert {index for index, _, _ in calls} == set(range(len(subs))), "a delegate never ran"
     seconds = 0.0
     macs = {i: 0 for i in range(len(subs))}
     ops = 0
@@ -243,6 +250,24 @@ def test_other_u55_configurations(name, accelerator):
     make, shape = SMALL[name]
     graph, x = _quantized(make(), shape)
     _delegates_vs_tosa(graph, x, accelerator)
+
+
+@pytest.mark.parametrize("name", ["cond", "nested", "map"])
+def test_delegates_inside_control_flow(name):
+    """test_control_flow's programs: delegates inside torch.cond branches (each branch taken)
+    and a torch.map body."""
+    import torchmcu
+    from test_control_flow import CondNet, MapNet, NestedCondNet, _batches, _inputs
+
+    if name == "map":
+        model, samples = MapNet().eval(), _batches(11)
+        cal = [(x,) for x in samples]
+    else:
+        model = (CondNet() if name == "cond" else NestedCondNet()).eval()
+        cal = [(x,) for s in range(3) for x in _inputs(100 + s)]
+        samples = _inputs(7)
+    exported = torchmcu.export(model, cal[0], calibration=cal, npu=TARGET[1], board=TARGET[0])
+    _exported_vs_tosa(exported, [[x.numpy()] for x in samples])
 
 
 def test_several_delegates_with_several_inputs_and_outputs():
