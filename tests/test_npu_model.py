@@ -384,3 +384,40 @@ def test_dump_lists_operations(tmp_path, capsys):
     out = capsys.readouterr().out
     assert ">>" in out and "NPU_OP_CONV" in out and "NPU_SET_WEIGHT_BASE" in out
     assert out.rstrip().splitlines()[-1].split()[2] == "NPU_OP_STOP"
+
+
+def _conv_blob():
+    graph, _ = _quantized(_Conv(), (1, 3, 8, 8))
+    exported = export_quantized(graph, npu_target=resolve_target(*TARGET))
+    return parse_blob(exported.npu.subgraphs[0].vela.blob)
+
+
+def _with_stream(b, stream: bytes):
+    """The blob's payload with its register command stream replaced (same length)."""
+    old = command_stream(b.command_stream)
+    at = b.command_stream.index(old)
+    payload = b.command_stream[:at] + stream + b.command_stream[at + len(old) :]
+    return type(b)(payload, b.weights, b.scratch_size, b.inputs, b.outputs)
+
+
+def test_an_address_outside_its_region_is_a_bus_error():
+    b = _conv_blob()
+    stream = bytearray(command_stream(b.command_stream))
+    ofm_base = next(c for c in decode(bytes(stream)) if c.name == "NPU_SET_OFM_BASE0")
+    at = 4 * (ofm_base.offset + 1)
+    stream[at : at + 4] = (b.scratch_size + 4096).to_bytes(4, "little")
+    with pytest.raises(BusError, match="OFM: bytes .* of region 1"):
+        run_blob(_with_stream(b, bytes(stream)), [bytes(t.nbytes) for t in b.inputs])
+
+
+def test_a_stream_without_stop_or_with_a_cut_cmd1_is_refused():
+    b = _conv_blob()
+    stream = command_stream(b.command_stream)
+    stop = next(c for c in decode(stream) if c.name == "NPU_OP_STOP")
+    nop = (0x012).to_bytes(4, "little")  # NPU_OP_KERNEL_WAIT: a no-op for the model
+    no_stop = stream[: 4 * stop.offset] + nop + stream[4 * stop.offset + 4 :]
+    with pytest.raises(CommandStreamError, match="without NPU_OP_STOP"):
+        run_blob(_with_stream(b, no_stop), [bytes(t.nbytes) for t in b.inputs])
+    cmd1 = (0x4000 | 0x010).to_bytes(4, "little")  # NPU_SET_OFM_BASE0 with no payload word
+    with pytest.raises(CommandStreamError, match="lacks its payload"):
+        decode(stream[:-4] + cmd1)
