@@ -9,7 +9,6 @@ of the TOSA graph, so the two are independent.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,16 +16,15 @@ import numpy as np
 import pytest
 import torch
 from torch import nn
-from torchmcu import native
 from torchmcu.api import export_quantized
 from torchmcu.examples import models
 from torchmcu.npu.blob import parse_blob
 from torchmcu.npu.config import resolve_target
-from torchmcu.npu.hostrun import SavedDelegate, delegate_io, tosa_native_fn
 from torchmcu.npu.model.decode import CommandStreamError, command_stream, decode
 from torchmcu.npu.model.memory import BusError
 from torchmcu.npu.model.run import run_blob
 from torchmcu.npu.model.weights import Geometry, decode_weights, unpack_weights
+from torchmcu.npu.model_check import Comparison, compare
 from torchmcu.quantize import quantize
 
 pytest.importorskip("tosa_reference_model")
@@ -37,7 +35,7 @@ TARGET = ("corstone-300", "ethos-u55-128")
 
 def _delegates_vs_tosa(
     graph: torch.fx.GraphModule, x: Sequence[np.ndarray], accelerator: str = TARGET[1]
-) -> dict[str, float]:
+) -> Comparison:
     board = TARGET[0] if accelerator == TARGET[1] else None  # corstone-300 offers -128/-256
     exported = export_quantized(graph, npu_target=resolve_target(board, accelerator))
     return _exported_vs_tosa(exported, [x], accelerator)
@@ -45,51 +43,14 @@ def _delegates_vs_tosa(
 
 def _exported_vs_tosa(
     exported: Any, samples: Sequence[Sequence[np.ndarray]], accelerator: str = TARGET[1]
-) -> dict[str, float]:
-    """Run every delegate call of the program (for each sample) through the model and compare
-    with the TOSA reference run of the same call; returns time, ops and MACs."""
-    subs = exported.npu.subgraphs
-    assert subs, "nothing was delegated"
-    tosa = tosa_native_fn([SavedDelegate(s.tosa, *delegate_io(s.subprogram)) for s in subs])
-    calls: list[tuple[int, list[np.ndarray], list[np.ndarray]]] = []
-
-    def record(index: int, inputs: list[np.ndarray]) -> list[np.ndarray]:
-        outs = tosa(index, inputs)
-        calls.append((index, [np.array(a) for a in inputs], [np.array(o) for o in outs]))
-        return outs
-
-    for x in samples:
-        native.run_program(exported.pte_bytes, list(x), delegate_fn=record)
-    assert {index for index, _, _ in calls} == set(range(len(subs))), "a delegate never ran"
-    seconds = 0.0
-    macs = {i: 0 for i in range(len(subs))}
-    ops = 0
-    for index, ins, outs in calls:
-        vela = subs[index].vela
-        start = time.perf_counter()
-        got = run_blob(
-            vela.blob,
-            [np.ascontiguousarray(a).tobytes() for a in ins],
-            fast_scratch_size=vela.fast_scratch_size,
-            macs_per_cc=int(accelerator.rsplit("-", 1)[1]),
-        )
-        seconds += time.perf_counter() - start
-        macs[index] = sum(t.macs for t in got.trace)
-        ops += len(got.trace)
-        assert len(got.outputs) == len(outs)
-        for k, (g, want) in enumerate(zip(got.outputs, outs)):
-            w = np.ascontiguousarray(want)
-            mismatch = np.frombuffer(g, w.dtype) != w.ravel()
-            assert not mismatch.any(), (
-                f"delegate {index} output {k}: {int(mismatch.sum())} of {w.size} elements differ"
-            )
-    vela_macs = sum(int(s.vela.estimate.get("nn_macs", 0)) for s in subs)
-    return {
-        "model_seconds": seconds,
-        "ops": ops,
-        "macs": sum(macs.values()),
-        "vela_macs": vela_macs,
-    }
+) -> Comparison:
+    """Every delegate call of the program (for each sample) through the model, compared with
+    the TOSA reference run of the same call (torchmcu.npu.model_check)."""
+    assert exported.npu.subgraphs, "nothing was delegated"
+    result = compare(exported, samples, macs_per_cc=int(accelerator.rsplit("-", 1)[1]))
+    assert not result.never_ran, f"delegates {result.never_ran} never ran"
+    assert not result.mismatches, result.mismatches
+    return result
 
 
 def _quantized(module: nn.Module, shape: tuple[int, ...], seed: int = 0):
@@ -239,7 +200,7 @@ def test_single_operations_bit_exact(name):
     # The trace's MACs are Vela's nn_macs, except that Vela counts the 1x1 pools that fill a
     # pad's border while the model, which cannot tell them from transposes, counts neither.
     if name != "pad":
-        assert timing["macs"] == timing["vela_macs"]
+        assert timing.macs == timing.vela_macs
 
 
 @pytest.mark.parametrize("accelerator", ["ethos-u55-32", "ethos-u55-64", "ethos-u55-256"])
@@ -290,10 +251,10 @@ def test_models_bit_exact(name):
     graph = quantize(model, example, models.calibration(name, 2))
     x = [np.ascontiguousarray(t.numpy()) for t in models.calibration(name, 3, seed=7)[2]]
     timing = _delegates_vs_tosa(graph, x)
-    assert timing["macs"] == timing["vela_macs"]
+    assert timing.macs == timing.vela_macs
     print(
-        f"{name}: functional model {timing['model_seconds']:.2f} s, {timing['ops']} NPU ops, "
-        f"{timing['macs']} MACs (Vela's nn_macs {timing['vela_macs']})"
+        f"{name}: functional model {timing.model_seconds:.2f} s (TOSA reference "
+        f"{timing.tosa_seconds:.2f} s), {timing.ops} NPU ops, {timing.macs} MACs"
     )
 
 
