@@ -13,22 +13,25 @@ TOSA reference model by tests/test_npu_model.py):
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 import numpy as np
 
 from torchmcu.npu.model.state import ROUND_NATURAL, ROUND_TFL, ROUND_TRUNCATE, Precision
 
+Ints: TypeAlias = "np.ndarray | np.int64"  # a per-channel array or one value for all
 _INT64_SAFE = 1 << 62
 LUT_FIRST, LUT_LAST = 16, 23  # ACTIVATION types that look up LUT slot type - 16
 LUT_FIRST, LUT_LAST = 16, 23  # ACTIVATION types that look up LUT slot type - 16
 
 
-def _product_fits(acc: np.ndarray, scale: np.ndarray) -> bool:
+def _product_fits(acc: np.ndarray, scale: Ints) -> bool:
     a = int(np.abs(acc).max(initial=0))
     s = int(np.abs(scale).max(initial=0))
     return a * s + (1 << 31) < _INT64_SAFE
 
 
-def scale_round(acc: np.ndarray, scale: np.ndarray, shift: np.ndarray, rounding: int) -> np.ndarray:
+def scale_round(acc: np.ndarray, scale: Ints, shift: Ints, rounding: int) -> np.ndarray:
     """round(acc * scale / 2^shift) in the given rounding mode; scale/shift broadcast."""
     acc = np.asarray(acc, np.int64)
     scale = np.asarray(scale, np.int64)
@@ -67,8 +70,8 @@ def activation_range(act: int, lo: int, hi: int, ofm: Precision) -> tuple[int, i
 
 def output_stage(
     acc: np.ndarray,
-    scale: np.ndarray,
-    shift: np.ndarray,
+    scale: Ints,
+    shift: Ints,
     rounding: int,
     zero_point: int,
     clamp: tuple[int, int],

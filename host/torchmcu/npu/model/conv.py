@@ -68,8 +68,7 @@ def convolution(regs: Registers, mem: Memory, depthwise: bool, macs_per_cc: int)
         else:
             acc += view @ wf[:, ky, kx, :].T
     total = acc.astype(np.int64) + sb.bias
-    scale, shift = sb.scale, sb.shift
-    if ofm.precision.scale_mode:  # global scale: OFM_SCALE for every channel
-        scale, shift = global_scale(regs)
+    # global scale: OFM_SCALE for every channel, else the per-channel stream
+    scale, shift = global_scale(regs) if ofm.precision.scale_mode else (sb.scale, sb.shift)
     write_ofm(regs, mem, ofm, total, scale, shift)
     return oh * ow * oc * k.height * k.width * (1 if depthwise else ic)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from torchmcu.npu.model.arith import LUT_FIRST, LUT_LAST, activation_range, output_stage
+from torchmcu.npu.model.arith import LUT_FIRST, LUT_LAST, Ints, activation_range, output_stage
 from torchmcu.npu.model.featuremap import FeatureMap
 from torchmcu.npu.model.memory import SHRAM, Memory
 from torchmcu.npu.model.state import Registers, StateError
@@ -25,7 +25,7 @@ def _lookup(mem: Memory, slot: int, values: np.ndarray, ofm: FeatureMap) -> np.n
     return table[values - ofm.precision.range[0]]
 
 
-def global_scale(regs: Registers) -> tuple[np.ndarray, np.ndarray]:
+def global_scale(regs: Registers) -> tuple[Ints, Ints]:
     """OFM_SCALE: the 32-bit scale in the payload, the shift in bits 5:0 of the parameter."""
     shift = regs.param("NPU_SET_OFM_SCALE") & 0x3F
     return np.int64(regs.data("NPU_SET_OFM_SCALE")), np.int64(shift)
@@ -36,8 +36,8 @@ def write_ofm(
     mem: Memory,
     ofm: FeatureMap,
     acc: np.ndarray,
-    scale: np.ndarray,
-    shift: np.ndarray,
+    scale: Ints,
+    shift: Ints,
 ) -> None:
     prec = ofm.precision
     act = regs.param("NPU_SET_ACTIVATION", 0)
