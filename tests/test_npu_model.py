@@ -159,8 +159,8 @@ class _Mixed(nn.Module):
         a, b = torch.relu(self.a(x)), self.b(x)
         if self.what == "mul":
             return a * b
-        if self.what == "cat":
-            return torch.cat([a, b], dim=1)
+        if self.what.startswith("cat"):
+            return torch.cat([a, b], dim={"cat": 1, "cat_h": 2, "cat_w": 3}[self.what])
         if self.what == "pad":
             return nn.functional.pad(a, (1, 2, 0, 1))
         if self.what == "maxpool_pad":
@@ -187,7 +187,7 @@ SMALL = {
     "sigmoid_lut": (lambda: _Sigmoid(), (1, 3, 8, 8)),
     **{
         w: (lambda w=w: _Mixed(w), (1, 3, 8, 8))
-        for w in ("mul", "cat", "pad", "maxpool_pad", "clamp")
+        for w in ("mul", "cat", "cat_h", "cat_w", "pad", "maxpool_pad", "clamp")
     },
 }
 
