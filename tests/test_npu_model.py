@@ -345,6 +345,11 @@ def test_dump_lists_operations(tmp_path, capsys):
     out = capsys.readouterr().out
     assert ">>" in out and "NPU_OP_CONV" in out and "NPU_SET_WEIGHT_BASE" in out
     assert out.rstrip().splitlines()[-1].split()[2] == "NPU_OP_STOP"
+    assert main(["trace", str(path)]) == 0
+    trace = capsys.readouterr().out.rstrip().splitlines()
+    assert any("NPU_OP_CONV" in line and "r1+0x" in line for line in trace)
+    total = exported.npu.subgraphs[0].vela.estimate["nn_macs"]
+    assert trace[-1].endswith(f"operations, {total} MACs")
 
 
 def _conv_blob():
@@ -367,7 +372,8 @@ def test_an_address_outside_its_region_is_a_bus_error():
     ofm_base = next(c for c in decode(bytes(stream)) if c.name == "NPU_SET_OFM_BASE0")
     at = 4 * (ofm_base.offset + 1)
     stream[at : at + 4] = (b.scratch_size + 4096).to_bytes(4, "little")
-    with pytest.raises(BusError, match="OFM: bytes .* of region 1"):
+    # The first OFM_BASE0 is that of Vela's input transpose (NCHW -> NHWC), a 1x1 pool.
+    with pytest.raises(BusError, match=r"NPU_OP_POOL at command word \d+: OFM: bytes .* region 1"):
         run_blob(_with_stream(b, bytes(stream)), [bytes(t.nbytes) for t in b.inputs])
 
 

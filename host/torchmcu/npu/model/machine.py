@@ -9,19 +9,31 @@ from torchmcu.npu.model.decode import Command, CommandStreamError, command_strea
 from torchmcu.npu.model.dma import dma
 from torchmcu.npu.model.elementwise import elementwise
 from torchmcu.npu.model.featuremap import ofm_shape
-from torchmcu.npu.model.memory import Memory
+from torchmcu.npu.model.memory import SHRAM, BusError, Memory
 from torchmcu.npu.model.pool import pooling
-from torchmcu.npu.model.state import Registers
+from torchmcu.npu.model.state import Registers, StateError
 
 _NO_OPS = {"NPU_OP_IRQ", "NPU_OP_DMA_WAIT", "NPU_OP_KERNEL_WAIT", "NPU_OP_PMU_MASK"}
 
 
 @dataclass(frozen=True)
 class TraceEntry:
-    offset: int
+    offset: int  # word offset of the operation in the command stream
     op: str
-    ofm_shape: tuple[int, int, int] | None
+    ofm_shape: tuple[int, int, int] | None  # (height, width, depth); None for a DMA
     macs: int
+    source: tuple[int, int] | None = None  # (region, address): IFM base 0 or DMA source
+    dest: tuple[int, int] | None = None  # OFM base 0 or DMA destination (region -1: SHRAM)
+
+    def __str__(self) -> str:
+        def at(where: tuple[int, int] | None) -> str:
+            return "-" if where is None else f"r{where[0]}+0x{where[1]:x}"
+
+        shape = "x".join(map(str, self.ofm_shape)) if self.ofm_shape else "-"
+        return (
+            f"{self.offset:6d}  {self.op:<20} {at(self.source):>12} -> {at(self.dest):<12} "
+            f"{shape:>12} {self.macs:>10} MACs"
+        )
 
 
 def execute(stream: bytes, mem: Memory, macs_per_cc: int = 128) -> list[TraceEntry]:
@@ -37,14 +49,26 @@ def execute(stream: bytes, mem: Memory, macs_per_cc: int = 128) -> list[TraceEnt
             return trace
         if cmd.name in _NO_OPS:
             continue
-        trace.append(_run(cmd, regs, mem, macs_per_cc))
+        try:
+            trace.append(_run(cmd, regs, mem, macs_per_cc))
+        except (BusError, StateError) as e:
+            # name the operation, as the hardware's error state would point at it
+            raise type(e)(f"{cmd.name} at command word {cmd.offset}: {e}") from e
     raise CommandStreamError(len(stream) // 4, "the stream ends without NPU_OP_STOP")
 
 
 def _run(cmd: Command, regs: Registers, mem: Memory, macs_per_cc: int) -> TraceEntry:
     if cmd.name == "NPU_OP_DMA_START":
         dma(regs, mem)
-        return TraceEntry(cmd.offset, cmd.name, None, 0)
+        src, dst = regs.param("NPU_SET_DMA0_SRC_REGION"), regs.param("NPU_SET_DMA0_DST_REGION")
+        return TraceEntry(
+            cmd.offset,
+            cmd.name,
+            None,
+            0,
+            (src & 0xFF, regs.address("NPU_SET_DMA0_SRC")),
+            (SHRAM if dst & 0x100 else dst & 0xFF, regs.address("NPU_SET_DMA0_DST")),
+        )
     if cmd.name in ("NPU_OP_CONV", "NPU_OP_DEPTHWISE"):
         macs = convolution(regs, mem, cmd.name == "NPU_OP_DEPTHWISE", macs_per_cc)
     elif cmd.name == "NPU_OP_POOL":
@@ -53,7 +77,14 @@ def _run(cmd: Command, regs: Registers, mem: Memory, macs_per_cc: int) -> TraceE
         macs = elementwise(regs, mem, cmd.param)
     else:
         raise CommandStreamError(cmd.offset, f"{cmd.name} is not an operation the model runs")
-    return TraceEntry(cmd.offset, cmd.name, ofm_shape(regs), macs)
+    return TraceEntry(
+        cmd.offset,
+        cmd.name,
+        ofm_shape(regs),
+        macs,
+        (regs.param("NPU_SET_IFM_REGION"), regs.address("NPU_SET_IFM_BASE0")),
+        (regs.param("NPU_SET_OFM_REGION"), regs.address("NPU_SET_OFM_BASE0")),
+    )
 
 
 def run_payload(payload: bytes, mem: Memory, macs_per_cc: int = 128) -> list[TraceEntry]:
