@@ -9,6 +9,7 @@ of the TOSA graph, so the two are independent.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,6 +26,7 @@ from torchmcu.npu.model.memory import BusError
 from torchmcu.npu.model.run import run_blob
 from torchmcu.npu.model.weights import Geometry, decode_weights, unpack_weights
 from torchmcu.npu.model_check import Comparison, compare
+from torchmcu.npu.vela import compile_tosa
 from torchmcu.quantize import quantize
 
 pytest.importorskip("tosa_reference_model")
@@ -388,3 +390,37 @@ def test_a_stream_without_stop_or_with_a_cut_cmd1_is_refused():
     cmd1 = (0x4000 | 0x010).to_bytes(4, "little")  # NPU_SET_OFM_BASE0 with no payload word
     with pytest.raises(CommandStreamError, match="lacks its payload"):
         decode(stream[:-4] + cmd1)
+
+
+_VELA_LISTING = re.compile(
+    r"^0x([0-9a-f]+):\s+(?:([0-9a-f]{8}) )?\s*([0-9a-f]{4}) ([0-9a-f]{4}) - (NPU_\w+)", re.MULTILINE
+)
+
+
+@pytest.mark.parametrize("name", ["conv3x3", "add", "sigmoid_lut"])
+def test_decoder_agrees_with_velas_own_listing(name, capfd):
+    """Vela (regor) prints the register command stream it writes with
+    --verbose-register-command-stream: every command's byte offset, payload, parameter, opcode
+    and name. Our decoder must read the same commands from the bytes."""
+    make, shape = SMALL[name]
+    graph, _ = _quantized(make(), shape)
+    exported = export_quantized(graph, npu_target=resolve_target(*TARGET))
+    sub = exported.npu.subgraphs[0]
+    capfd.readouterr()
+    again = compile_tosa(
+        bytes(sub.tosa.flatbuffer),
+        resolve_target(*TARGET),
+        extra_args=["--verbose-register-command-stream"],
+    )
+    listing = capfd.readouterr().out
+    assert again.command_stream == sub.vela.command_stream
+    want = [
+        (int(off, 16) // 4, cmd, int(param, 16), int(data, 16) if data else None)
+        for off, data, param, _code, cmd in _VELA_LISTING.findall(listing)
+    ]
+    got = [
+        (c.offset, c.name, c.param & 0xFFFF, c.data)
+        for c in decode(command_stream(sub.vela.command_stream))
+    ]
+    assert len(want) > 20
+    assert got == want
