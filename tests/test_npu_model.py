@@ -280,28 +280,31 @@ def test_scratch_smaller_than_vela_planned_is_a_bus_error():
 
 
 @pytest.mark.parametrize(
-    "ofm,kh,kw,ifm,depthwise,part_kernel,block,dilation",
+    "ofm,kh,kw,ifm,depthwise,part_kernel,block,dilation,sub",
     [
-        (8, 3, 3, 3, False, True, 8, 1),
-        (16, 3, 3, 40, False, False, 16, 1),
-        (24, 1, 1, 64, False, False, 16, 1),
-        (40, 3, 3, 1, True, False, 16, 1),
-        (20, 10, 10, 5, False, True, 8, 1),
-        (16, 3, 3, 20, False, False, 8, 2),
-        (8, 5, 9, 33, False, True, 8, 1),
+        (8, 3, 3, 3, False, True, 8, 1, 8),
+        (16, 3, 3, 40, False, False, 16, 1, 8),
+        (24, 1, 1, 64, False, False, 16, 1, 8),
+        (40, 3, 3, 1, True, False, 16, 1, 8),
+        (20, 10, 10, 5, False, True, 8, 1, 8),
+        (16, 3, 3, 20, False, False, 8, 2, 8),
+        (8, 5, 9, 33, False, True, 8, 1, 8),
+        (8, 5, 9, 33, False, True, 8, 1, 4),
+        (16, 6, 6, 20, False, False, 8, 2, 4),
     ],
 )
 def test_weight_order_matches_vela_encoder(
-    ofm, kh, kw, ifm, depthwise, part_kernel, block, dilation
+    ofm, kh, kw, ifm, depthwise, part_kernel, block, dilation, sub
 ):
     """Our reading of the stream order undoes Vela's own reorder + encode, for depth-first,
-    part-kernel-first, depthwise, sub-kernel splits (> 8) and dilation."""
+    part-kernel-first, depthwise, sub-kernel splits (> 8, or > 4 with the 4x4 decomposition)
+    and dilation."""
     from ethosu import mlw_codec
 
     rng = np.random.default_rng(ofm * 1000 + kh)
     volume = rng.integers(-127, 128, size=(ofm, kh, kw, ifm)).astype(np.int16)
     encoded = mlw_codec.reorder_encode(
-        8, 8, volume, block, depthwise, part_kernel, 8, 8 // dilation, 8 // dilation
+        8, 8, volume, block, depthwise, part_kernel, 8, sub // dilation, sub // dilation
     )
     data = encoded[0] if isinstance(encoded, tuple) else encoded
     g = Geometry(
@@ -316,6 +319,7 @@ def test_weight_order_matches_vela_encoder(
         8,
         depthwise,
         part_kernel,
+        sub,
     )
     np.testing.assert_array_equal(unpack_weights(decode_weights(bytes(data)), g), volume)
 

@@ -66,6 +66,7 @@ def convolution(regs: Registers, mem: Memory, depthwise: bool, macs_per_cc: int)
         ifm_bits=ifm.precision.bits,
         depthwise=depthwise,
         part_kernel=k.part_kernel,
+        subkernel=k.subkernel,
     )
     w, sb = _streams(regs, mem, g)
     x = padded_ifm(mem, ifm, ic, k, oh, ow, padding(regs), ifm.zero_point) - ifm.zero_point

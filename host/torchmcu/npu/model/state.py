@@ -86,16 +86,18 @@ class Kernel:
     stride: tuple[int, int]  # (y, x)
     dilation: tuple[int, int]
     part_kernel: bool
+    subkernel: int  # decomposition: weights come in sub-kernels of at most this size
 
 
 def kernel(regs: Registers) -> Kernel:
     """KERNEL_HEIGHT/WIDTH_M1 hold the dilated extent - 1; KERNEL_STRIDE packs stride - 1 (low
-    bits 0/1, extension bits 8:6 for x, 11:9 for y), part-kernel-first (bit 2) and dilation - 1
-    (bits 3/4), as Vela's generate_kernel writes them."""
+    bits 0/1, extension bits 8:6 for x, 11:9 for y), part-kernel-first (bit 2), dilation - 1
+    (bits 3/4) and the decomposition (bit 5: 0 = 8x8 sub-kernels, 1 = 4x4; the bit is our
+    reading of regor's listing, which names the field between dilation and stride_x_msb)."""
     p = regs.param("NPU_SET_KERNEL_STRIDE")
     sx = ((p & 1) | (((p >> 6) & 7) << 1)) + 1
     sy = (((p >> 1) & 1) | (((p >> 9) & 7) << 1)) + 1
     dx, dy = ((p >> 3) & 1) + 1, ((p >> 4) & 1) + 1
     h = regs.param("NPU_SET_KERNEL_HEIGHT_M1") // dy + 1
     w = regs.param("NPU_SET_KERNEL_WIDTH_M1") // dx + 1
-    return Kernel(h, w, (sy, sx), (dy, dx), bool(p & 4))
+    return Kernel(h, w, (sy, sx), (dy, dx), bool(p & 4), 4 if p & 0x20 else 8)

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-SUBKERNEL_MAX = 8  # the largest sub-kernel the U55 traverses at once (Vela's SubKernelMax)
 SCALE_ENTRY_BYTES = 10  # bias (40-bit) | scale (32-bit) | shift (6-bit), little-endian
 
 
@@ -34,6 +33,9 @@ class Geometry:
     ifm_bits: int
     depthwise: bool
     part_kernel: bool
+    # KERNEL_STRIDE's decomposition field: sub-kernels of at most 8x8 (Vela's SubKernelMax and
+    # all it writes for U55), or 4x4; divided by the dilation.
+    subkernel: int = 8
 
 
 def _padded(n: int, multiple: int) -> int:
@@ -43,8 +45,8 @@ def _padded(n: int, multiple: int) -> int:
 def stream_order(g: Geometry) -> tuple[np.ndarray, ...]:
     """(ofm, ky, kx, ifm, valid) index arrays, one entry per value of the decoded stream."""
     ifm_block_depth = 16 if g.part_kernel or g.ifm_bits == 16 else 32
-    decomp_h = SUBKERNEL_MAX // g.dilation[0]
-    decomp_w = SUBKERNEL_MAX // g.dilation[1]
+    decomp_h = g.subkernel // g.dilation[0]
+    decomp_w = g.subkernel // g.dilation[1]
     iu, ou = g.ifm_ublock_depth, g.ofm_ublock_depth
     parts: list[tuple[np.ndarray, ...]] = []
     for ofm_block in range(0, g.ofm_depth, g.ofm_block_depth):
