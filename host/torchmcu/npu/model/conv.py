@@ -1,0 +1,85 @@
+"""NPU_OP_CONV and NPU_OP_DEPTHWISE."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from torchmcu.npu.model import weights as wt
+from torchmcu.npu.model.featuremap import feature_map, ofm_shape
+from torchmcu.npu.model.memory import Memory
+from torchmcu.npu.model.ofm import global_scale, write_ofm
+from torchmcu.npu.model.state import Registers, StateError, kernel
+from torchmcu.npu.model.window import padded_ifm, padding, taps
+
+# Micro-block depths of the Ethos-U55 MAC array (Vela's architecture_features ifm/ofm_ublock):
+# 8 for every U55 configuration except U55-32, whose OFM micro-block is 4 deep.
+UBLOCK_DEPTH = {32: (8, 4), 64: (8, 8), 128: (8, 8), 256: (8, 8)}
+
+
+def _streams(regs: Registers, mem: Memory, g: wt.Geometry) -> tuple[np.ndarray, wt.ScaleBias]:
+    wbytes = mem.read_bytes(
+        regs.param("NPU_SET_WEIGHT_REGION"),
+        regs.address("NPU_SET_WEIGHT_BASE"),
+        regs.data("NPU_SET_WEIGHT_LENGTH"),
+        "weight stream",
+    )
+    sbytes = mem.read_bytes(
+        regs.param("NPU_SET_SCALE_REGION"),
+        regs.address("NPU_SET_SCALE_BASE"),
+        regs.data("NPU_SET_SCALE_LENGTH"),
+        "scale stream",
+    )
+    return _kernel(wbytes, g), wt.decode_scale_bias(sbytes, g.ofm_depth)
+
+
+@functools.lru_cache(maxsize=512)
+def _kernel(stream: bytes, g: wt.Geometry) -> np.ndarray:
+    """OHWI weights as float64; the same stream bytes and geometry decode the same, so repeated
+    runs of a program (the tests, the bench) decode each stream once."""
+    w = wt.unpack_weights(wt.decode_weights(stream), g).astype(np.float64)
+    w.flags.writeable = False  # shared between runs of the same stream
+    return w
+
+
+def convolution(regs: Registers, mem: Memory, depthwise: bool, macs_per_cc: int) -> int:
+    """Run one (depthwise) convolution; returns the MACs it executed."""
+    ifm, ofm = feature_map(regs, "IFM"), feature_map(regs, "OFM")
+    if regs.param("NPU_SET_IFM_UPSCALE", 0):
+        raise NotImplementedError("IFM upscaling (nearest/transpose resampling) is not modelled")
+    oh, ow, oc = ofm_shape(regs)
+    ic = regs.param("NPU_SET_IFM_DEPTH_M1") + 1
+    if depthwise and ic != oc:
+        raise StateError(f"depthwise with IFM depth {ic} and OFM depth {oc}")
+    k = kernel(regs)
+    iu, ou = UBLOCK_DEPTH[macs_per_cc]
+    g = wt.Geometry(
+        ofm_depth=oc,
+        ifm_depth=1 if depthwise else ic,
+        kernel_h=k.height,
+        kernel_w=k.width,
+        dilation=k.dilation,
+        ofm_block_depth=regs.param("NPU_SET_OFM_BLK_DEPTH_M1") + 1,
+        ifm_ublock_depth=iu,
+        ofm_ublock_depth=ou,
+        ifm_bits=ifm.precision.bits,
+        depthwise=depthwise,
+        part_kernel=k.part_kernel,
+        subkernel=k.subkernel,
+    )
+    w, sb = _streams(regs, mem, g)
+    x = padded_ifm(mem, ifm, ic, k, oh, ow, padding(regs), ifm.zero_point) - ifm.zero_point
+    # float64 is exact here (|acc| < 2^53 for 8/16-bit IFMs and 9-bit weights) and uses BLAS.
+    xf, wf = x.astype(np.float64), w
+    acc = np.zeros((oh, ow, oc), np.float64)
+    for ky, kx, view in taps(xf, k, oh, ow):
+        if depthwise:
+            acc += view * wf[:, ky, kx, 0]
+        else:
+            acc += view @ wf[:, ky, kx, :].T
+    total = acc.astype(np.int64) + sb.bias
+    # global scale: OFM_SCALE for every channel, else the per-channel stream
+    scale, shift = global_scale(regs) if ofm.precision.scale_mode else (sb.scale, sb.shift)
+    write_ofm(regs, mem, ofm, total, scale, shift)
+    return oh * ow * oc * k.height * k.width * (1 if depthwise else ic)
