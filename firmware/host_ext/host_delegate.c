@@ -14,24 +14,27 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "torchmcu/ethos_u_blob.h"
 
 typedef struct {
   tm_ethos_u_blob blob;
   uint32_t index;
+  tmx_npu *npu; /* non-NULL: run through the firmware delegate + driver on the NPU model */
 } host_state;
 
 static _Thread_local tmx_delegate_session *g_session;
 
-void tmx_delegate_begin(tmx_delegate_session *s, PyObject *bridge) {
+void tmx_delegate_begin(tmx_delegate_session *s, PyObject *bridge, PyObject *npu_model) {
   memset(s, 0, sizeof(*s));
   s->bridge = bridge;
+  s->npu_model = npu_model;
   g_session = s;
 }
 
 void tmx_delegate_end(tmx_delegate_session *s) {
   g_session = NULL;
   Py_CLEAR(s->error);
+  for (uint32_t i = 0; i < s->num_npus; ++i) PyMem_RawFree(s->npus[i]);
+  s->num_npus = 0;
 }
 
 static tm_status host_init(tm_delegate_context *ctx, void *state, const tm_delegate_info *info) {
@@ -41,7 +44,18 @@ static tm_status host_init(tm_delegate_context *ctx, void *state, const tm_deleg
     return st;
   }
   s->index = info->index;
-  return TM_OK;
+  s->npu = NULL;
+  tmx_delegate_session *ses = g_session;
+  if (ses == NULL || ses->npu_model == NULL || ses->npu_model == Py_None) return TM_OK;
+  /* The NPU model's state (registers, driver, firmware delegate) outgrows the runtime's
+   * delegate state: it lives with the session, freed by tmx_delegate_end. */
+  if (ses->num_npus == sizeof(ses->npus) / sizeof(ses->npus[0]) ||
+      (s->npu = PyMem_RawCalloc(1, sizeof(tmx_npu))) == NULL) {
+    ctx->message = "host npu_model: too many delegates or out of memory";
+    return TM_ERR_OUT_OF_MEMORY;
+  }
+  ses->npus[ses->num_npus++] = s->npu;
+  return tmx_npu_init(ctx, s->npu, info, &s->blob);
 }
 
 static tm_status host_prepare(tm_delegate_context *ctx, void *state, const tm_delegate_call *call) {
@@ -79,9 +93,16 @@ static tm_status callback_failed(tm_delegate_context *ctx, tmx_delegate_session 
 }
 
 static tm_status host_execute(tm_delegate_context *ctx, void *state, const tm_delegate_call *call) {
-  const host_state *s = state;
+  host_state *s = state;
   const uint32_t ni = s->blob.num_inputs, no = s->blob.num_outputs;
   tmx_delegate_session *ses = g_session;
+  if (s->npu != NULL) {
+    if (ses == NULL) {
+      ctx->message = "EthosUBackend on the NPU model ran outside native.run_program";
+      return TM_ERR_DELEGATE;
+    }
+    return tmx_npu_execute(ctx, s->npu, call, ses, ses->npu_model);
+  }
   if (ses == NULL || ses->bridge == NULL || ses->bridge == Py_None) {
     ctx->message = "EthosUBackend on the host needs a delegate_fn (native.run_program(..., delegate_fn=...))";
     return TM_ERR_DELEGATE;

@@ -6,26 +6,53 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define BUF_ALIGN 16u
 
 /* A loaded program and initialised method with their (aligned) buffers. */
 typedef struct {
   void *raw[3]; /* pte copy, metadata, arena */
+  size_t raw_bytes[3]; /* mapped sizes when low_memory */
+  bool low_memory; /* buffers below 4 GB: what a 32-bit NPU (Ethos-U55) can address */
   tm_program program;
   tm_method method;
   size_t meta_bytes, arena_bytes;
 } session;
 
+/* Zeroed pages below 4 GB, as on a board where the NPU sees the CPU's memory 1:1; NULL when
+ * the host gives none there (no MAP_32BIT and the hint not taken). */
+static void *alloc_low(size_t n) {
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+#if defined(MAP_32BIT)
+  flags |= MAP_32BIT;
+#endif
+  void *p = mmap((void *)(uintptr_t)0x40000000u, n, PROT_READ | PROT_WRITE, flags, -1, 0);
+  if (p == MAP_FAILED) return NULL;
+  if ((uintptr_t)p + n > ((uintptr_t)1 << 32)) {
+    munmap(p, n);
+    return NULL;
+  }
+  return p;
+}
+
 static void *alloc_aligned(session *s, int slot, size_t n) {
-  s->raw[slot] = PyMem_Calloc(1, n + BUF_ALIGN);
+  if (s->low_memory) {
+    s->raw_bytes[slot] = n + BUF_ALIGN;
+    s->raw[slot] = alloc_low(s->raw_bytes[slot]);
+  } else {
+    s->raw[slot] = PyMem_Calloc(1, n + BUF_ALIGN);
+  }
   if (s->raw[slot] == NULL) return NULL;
   uintptr_t p = ((uintptr_t)s->raw[slot] + BUF_ALIGN - 1u) & ~(uintptr_t)(BUF_ALIGN - 1u);
   return (void *)p;
 }
 
 static void session_close(session *s) {
-  for (int i = 0; i < 3; ++i) PyMem_Free(s->raw[i]);
+  for (int i = 0; i < 3; ++i) {
+    if (!s->low_memory) PyMem_Free(s->raw[i]);
+    else if (s->raw[i] != NULL) munmap(s->raw[i], s->raw_bytes[i]);
+  }
 }
 
 /* "message (instruction 3, value 7, argument 2, operator x.out, byte offset 120)" */
@@ -59,8 +86,9 @@ static PyObject *raise_diag(const tm_diag *d, tm_status st) {
 }
 
 /* Copies the .pte into aligned memory and loads it. -1 on error (exception set). */
-static int session_load(session *s, Py_buffer *pte) {
+static int session_load(session *s, Py_buffer *pte, bool low_memory) {
   memset(s, 0, sizeof(*s));
+  s->low_memory = low_memory;
   uint8_t *copy = alloc_aligned(s, 0, (size_t)pte->len);
   if (copy == NULL) { PyErr_NoMemory(); return -1; }
   memcpy(copy, pte->buf, (size_t)pte->len);
@@ -166,12 +194,14 @@ PyObject *native_run_program(PyObject *self, PyObject *args) {
   const char *method_name = "forward";
   int runs = 1; /* executions of the one method instance (later ones see verified arguments) */
   PyObject *bridge = Py_None; /* native.py's wrapper of delegate_fn (host EthosUBackend) */
-  if (!PyArg_ParseTuple(args, "y*O!|siO", &pte, &PyList_Type, &inputs, &method_name, &runs, &bridge)) return NULL;
+  PyObject *npu_model = Py_None; /* NPU functional model: delegates run the real driver on it */
+  if (!PyArg_ParseTuple(args, "y*O!|siOO", &pte, &PyList_Type, &inputs, &method_name, &runs, &bridge, &npu_model))
+    return NULL;
   session s;
   tmx_delegate_session ds;
   PyObject *result = NULL;
-  tmx_delegate_begin(&ds, bridge);
-  if (session_load(&s, &pte) != 0 || session_init(&s, method_name, &tmx_registry) != 0) goto done;
+  tmx_delegate_begin(&ds, bridge, npu_model);
+  if (session_load(&s, &pte, npu_model != Py_None) != 0 || session_init(&s, method_name, &tmx_registry) != 0) goto done;
   tm_method *m = &s.method;
   if ((uint32_t)PyList_GET_SIZE(inputs) != m->num_inputs) {
     char msg[128];
@@ -263,7 +293,7 @@ PyObject *native_program_info(PyObject *self, PyObject *args) {
   const tm_backend **stub_table = NULL;
   session s;
   memset(&s, 0, sizeof(s));
-  if (session_load(&s, &pte) != 0) goto done;
+  if (session_load(&s, &pte, false) != 0) goto done;
   tm_program *probe = &s.program;
   /* Every operator of the method resolves to a stub, so info works without the kernels. */
   ops = PyList_New(0);

@@ -222,6 +222,7 @@ def run_program(
     method: str = "forward",
     runs: int = 1,
     delegate_fn: DelegateFn | None = None,
+    npu_model: bool = False,
 ) -> list[np.ndarray]:
     """Runs a .pte method with the C runtime; inputs and outputs are in logical sizes
     (channels-last tensors are converted to/from their memory layout here). runs > 1 executes
@@ -231,7 +232,12 @@ def run_program(
     delegate_fn(delegate_index, inputs) runs each EthosUBackend DelegateCall on the host in
     place of the NPU: it gets the call's inputs as arrays in physical memory layout (NHWC for
     4-D activations) and returns its outputs the same way (dtype and physical shape checked).
-    An exception it raises surfaces as NativeError("DELEGATE", ...) with it as __cause__."""
+    An exception it raises surfaces as NativeError("DELEGATE", ...) with it as __cause__.
+
+    npu_model=True runs each EthosUBackend DelegateCall as the firmware does: the firmware
+    delegate and our NPU driver, on the Ethos-U functional model (torchmcu.npu.model.driver)
+    behind a host register block. NPU faults come back through the driver's error path as
+    NativeError("DELEGATE", ... STATUS ...)."""
     pte = bytes(pte)
     info = _native.program_info(pte, method)
     check_inputs(info["inputs"], inputs)
@@ -242,7 +248,12 @@ def run_program(
     if runs < 1:
         raise ValueError(f"runs must be >= 1, got {runs}")
     bridge = _delegate_bridge(delegate_fn) if delegate_fn is not None else None
-    outs = _native.run_program(pte, packed, method, runs, bridge)
+    model = None
+    if npu_model:
+        from torchmcu.npu.model.driver import run_job
+
+        model = run_job
+    outs = _native.run_program(pte, packed, method, runs, bridge, model)
     return [
         _from_physical(*o) if isinstance(o, tuple) else o  # non-tensor outputs as Python scalars
         for o in outs

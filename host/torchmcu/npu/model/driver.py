@@ -1,0 +1,37 @@
+"""The model behind our real driver (issue 20, item 2): the host extension's register block
+calls `run_job` on the driver's RUN command (firmware/host_ext/host_npu.c).
+
+It gets what the NPU would see: the command stream at QBASE (QSIZE bytes), the memory at each
+base pointer the driver set (as far as the driver handed it to the NPU) and the CONFIG register,
+and answers with the STATUS fault bits and QREAD the hardware would leave. Faults the hardware
+reports are returned, never raised; anything else (a feature the model lacks) propagates and
+becomes the run's NativeError cause.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from torchmcu.npu.model.decode import CommandStreamError
+from torchmcu.npu.model.machine import execute
+from torchmcu.npu.model.memory import SHRAM, SHRAM_BYTES, BusError, Memory
+
+# STATUS bits (firmware/drivers/ethos_u/ethos_u_regs.h)
+STATUS_BUS_ERROR = 1 << 2
+STATUS_PARSE_ERROR = 1 << 4
+
+
+def run_job(
+    stream: memoryview, regions: dict[int, memoryview], config: int
+) -> tuple[int, int, str]:
+    """(STATUS fault bits, QREAD in bytes, what went wrong) for one run of the command stream."""
+    macs = 1 << (config & 0xF)  # CONFIG.macs_per_cc is log2
+    mem = {r: np.frombuffer(view, np.uint8) for r, view in regions.items()}
+    mem[SHRAM] = np.zeros(SHRAM_BYTES[macs], np.uint8)  # internal, cleared per job
+    try:
+        execute(bytes(stream), Memory(mem), macs)
+    except CommandStreamError as e:
+        return STATUS_PARSE_ERROR, 4 * e.offset, str(e)
+    except BusError as e:
+        return STATUS_BUS_ERROR, 0, str(e)
+    return 0, len(stream), ""
