@@ -231,19 +231,22 @@ def run_on_host(
     inputs: Sequence[Any],
     *,
     npu_dir: str | os.PathLike[str] | None = None,
+    npu_model: bool = False,
 ) -> list[np.ndarray]:
     """Run a .pte with the C runtime built into torchmcu._native (the firmware's own sources).
 
     An NPU program's delegates run with the TOSA reference model on the subgraphs export saved
     in npu_dir (default: `<name>.npu` beside a .pte path): the C runtime runs the CPU part for
-    real, the TOSA model stands in for the NPU."""
+    real, the TOSA model stands in for the NPU. npu_model=True runs them as the firmware does
+    instead: the firmware delegate and our NPU driver on the Ethos-U functional model, from the
+    .pte alone (Vela's command stream and weights)."""
     from torchmcu import native
 
     data = pte if isinstance(pte, bytes) else Path(pte).read_bytes()
     arrays = [np.ascontiguousarray(_to_numpy(x)) for x in inputs]
     delegates = _delegate_count(data)
-    if not delegates:
-        return native.run_program(data, arrays)
+    if not delegates or npu_model:
+        return native.run_program(data, arrays, npu_model=npu_model)
     if npu_dir is None:
         if isinstance(pte, bytes):
             raise ValueError(

@@ -4,6 +4,7 @@
     torchmcu export ... --bundle 4                            # plus out/model.bpte with 4 test cases
     torchmcu export ... --npu ethos-u55-128 --explain         # Ethos-U delegates; where each node runs
     torchmcu run out/model.pte --host [--inputs x.npz]        # run on the host build of the runtime
+    torchmcu run out/model.pte --host --npu-model             # NPU delegates: driver + NPU model
     torchmcu build out/model.pte --board corstone-300         # runner firmware: ELF, .bin, .hex
     torchmcu build a.pte b.pte --ops-yaml merged.yaml         # one image running both programs
     torchmcu run out/model.pte --board qemu-an547             # build, run on QEMU (or an FVP)
@@ -124,7 +125,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             else rng.integers(-128, 128, t["sizes"]).astype(t["dtype"])
             for t in info["inputs"]
         ]
-    outputs = torchmcu.run_on_host(Path(args.pte), inputs)  # an NPU program finds NAME.npu/ beside it
+    # an NPU program finds NAME.npu/ beside it, or runs its driver on the NPU model
+    outputs = torchmcu.run_on_host(Path(args.pte), inputs, npu_model=args.npu_model)
     for i, out in enumerate(outputs):
         print(_output_line(f"output {i}", out))
     return 0
@@ -436,6 +438,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--emulator", choices=("qemu", "fvp"), help="default: QEMU if it can")
     p.add_argument("--timeout", type=positive_float, default=120.0, help="seconds (default: 120)")
     p.add_argument("--inputs", help=".npz of inputs (--host: first sample; board: all samples)")
+    p.add_argument(
+        "--npu-model", action="store_true",
+        help="--host: run the NPU delegates through the firmware delegate and driver on the "
+        "Ethos-U functional model (no NAME.npu/ needed)",
+    )
     p.add_argument(
         "--profile", action="store_true",
         help="build with the profile, print a per-operator table and write a profile.json",

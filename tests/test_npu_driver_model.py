@@ -1,0 +1,128 @@
+"""NPU programs through the firmware's own path on the host: the EthosUBackend delegate, the blob
+parser and our Ethos-U driver, with the Ethos-U55 functional model behind the driver's register
+block (issue 20, item 2; firmware/host_ext/host_npu.c).
+
+The references are independent of that path: the same .pte with its delegates run by the TOSA
+reference model on the saved TOSA graphs, and the CPU-only program in the reference
+interpreter. Faults (a bad opcode, an address outside a region) must come back through the
+driver's error path, with the failing STATUS word named.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torchmcu
+from torch import nn
+from torchmcu.api import export_quantized
+from torchmcu.examples import models
+from torchmcu.native import NativeError
+from torchmcu.npu.blob import parse_blob
+from torchmcu.npu.config import resolve_target
+from torchmcu.npu.model.decode import command_stream, decode
+from torchmcu.quantize import quantize
+from torchmcu.reference.interpreter import run_program
+
+pytest.importorskip("tosa_reference_model")
+pytest.importorskip("ethosu.vela")
+
+TARGET = ("corstone-300", "ethos-u55-128")
+MLPERF = ("ds_cnn", "resnet8", "mobilenet_v1_025", "deep_autoencoder")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", MLPERF)
+def test_mlperf_tiny_through_driver_and_model_bit_exact(name, tmp_path):
+    model, example = models.build(name)
+    graph = quantize(model, example, models.calibration(name, 2))
+    x = [np.ascontiguousarray(t.numpy()) for t in models.calibration(name, 3, seed=7)[2]]
+    cpu_only = run_program(export_quantized(graph).program, x)
+    exported = export_quantized(graph, board=TARGET[0], npu_target=resolve_target(*TARGET))
+    path = exported.save(tmp_path)
+    tosa = torchmcu.run_on_host(path, x)
+    driver = torchmcu.run_on_host(exported.pte_bytes, x, npu_model=True)  # no .npu/ needed
+    assert len(driver) == len(tosa) == len(cpu_only)
+    for d, t, c in zip(driver, tosa, cpu_only):
+        np.testing.assert_array_equal(d, t)
+        np.testing.assert_array_equal(d, c)
+
+
+class _Conv(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.c = nn.Conv2d(3, 8, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.c(x))
+
+
+@dataclass
+class _Program:
+    exported: torchmcu.ExportedModel
+    x: list[np.ndarray]
+    stream: bytes  # the delegate's register command stream
+
+    @property
+    def pte(self) -> bytes:
+        return self.exported.pte_bytes
+
+
+@pytest.fixture(scope="module")
+def conv() -> _Program:
+    """A one-conv NPU program and an input."""
+    torch.manual_seed(0)
+    cal = [(torch.randn(1, 3, 8, 8),) for _ in range(4)]
+    graph = quantize(_Conv().eval(), cal[0], cal)
+    exported = export_quantized(graph, npu_target=resolve_target(*TARGET))
+    stream = command_stream(parse_blob(exported.npu.subgraphs[0].vela.blob).command_stream)
+    return _Program(exported, [torch.randn(1, 3, 8, 8).numpy()], stream)
+
+
+def _patched(p: _Program, word: int, value: int) -> bytes:
+    """The .pte with word `word` of its (only) command stream set to `value`."""
+    at = p.pte.index(p.stream)
+    assert p.pte.find(p.stream, at + 1) == -1
+    at += 4 * word
+    return p.pte[:at] + value.to_bytes(4, "little") + p.pte[at + 4 :]
+
+
+def test_one_conv_bit_exact_with_the_tosa_reference(conv, tmp_path):
+    path = conv.exported.save(tmp_path)  # with conv.npu/: the TOSA reference runs the delegate
+    want = torchmcu.run_on_host(path, conv.x)
+    got = torchmcu.run_on_host(conv.pte, conv.x, npu_model=True)
+    np.testing.assert_array_equal(got[0], want[0])
+
+
+def test_a_corrupted_opcode_is_a_parse_error_through_the_driver(conv):
+    bad = _patched(conv, 5, 0x3FE)  # no such cmd0 opcode
+    with pytest.raises(NativeError) as e:
+        torchmcu.run_on_host(bad, conv.x, npu_model=True)
+    assert e.value.status == "DELEGATE"
+    msg = e.value.message
+    assert "NPU reported an error: STATUS 0x00000012 [irq_raised|cmd_parse_error]" in msg
+    assert "NPU command stream parse error" in msg and "word 5" in msg, msg
+
+
+def test_an_address_outside_its_region_is_a_bus_error_through_the_driver(conv):
+    ofm = next(c for c in decode(conv.stream) if c.name == "NPU_SET_OFM_BASE0")
+    bad = _patched(conv, ofm.offset + 1, 1 << 24)  # 16 MB into the scratch region
+    with pytest.raises(NativeError) as e:
+        torchmcu.run_on_host(bad, conv.x, npu_model=True)
+    msg = e.value.message
+    assert "STATUS 0x00000006 [irq_raised|bus_error] NPU bus error (AXI abort)" in msg, msg
+    assert "region 1" in msg
+
+
+def test_cli_runs_an_npu_program_through_the_driver(conv, tmp_path: Path, capsys):
+    from torchmcu.cli import main
+
+    path = conv.exported.save(tmp_path)
+    assert main(["run", str(path), "--host"]) == 0  # TOSA reference on the saved graph
+    via_tosa = capsys.readouterr().out
+    assert main(["run", str(path), "--host", "--npu-model"]) == 0
+    via_driver = capsys.readouterr().out
+    assert via_driver.startswith("output 0:") and via_driver == via_tosa, via_driver
