@@ -1,6 +1,7 @@
 """NPU programs through the firmware's own path on the host: the EthosUBackend delegate, the blob
 parser and our Ethos-U driver, with the Ethos-U55 functional model behind the driver's register
-block (issue 20, item 2; firmware/host_ext/host_npu.c).
+block (issue 20, item 2; firmware/host_ext/host_npu.c). The MLPerf Tiny models and the
+MobileNetV2-like net run on ethos-u55-128.
 
 The references are independent of that path: the same .pte with its delegates run by the TOSA
 reference model on the saved TOSA graphs, and the CPU-only program in the reference
@@ -31,12 +32,12 @@ pytest.importorskip("tosa_reference_model")
 pytest.importorskip("ethosu.vela")
 
 TARGET = ("corstone-300", "ethos-u55-128")
-MLPERF = ("ds_cnn", "resnet8", "mobilenet_v1_025", "deep_autoencoder")
+MODELS = ("ds_cnn", "resnet8", "mobilenet_v1_025", "deep_autoencoder", "mobilenet_v2_like")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", MLPERF)
-def test_mlperf_tiny_through_driver_and_model_bit_exact(name, tmp_path):
+@pytest.mark.parametrize("name", MODELS)
+def test_models_through_driver_and_model_bit_exact(name, tmp_path):
     model, example = models.build(name)
     graph = quantize(model, example, models.calibration(name, 2))
     x = [np.ascontiguousarray(t.numpy()) for t in models.calibration(name, 3, seed=7)[2]]
