@@ -11,6 +11,10 @@ driver's error path, with the failing STATUS word named.
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,3 +131,55 @@ def test_cli_runs_an_npu_program_through_the_driver(conv, tmp_path: Path, capsys
     assert main(["run", str(path), "--host", "--npu-model"]) == 0
     via_driver = capsys.readouterr().out
     assert via_driver.startswith("output 0:") and via_driver == via_tosa, via_driver
+
+
+ROOT = Path(__file__).resolve().parents[1]
+# Runs this module's one-conv and fault tests on an ASan + UBSan build of _native.
+_SANITIZED_CHILD = """
+import importlib.util, sys
+import torchmcu
+spec = importlib.util.spec_from_file_location("torchmcu._native", sys.argv[1])
+native = importlib.util.module_from_spec(spec)
+sys.modules["torchmcu._native"] = native  # before torchmcu.native imports it
+spec.loader.exec_module(native)
+import pytest
+sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", *sys.argv[2:]]))
+"""
+
+
+def _gcc_runtime(name: str) -> str | None:
+    if shutil.which("gcc") is None:
+        return None
+    r = subprocess.run(
+        ["gcc", f"-print-file-name={name}"], capture_output=True, text=True, check=False
+    )
+    path = r.stdout.strip()
+    return path if r.returncode == 0 and Path(path).is_absolute() else None
+
+
+@pytest.mark.slow
+@pytest.mark.needs("cmake")
+def test_faults_through_the_driver_clean_under_sanitizers(tmp_path):
+    """The fault paths (and a good run) on _native built with ASan + UBSan, no recovery: a
+    model fault must end in the driver's error path, never in a memory error."""
+    runtimes = [_gcc_runtime("libasan.so"), _gcc_runtime("libubsan.so")]
+    if None in runtimes:
+        pytest.skip("gcc's ASan/UBSan runtimes are not installed")
+    build = tmp_path / "asan"
+    gen = ["-G", "Ninja"] if shutil.which("ninja") else []
+    for cmd in (
+        ["cmake", "-S", str(ROOT), "-B", str(build), *gen, "-DCMAKE_C_COMPILER=gcc",
+         "-DCMAKE_BUILD_TYPE=Debug", "-DTORCHMCU_SANITIZE=ON", "-DTORCHMCU_HOST_EXTENSION=ON",
+         "-DTORCHMCU_HOST_TOOLS=OFF", f"-DPython_EXECUTABLE={sys.executable}"],
+        ["cmake", "--build", str(build), "--target", "torchmcu_native"],
+    ):  # fmt: skip
+        r = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+    (ext,) = (build / "firmware" / "host_ext").glob("_native*.so")
+    env = dict(os.environ, LD_PRELOAD=" ".join(runtimes), ASAN_OPTIONS="detect_leaks=0")
+    r = subprocess.run(
+        [sys.executable, "-c", _SANITIZED_CHILD, str(ext), __file__,
+         "-k", "one_conv or corrupted_opcode or outside_its_region"],
+        capture_output=True, text=True, env=env, check=False, cwd=ROOT,
+    )  # fmt: skip
+    assert r.returncode == 0 and "3 passed" in r.stdout, (r.stdout + r.stderr)[-4000:]
