@@ -133,6 +133,39 @@ def test_cli_runs_an_npu_program_through_the_driver(conv, tmp_path: Path, capsys
     assert via_driver.startswith("output 0:") and via_driver == via_tosa, via_driver
 
 
+def _tosa_and_driver_agree(exported: torchmcu.ExportedModel, samples) -> None:
+    from torchmcu import native
+    from torchmcu.npu.hostrun import SavedDelegate, delegate_io, tosa_native_fn
+
+    subs = exported.npu.subgraphs
+    tosa = tosa_native_fn([SavedDelegate(s.tosa, *delegate_io(s.subprogram)) for s in subs])
+    for x in samples:
+        want = native.run_program(exported.pte_bytes, x, delegate_fn=tosa)
+        got = native.run_program(exported.pte_bytes, x, npu_model=True)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g, w)
+
+
+def test_several_delegates_and_control_flow_through_the_driver():
+    """test_npu_export's two-delegate programs (CPU work between them, several inputs and
+    outputs) and delegates in both branches of a torch.cond: one NPU device per delegate."""
+    from test_control_flow import CondNet, _inputs
+    from test_npu_export import _StridedInTheMiddle, _TwoByTwo
+
+    for module in (_TwoByTwo(), _StridedInTheMiddle()):
+        torch.manual_seed(1)
+        cal = [(torch.randn(1, 3, 16, 16),) for _ in range(4)]
+        graph = quantize(module.eval(), cal[0], cal)
+        exported = export_quantized(graph, npu_target=resolve_target(*TARGET))
+        assert len(exported.npu.subgraphs) == 2
+        _tosa_and_driver_agree(exported, [[torch.randn(1, 3, 16, 16).numpy()]])
+    cal = [(x,) for s in range(3) for x in _inputs(100 + s)]
+    exported = torchmcu.export(
+        CondNet().eval(), cal[0], calibration=cal, npu=TARGET[1], board=TARGET[0]
+    )
+    _tosa_and_driver_agree(exported, [[x.numpy()] for x in _inputs(7)])
+
+
 ROOT = Path(__file__).resolve().parents[1]
 # Runs this module's one-conv and fault tests on an ASan + UBSan build of _native.
 _SANITIZED_CHILD = """
