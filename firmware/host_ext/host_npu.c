@@ -12,11 +12,17 @@
  */
 #include "native_common.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../drivers/ethos_u/ethos_u_regs.h"
 #include "torchmcu/ethos_u_delegate.h"
+
+/* The firmware delegate drives one bound device (tm_ethos_u_delegate_bind, a global): bind and
+ * use it under this lock, so runs in other threads cannot swap it mid-job. Taken without the
+ * GIL (a job takes the GIL for the model while holding it). */
+static pthread_mutex_t g_bind_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static tmx_npu *npu_of(void *ctx) { return (tmx_npu *)ctx; }
 
@@ -162,16 +168,25 @@ tm_status tmx_npu_init(tm_delegate_context *ctx, tmx_npu *n, const tm_delegate_i
     ctx->message = "host npu_model: the driver did not bring the model NPU up (ID, CONFIG or reset)";
     return st;
   }
+  Py_BEGIN_ALLOW_THREADS
+  pthread_mutex_lock(&g_bind_lock);
   tm_ethos_u_delegate_bind(&n->dev, NULL, 0);
-  return tm_ethos_u_backend.init(ctx, n->state, info);
+  st = tm_ethos_u_backend.init(ctx, n->state, info);
+  tm_ethos_u_delegate_bind(NULL, NULL, 0);
+  pthread_mutex_unlock(&g_bind_lock);
+  Py_END_ALLOW_THREADS
+  return st;
 }
 
 tm_status tmx_npu_execute(tm_delegate_context *ctx, tmx_npu *n, const tm_delegate_call *call,
                           tmx_delegate_session *ses, PyObject *model) {
   n->ses = ses;
   n->model = model;
+  pthread_mutex_lock(&g_bind_lock); /* execute runs without the GIL */
   tm_ethos_u_delegate_bind(&n->dev, NULL, 0);
   const tm_status st = tm_ethos_u_backend.execute(ctx, n->state, call);
+  tm_ethos_u_delegate_bind(NULL, NULL, 0);
+  pthread_mutex_unlock(&g_bind_lock);
   if (st != TM_OK) {
     /* The driver's error path: the failing job's STATUS word, named, and what the model saw. */
     const uint32_t status = tm_ethosu_last_status(&n->dev);
