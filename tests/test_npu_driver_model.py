@@ -100,6 +100,21 @@ def test_one_conv_bit_exact_with_the_tosa_reference(conv, tmp_path):
     want = torchmcu.run_on_host(path, conv.x)
     got = torchmcu.run_on_host(conv.pte, conv.x, npu_model=True)
     np.testing.assert_array_equal(got[0], want[0])
+    # without a saved .npu/ folder the driver + model path is the default
+    np.testing.assert_array_equal(torchmcu.run_on_host(conv.pte, conv.x)[0], want[0])
+
+
+def test_a_u85_program_says_the_model_is_u55_only():
+    torch.manual_seed(0)
+    cal = [(torch.randn(1, 3, 8, 8),) for _ in range(4)]
+    graph = quantize(_Conv().eval(), cal[0], cal)
+    exported = export_quantized(
+        graph, board="corstone-320", npu_target=resolve_target("corstone-320", "ethos-u85-256")
+    )
+    with pytest.raises(NativeError, match="stopped before the end") as e:
+        torchmcu.run_on_host(exported.pte_bytes, [cal[0][0].numpy()], npu_model=True)
+    assert isinstance(e.value.__cause__, NotImplementedError)
+    assert "Ethos-U55 only, this NPU is Ethos-U85" in str(e.value.__cause__)
 
 
 def test_a_corrupted_opcode_is_a_parse_error_through_the_driver(conv):

@@ -238,24 +238,23 @@ def run_on_host(
     An NPU program's delegates run with the TOSA reference model on the subgraphs export saved
     in npu_dir (default: `<name>.npu` beside a .pte path): the C runtime runs the CPU part for
     real, the TOSA model stands in for the NPU. npu_model=True runs them as the firmware does
-    instead: the firmware delegate and our NPU driver on the Ethos-U functional model, from the
-    .pte alone (Vela's command stream and weights)."""
+    instead: the firmware delegate and our NPU driver on the Ethos-U55 functional model, from
+    the .pte alone (Vela's command stream and weights); that is also the default where there is
+    no npu_dir and no saved `<name>.npu` folder."""
     from torchmcu import native
 
     data = pte if isinstance(pte, bytes) else Path(pte).read_bytes()
     arrays = [np.ascontiguousarray(_to_numpy(x)) for x in inputs]
     delegates = _delegate_count(data)
+    if npu_dir is None and delegates and not npu_model:
+        saved = None if isinstance(pte, bytes) else Path(pte).with_suffix(".npu")
+        npu_model = saved is None or not saved.is_dir()
+        npu_dir = saved
     if not delegates or npu_model:
         return native.run_program(data, arrays, npu_model=npu_model)
-    if npu_dir is None:
-        if isinstance(pte, bytes):
-            raise ValueError(
-                f"this program has {delegates} NPU delegate(s): pass npu_dir= (the <name>.npu "
-                "folder export saved beside the .pte) to run them with the TOSA reference model"
-            )
-        npu_dir = Path(pte).with_suffix(".npu")
     from torchmcu.npu.hostrun import load_delegates, tosa_native_fn
 
+    assert npu_dir is not None
     fn = tosa_native_fn(load_delegates(npu_dir, delegates))
     return native.run_program(data, arrays, delegate_fn=fn)
 

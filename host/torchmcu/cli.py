@@ -5,6 +5,7 @@
     torchmcu export ... --npu ethos-u55-128 --explain         # Ethos-U delegates; where each node runs
     torchmcu run out/model.pte --host [--inputs x.npz]        # run on the host build of the runtime
     torchmcu run out/model.pte --host --npu-model             # NPU delegates: driver + NPU model
+                                                              # (the default without out/model.npu/)
     torchmcu build out/model.pte --board corstone-300         # runner firmware: ELF, .bin, .hex
     torchmcu build a.pte b.pte --ops-yaml merged.yaml         # one image running both programs
     torchmcu run out/model.pte --board qemu-an547             # build, run on QEMU (or an FVP)
@@ -441,7 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--npu-model", action="store_true",
         help="--host: run the NPU delegates through the firmware delegate and driver on the "
-        "Ethos-U functional model (no NAME.npu/ needed)",
+        "Ethos-U55 functional model, not the TOSA graphs in NAME.npu/ (default without them)",
     )
     p.add_argument(
         "--profile", action="store_true",

@@ -25,6 +25,10 @@ def run_job(
     stream: memoryview, regions: dict[int, memoryview], config: int
 ) -> tuple[int, int, str]:
     """(STATUS fault bits, QREAD in bytes, what went wrong) for one run of the command stream."""
+    product = (config >> 28) & 0xF  # CONFIG.product: 0 U55, 1 U65, 2 U85
+    if product != 0:
+        name = {1: "Ethos-U65", 2: "Ethos-U85"}.get(product, f"product {product}")
+        raise NotImplementedError(f"the functional model is Ethos-U55 only, this NPU is {name}")
     macs = 1 << (config & 0xF)  # CONFIG.macs_per_cc is log2
     mem = {r: np.frombuffer(view, np.uint8) for r, view in regions.items()}
     mem[SHRAM] = np.zeros(SHRAM_BYTES[macs], np.uint8)  # internal, cleared per job
