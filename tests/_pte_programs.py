@@ -217,3 +217,44 @@ def _numel(sizes: list[int]) -> int:
     for s in sizes:
         n *= s
     return n
+
+
+def transpose_program(
+    sizes: list[int],
+    perm: list[int],
+    scalar_type: ScalarType = ScalarType.CHAR,
+    *,
+    dim_order: list[int] | None = None,
+    out_sizes: list[int] | None = None,
+    out_offset: int | None = None,
+) -> Program:
+    """One cortex_m::transpose call: values 0 input (arena offset 0, `dim_order`, contiguous
+    by default), 1..len(perm) the perm items, then the perm IntList, then out (contiguous,
+    after the input, 16-byte aligned, unless out_offset says otherwise). out_sizes defaults to
+    the permuted sizes."""
+    from torchmcu.pte.program import ELEMENT_SIZE
+
+    if out_sizes is None:
+        out_sizes = [sizes[p % len(sizes)] for p in perm]
+    esize = ELEMENT_SIZE[scalar_type]
+    in_bytes = esize * _numel(sizes)
+    if out_offset is None:
+        out_offset = (in_bytes + 15) // 16 * 16
+    arena = max(in_bytes, out_offset + esize * _numel(out_sizes))
+    order = list(range(len(sizes))) if dim_order is None else list(dim_order)
+    items = [Int(p) for p in perm]
+    values = [
+        Tensor(scalar_type, list(sizes), order, allocation=Allocation(1, 0)),
+        *items,
+        IntList(list(range(1, 1 + len(items)))),
+        Tensor(
+            scalar_type,
+            list(out_sizes),
+            list(range(len(out_sizes))),
+            allocation=Allocation(1, out_offset),
+        ),
+    ]
+    out = len(values) - 1
+    call = KernelCall(0, [0, out - 1, out, out])
+    plan = one_call_plan(values, call, "cortex_m::transpose", arena)
+    return Program(execution_plan=[plan], constants=[b""])

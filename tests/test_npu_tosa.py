@@ -651,7 +651,7 @@ def test_pad_and_transpose(family):
 
 def test_collapsed_transpose_moves_the_same_bytes():
     # For U55 a TRANSPOSE is emitted with the fewest axes; numpy checks it is the same move.
-    from torchmcu.npu.tosa.ops_layout import collapsed_transpose
+    from torchmcu.ops.defs.transpose import collapsed_transpose
 
     rng = np.random.default_rng(11)
     assert collapsed_transpose((1, 3, 32, 32), [0, 2, 3, 1]) == ((3, 1024), [1, 0])

@@ -15,12 +15,13 @@ from typing import Any
 import torch
 import torch.fx
 
-from torchmcu.lower import context, layout, requant, rules_slice
+from torchmcu.lower import context, layout, requant
 from torchmcu.lower.context import Ctx
 from torchmcu.lower.errors import LoweringError, UnsupportedOpError, unsupported
 from torchmcu.lower.graph import arg, shape_of
 from torchmcu.lower.values import LValue
 from torchmcu.ops.core import OpDef, Pattern
+from torchmcu.quantize.qdq import is_q
 
 Rule = Callable[[Ctx, torch.fx.Node], None]
 
@@ -94,15 +95,30 @@ class Kit:
         context.bind_output(self.ctx, qs, act, out)
 
     def shared_input(self, node: torch.fx.Node, what: str):
-        """(input, quantize users, fused activation, qparams) of an op that keeps the input's
-        qparams (slice, select, transpose)."""
-        return rules_slice._shared_input(self.ctx, node, what)
+        """(input, quantize users, fused activation, qparams or None) of an op that keeps the
+        input's qparams (slice, select, transpose), the input made contiguous. PT2E leaves no
+        quantize between two ops that share qparams (e.g. select -> unsqueeze): then the
+        output keeps the input's."""
+        x = self.input_value(node.args[0])
+        if not any(is_q(u) for u in node.users):
+            return (self.as_contiguous(x) if x.nhwc else x), [], None, None
+        qs, act, qp = self.output_quant(node, allow_activation=False)
+        if not requant.same_qparams(x.scale, x.zero_point, qp):
+            raise unsupported(node, f"a {what} that changes qparams")
+        return (self.as_contiguous(x) if x.nhwc else x), qs, act, qp
 
     def bind_shared(self, node: torch.fx.Node, qs: list, act: Any, out: LValue) -> None:
-        rules_slice._bind(self.ctx, node, qs, act, out)
+        """Binds a shared_input op's result: through its quantize users, else to the node."""
+        if qs:
+            self.bind_output(qs, act, out)
+        else:
+            self.ctx.env[node] = out
 
     def int_(self, value: int) -> int:
         return self.ctx.b.int_(value)
+
+    def int_list(self, values: Sequence[int]) -> int:
+        return self.ctx.b.int_list(list(values))
 
     # -- the call
     def call(self, op: OpDef, node: torch.fx.Node | None, /, **named: int) -> None:

@@ -33,7 +33,6 @@ from torchmcu.lower.rules_float import FLOAT_EMITTERS
 from torchmcu.lower.rules_linear_conv import emit_conv2d, emit_linear
 from torchmcu.lower.rules_misc import emit_pad, emit_softmax, emit_view
 from torchmcu.lower.rules_pool import emit_avg_pool2d, emit_global_pool, emit_max_pool2d
-from torchmcu.lower.rules_slice import emit_transpose
 from torchmcu.ops import views
 from torchmcu.plan.check import PlanError
 from torchmcu.pte.program import Program
@@ -73,7 +72,6 @@ _LEGACY_EMITTERS: dict[Any, Callable[[Ctx, torch.fx.Node], None]] = {
     _aten.constant_pad_nd.default: emit_pad,
     _aten.sigmoid.default: emit_table_activation,
     _aten.tanh.default: emit_table_activation,
-    _aten.transpose.int: emit_transpose,
     **CONTROL_FLOW_EMITTERS,
 }
 EMITTERS: dict[Any, Callable[[Ctx, torch.fx.Node], None]] = {

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from torchmcu.pte import program as pm
+
 
 def _strides(sizes: Sequence[int], order: Sequence[int]) -> dict[int, int]:
     strides, step = {}, 1
@@ -18,3 +20,17 @@ def laid_out_as(sizes: Sequence[int], dim_order: Sequence[int], order: Sequence[
     """Bytes in `dim_order` equal bytes in `order` (dims of size 1 do not matter)."""
     a, b = _strides(sizes, dim_order), _strides(sizes, order)
     return all(a[d] == b[d] for d in range(len(sizes)) if sizes[d] > 1)
+
+
+def disjoint(a: pm.Tensor, b: pm.Tensor) -> bool:
+    """tm_tensors_disjoint on planned tensors: the same memory's byte ranges do not overlap
+    (a constant or unplanned tensor never shares the arena)."""
+    if a.nbytes == 0 or b.nbytes == 0 or a.allocation is None or b.allocation is None:
+        return True
+    if a.data_buffer_idx > 0 or b.data_buffer_idx > 0:
+        return True
+    if a.allocation.memory_id != b.allocation.memory_id:
+        return True
+    a0 = a.allocation.offset + a.storage_offset * pm.ELEMENT_SIZE[pm.ScalarType(a.scalar_type)]
+    b0 = b.allocation.offset + b.storage_offset * pm.ELEMENT_SIZE[pm.ScalarType(b.scalar_type)]
+    return a0 + a.nbytes <= b0 or b0 + b.nbytes <= a0

@@ -215,12 +215,6 @@ def _quantize(call: _Call, fn) -> np.ndarray:
     return fn(call.physical(0), scale, zp, qmin, qmax, _DTYPES[pm.ScalarType(dtype)])
 
 
-def _transpose(call: _Call) -> np.ndarray:
-    logical = call.memory.read_logical(call.args[0])
-    result = ops_layout.transpose(logical, call.scalar(1))
-    return np.transpose(result, call.tensor_meta(-2).dim_order)
-
-
 _LEGACY_HANDLERS: dict[str, _Handler] = {
     "cortex_m::quantize_per_tensor": lambda c: _quantize(c, ew.quantize_per_tensor),
     "cortex_m::dequantize_per_tensor": lambda c: _quantize(c, ew.dequantize_per_tensor),
@@ -248,7 +242,6 @@ _LEGACY_HANDLERS: dict[str, _Handler] = {
     "cortex_m::pad": lambda c: ops_layout.pad_tensor(
         c.physical(0), c.tensor_meta(0).sizes, c.tensor_meta(0).dim_order, c.tensor_meta(-2).sizes,
         c.tensor_meta(-2).dim_order, c.scalar(1), c.scalar(2), c.scalar(3)),
-    "cortex_m::transpose": _transpose,
     "cortex_m::quantized_activation": lambda c: ops_table.quantized_activation(
         c.physical(0), c.physical(1)),
 }

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from torchmcu.ops.defs.transpose import transpose  # noqa: F401 (defined once, in the registry)
 from torchmcu.ops.layout import laid_out_as  # defined in ops; the stages import it from here
 from torchmcu.reference.ops_elementwise import _check_int
 
@@ -88,16 +89,3 @@ def pad_tensor(
         raise ValueError(f"pad: out sizes {list(out_sizes)} dim_order {list(out_dim_order)} do not hold "
                          f"the padded dims {list(result.shape)}")
     return result.reshape(-1)
-
-
-def transpose(input: np.ndarray, perm: Sequence[int]) -> np.ndarray:
-    """out = input.permute(perm) (logical arrays; any dtype)."""
-    x = np.asarray(input)
-    rank = x.ndim
-    items = [int(p) for p in perm]
-    if len(items) != rank or any(p < -rank or p >= rank for p in items):
-        raise ValueError(f"perm {items} is not a permutation of a rank-{rank} tensor's dims")
-    items = [p % rank for p in items]
-    if sorted(items) != list(range(rank)):
-        raise ValueError(f"perm {items} is not a permutation")
-    return np.ascontiguousarray(np.transpose(x, items))

@@ -132,6 +132,10 @@ class Graph:
             "RESHAPE", [x, self.shape_const(shape)], shape, x.dtype, attr("ReshapeAttribute")
         )
 
+    def transpose(self, x: Tensor, perm: Sequence[int]) -> Tensor:
+        shape = tuple(x.shape[p] for p in perm)
+        return self.op("TRANSPOSE", [x], shape, x.dtype, attr("TransposeAttribute", list(perm)))
+
     def slice(self, x: Tensor, start: Sequence[int], size: Sequence[int]) -> Tensor:
         if tuple(size) == x.shape:
             return x

@@ -40,6 +40,5 @@ _LEGACY_LOWERINGS: dict[str, Lowering] = {
     "cortex_m::quantized_mul": ops_elementwise.mul,
     "cortex_m::quantized_activation": ops_elementwise.activation_table,
     "cortex_m::pad": ops_layout.pad,
-    "cortex_m::transpose": ops_layout.transpose,
 }
 LOWERINGS: dict[str, Lowering] = {**views.npu_lowerings(_from_registry), **_LEGACY_LOWERINGS}

@@ -1,5 +1,5 @@
-"""cortex_m::pad and cortex_m::transpose on the tensors' memory layout (TOSA tensors are
-the physical, dim-ordered shapes of our tensors)."""
+"""cortex_m::pad on the tensors' memory layout (TOSA tensors are the physical, dim-ordered
+shapes of our tensors; cortex_m::transpose is torchmcu/ops/defs/transpose.py's)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from torchmcu.npu.tosa.graph import Args, Graph, Tensor, attr, physical_shape
+from torchmcu.npu.tosa.graph import Args, Graph, Tensor, attr
 from torchmcu.reference.ops_layout import is_channels_last, pad_dims
 
 Read = Callable[[int], Tensor]
@@ -79,66 +79,3 @@ def foldable_pad(pad_args: Args, consumer: Args) -> tuple[int, int, int, int] | 
     if int(pad_args.scalar(3)) != -int(consumer.scalar(_PAD_CONSUMERS[consumer.op_name])):
         return None
     return pre[1], post[1], pre[2], post[2]
-
-
-def transpose_perm(a: Args) -> list[int]:
-    """The permutation of physical axes that cortex_m::transpose performs on memory."""
-    t, out = a.tensor(0), a.tensor(len(a.args) - 2)
-    rank = len(t.sizes)
-    perm = [int(p) % rank for p in a.scalar(1)]
-    if sorted(perm) != list(range(rank)) or len(out.sizes) != rank:
-        raise a.error(f"perm {a.scalar(1)} is not a permutation of a rank-{rank} tensor")
-    inverse_in = [0] * rank
-    for axis, d in enumerate(t.dim_order):
-        inverse_in[d] = axis
-    # out physical axis k holds logical out dim out.dim_order[k] = logical input dim
-    # perm[out.dim_order[k]], stored at input physical axis inverse_in[...].
-    return [inverse_in[perm[d]] for d in out.dim_order]
-
-
-def transpose(g: Graph, a: Args, read: Read) -> Tensor:
-    x = read(0)
-    perm = transpose_perm(a)
-    shape = tuple(x.shape[p] for p in perm)
-    if physical_shape(a.tensor(len(a.args) - 2)) != shape:
-        raise a.error(f"transposed shape {list(shape)} does not fit the out tensor")
-    moved = [p for p in perm if x.shape[p] > 1]
-    if moved == sorted(moved):  # only size-1 axes move: the bytes stay where they are
-        return g.reshape(x, shape)
-    if g.family == "u55":
-        # Vela 5.2 splits a rank-4 TRANSPOSE into two passes on Ethos-U55 but runs the same
-        # move as one when it is expressed with the fewest axes (NCHW -> NHWC of ResNet8's
-        # input: 2 x 1,152 cycles -> 1,152). U65 and U85 are slower that way (measured), so
-        # they keep the tensor's own rank.
-        in_shape, merged = collapsed_transpose(x.shape, perm)
-        if len(merged) < len(perm):
-            moved_x = g.reshape(x, in_shape)
-            out_shape = tuple(in_shape[p] for p in merged)
-            t = g.op("TRANSPOSE", [moved_x], out_shape, x.dtype, attr("TransposeAttribute", merged))
-            return g.reshape(t, shape)
-    return g.op("TRANSPOSE", [x], shape, x.dtype, attr("TransposeAttribute", perm))
-
-
-def collapsed_transpose(
-    shape: tuple[int, ...], perm: list[int]
-) -> tuple[tuple[int, ...], list[int]]:
-    """The same byte move with size-1 axes dropped and input axes that stay adjacent and in
-    order merged: (input shape, permutation) of the smallest rank (at least 2)."""
-    kept = [p for p in perm if shape[p] > 1]
-    groups: list[list[int]] = []  # runs of consecutive input axes, in output order
-    for p in kept:
-        if (
-            groups
-            and p > groups[-1][-1]
-            and all(shape[q] == 1 for q in range(groups[-1][-1] + 1, p))
-        ):
-            groups[-1].append(p)  # the next input axis, or only size-1 axes lie between
-        else:
-            groups.append([p])
-    order = sorted(range(len(groups)), key=lambda k: groups[k][0])  # input order of the runs
-    sizes = [int(np.prod([shape[q] for q in grp])) for grp in groups]
-    in_shape = tuple(sizes[k] for k in order)
-    merged = [order.index(k) for k in range(len(groups))]
-    while len(in_shape) < 2:
-        in_shape, merged = (1, *in_shape), [0] + [m + 1 for m in merged]
-    return in_shape, merged
