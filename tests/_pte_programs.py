@@ -258,3 +258,54 @@ def transpose_program(
     call = KernelCall(0, [0, out - 1, out, out])
     plan = one_call_plan(values, call, "cortex_m::transpose", arena)
     return Program(execution_plan=[plan], constants=[b""])
+
+
+def pad_program(
+    sizes: list[int],
+    pre: list[int],
+    post: list[int],
+    value: int,
+    *,
+    dim_order: list[int] | None = None,
+    out_sizes: list[int] | None = None,
+    out_dim_order: list[int] | None = None,
+    out_offset: int | None = None,
+) -> Program:
+    """One cortex_m::pad call on int8 tensors: value 0 the input (arena offset 0, `dim_order`,
+    contiguous by default), then the pre and post items and IntLists, the pad value, and out
+    (with the input's dim order, after the input, 16-byte aligned, unless told otherwise).
+    out_sizes defaults to the padded sizes: pre/post are per pad dim (N,H,W,C for a
+    channels-last input, else the sizes right-aligned to 4-D)."""
+    from torchmcu.ops.layout import NHWC, is_channels_last
+
+    order = list(range(len(sizes))) if dim_order is None else list(dim_order)
+    if out_sizes is None:
+        out_sizes = list(sizes)
+        lead = 4 - len(sizes)
+        axes = NHWC if is_channels_last(sizes, order) else range(-lead, len(sizes))
+        for k, d in enumerate(axes):
+            if d >= 0:
+                out_sizes[d] += pre[k] + post[k]
+    in_bytes = _numel(sizes)
+    if out_offset is None:
+        out_offset = (in_bytes + 15) // 16 * 16
+    arena = max(in_bytes, out_offset + _numel(out_sizes))
+    pre_items = [Int(p) for p in pre]
+    post_items = [Int(p) for p in post]
+    values = [
+        Tensor(ScalarType.CHAR, list(sizes), order, allocation=Allocation(1, 0)),
+        *pre_items,
+        *post_items,
+    ]
+    first = 1
+    values.append(IntList(list(range(first, first + len(pre)))))
+    values.append(IntList(list(range(first + len(pre), first + len(pre) + len(post)))))
+    values.append(Int(value))
+    out_order = order if out_dim_order is None else list(out_dim_order)
+    values.append(
+        Tensor(ScalarType.CHAR, list(out_sizes), out_order, allocation=Allocation(1, out_offset))
+    )
+    out = len(values) - 1
+    call = KernelCall(0, [0, out - 3, out - 2, out - 1, out, out])
+    plan = one_call_plan(values, call, "cortex_m::pad", arena)
+    return Program(execution_plan=[plan], constants=[b""])

@@ -86,10 +86,14 @@ class Kit:
     def as_contiguous(self, v: LValue) -> LValue:
         return layout.as_contiguous(self.ctx, v)
 
+    def as_nhwc(self, v: LValue) -> LValue:
+        return layout.as_nhwc(self.ctx, v)
+
     def output_quant(self, node: torch.fx.Node, allow_activation: bool):
         return requant.output_quant(self.ctx, node, allow_activation)
 
     same_qparams = staticmethod(requant.same_qparams)
+    q8 = staticmethod(requant.q8)  # a float value quantized with the output's qparams
 
     def bind_output(self, qs: list[torch.fx.Node], act: torch.fx.Node | None, out: LValue) -> None:
         context.bind_output(self.ctx, qs, act, out)

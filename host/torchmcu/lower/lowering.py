@@ -31,7 +31,7 @@ from torchmcu.lower.rules_control import CONTROL_FLOW_EMITTERS, check_control_fl
 from torchmcu.lower.rules_elementwise import emit_add, emit_mul
 from torchmcu.lower.rules_float import FLOAT_EMITTERS
 from torchmcu.lower.rules_linear_conv import emit_conv2d, emit_linear
-from torchmcu.lower.rules_misc import emit_pad, emit_softmax, emit_view
+from torchmcu.lower.rules_misc import emit_softmax, emit_view
 from torchmcu.lower.rules_pool import emit_avg_pool2d, emit_global_pool, emit_max_pool2d
 from torchmcu.ops import views
 from torchmcu.plan.check import PlanError
@@ -68,8 +68,6 @@ _LEGACY_EMITTERS: dict[Any, Callable[[Ctx, torch.fx.Node], None]] = {
     _aten.dropout.default: emit_view,
     _aten.clone.default: emit_view,
     _aten.contiguous.default: emit_view,
-    _aten.pad.default: emit_pad,
-    _aten.constant_pad_nd.default: emit_pad,
     _aten.sigmoid.default: emit_table_activation,
     _aten.tanh.default: emit_table_activation,
     **CONTROL_FLOW_EMITTERS,

@@ -1,4 +1,5 @@
-"""Rules for softmax, constant padding and the reshape-like ops that only re-view bytes."""
+"""Rules for softmax and the reshape-like ops that only re-view bytes (constant padding is
+torchmcu/ops/defs/pad.py's)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ import torch.fx
 
 from torchmcu.lower.context import Ctx, alias, bind_output, call, input_value, new_int8
 from torchmcu.lower.errors import unsupported
-from torchmcu.lower.graph import arg, shape_of
-from torchmcu.lower.layout import as_contiguous, as_nhwc
-from torchmcu.lower.requant import output_quant, q8, same_qparams
+from torchmcu.lower.graph import shape_of
+from torchmcu.lower.layout import as_contiguous
+from torchmcu.lower.requant import output_quant, same_qparams
 from torchmcu.quantize.qdq import is_q
 from torchmcu.reference.quant import quantize_multiplier
 
@@ -62,42 +63,4 @@ def emit_view(ctx: Ctx, node: torch.fx.Node) -> None:
         out = alias(ctx, x, out_shape, nhwc=False, flatten_chw=tuple(x.sizes[1:]))
     else:
         out = alias(ctx, as_contiguous(ctx, x), out_shape, nhwc=False)
-    bind_output(ctx, qs, act, out)
-
-
-def emit_pad(ctx: Ctx, node: torch.fx.Node) -> None:
-    """Constant padding (e.g. nn.ZeroPad2d) with the quantized pad value."""
-    x = input_value(ctx, node.args[0])
-    pads = [int(p) for p in node.args[1]]  # type: ignore[union-attr]
-    if node.target == _aten.pad.default:
-        mode = arg(node, 2, "mode", "constant")
-        if mode != "constant":
-            raise unsupported(node, f"padding mode '{mode}' (only constant)")
-        value = arg(node, 3, "value", None)
-    else:
-        value = arg(node, 2, "value", 0)
-    value = 0.0 if value is None else float(value)  # type: ignore[arg-type]
-    if len(pads) % 2 or len(pads) // 2 > x.rank or x.rank > 4 or min(pads) < 0:
-        raise unsupported(node, f"padding {pads} of a rank-{x.rank} tensor")
-    qs, act, qp = output_quant(ctx, node, allow_activation=False)
-    if not same_qparams(x.scale, x.zero_point, qp):
-        raise unsupported(node, "padding that changes qparams")
-    logical_pre = [0] * x.rank
-    logical_post = [0] * x.rank
-    for i in range(len(pads) // 2):  # pairs run from the last dimension backwards
-        logical_pre[x.rank - 1 - i] = pads[2 * i]
-        logical_post[x.rank - 1 - i] = pads[2 * i + 1]
-    if x.rank == 4:
-        x = as_nhwc(ctx, x)
-        order = [0, 2, 3, 1]  # physical (memory) order of the dims
-        pre = [logical_pre[d] for d in order]
-        post = [logical_post[d] for d in order]
-    else:
-        x = as_contiguous(ctx, x)
-        pre = [0] * (4 - x.rank) + logical_pre
-        post = [0] * (4 - x.rank) + logical_post
-    out = new_int8(ctx, node.name, shape_of(node), qp, nhwc=x.rank == 4)
-    b = ctx.b
-    args = [x.vi, b.int_list(pre), b.int_list(post), b.int_(q8(value, qp))]
-    call(ctx, "cortex_m::pad", args, out.vi, node)
     bind_output(ctx, qs, act, out)

@@ -34,3 +34,28 @@ def disjoint(a: pm.Tensor, b: pm.Tensor) -> bool:
     a0 = a.allocation.offset + a.storage_offset * pm.ELEMENT_SIZE[pm.ScalarType(a.scalar_type)]
     b0 = b.allocation.offset + b.storage_offset * pm.ELEMENT_SIZE[pm.ScalarType(b.scalar_type)]
     return a0 + a.nbytes <= b0 or b0 + b.nbytes <= a0
+
+
+NHWC = (0, 2, 3, 1)  # the legacy activation layout: N,C,H,W sizes in N,H,W,C memory
+
+
+def is_channels_last(sizes: Sequence[int], dim_order: Sequence[int]) -> bool:
+    """ExecuTorch's test: 4-D with C == 1, or H == W == 1, or dim order 0,2,3,1."""
+    if len(sizes) != 4:
+        return False
+    return sizes[1] == 1 or sizes[2] == sizes[3] == 1 or tuple(dim_order) == NHWC
+
+
+def pad_dims(sizes: Sequence[int], dim_order: Sequence[int], channels_last: bool) -> tuple[int, ...]:
+    """The dims pre/post_pad refer to: N,H,W,C if channels_last, else the sizes (rank kept).
+
+    Raises ValueError when the bytes are not laid out that way (dims of size 1 ignored).
+    """
+    if channels_last:
+        if len(sizes) != 4 or not laid_out_as(sizes, dim_order, NHWC):
+            raise ValueError(f"pad: channels-last tensor sizes {list(sizes)} dim_order {list(dim_order)} "
+                             "is not NHWC in memory")
+        return tuple(int(sizes[d]) for d in NHWC)
+    if not laid_out_as(sizes, dim_order, range(len(sizes))):
+        raise ValueError(f"pad: tensor sizes {list(sizes)} dim_order {list(dim_order)} is not contiguous")
+    return tuple(int(s) for s in sizes)

@@ -239,9 +239,6 @@ _LEGACY_HANDLERS: dict[str, _Handler] = {
         c.nhwc(0, True), *(c.scalar(i) for i in range(1, 10))),
     "cortex_m::softmax": lambda c: ops_softmax.softmax(
         _contiguous(c, 0), *(c.scalar(i) for i in range(1, 7))),
-    "cortex_m::pad": lambda c: ops_layout.pad_tensor(
-        c.physical(0), c.tensor_meta(0).sizes, c.tensor_meta(0).dim_order, c.tensor_meta(-2).sizes,
-        c.tensor_meta(-2).dim_order, c.scalar(1), c.scalar(2), c.scalar(3)),
     "cortex_m::quantized_activation": lambda c: ops_table.quantized_activation(
         c.physical(0), c.physical(1)),
 }

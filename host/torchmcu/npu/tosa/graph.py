@@ -132,6 +132,13 @@ class Graph:
             "RESHAPE", [x, self.shape_const(shape)], shape, x.dtype, attr("ReshapeAttribute")
         )
 
+    def pad(self, x: Tensor, amounts: Sequence[int], value: int, shape: Sequence[int]) -> Tensor:
+        """PAD of an int8 x by (before, after) amounts per axis with the constant `value`."""
+        pad_value = self.const(np.array([int(value)], dtype=np.int8), "INT8")
+        return self.op(
+            "PAD", [x, self.shape_const(amounts), pad_value], shape, "INT8", attr("PadAttribute")
+        )
+
     def transpose(self, x: Tensor, perm: Sequence[int]) -> Tensor:
         shape = tuple(x.shape[p] for p in perm)
         return self.op("TRANSPOSE", [x], shape, x.dtype, attr("TransposeAttribute", list(perm)))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from torchmcu.npu.tosa import ops_conv, ops_elementwise, ops_layout, ops_pool
+from torchmcu.npu.tosa import ops_conv, ops_elementwise, ops_pool
 from torchmcu.npu.tosa.graph import Args, BoundArgs, Graph, Tensor
 from torchmcu.ops import views
 from torchmcu.ops.core import OpDef
@@ -39,6 +39,5 @@ _LEGACY_LOWERINGS: dict[str, Lowering] = {
     "cortex_m::quantized_add": ops_elementwise.add,
     "cortex_m::quantized_mul": ops_elementwise.mul,
     "cortex_m::quantized_activation": ops_elementwise.activation_table,
-    "cortex_m::pad": ops_layout.pad,
 }
 LOWERINGS: dict[str, Lowering] = {**views.npu_lowerings(_from_registry), **_LEGACY_LOWERINGS}
