@@ -309,3 +309,33 @@ def pad_program(
     call = KernelCall(0, [0, out - 3, out - 2, out - 1, out, out])
     plan = one_call_plan(values, call, "cortex_m::pad", arena)
     return Program(execution_plan=[plan], constants=[b""])
+
+
+def activation_table_program(
+    sizes: list[int],
+    lut: bytes,
+    *,
+    dim_order: list[int] | None = None,
+    lut_sizes: list[int] | None = None,
+    out_sizes: list[int] | None = None,
+    out_dim_order: list[int] | None = None,
+) -> Program:
+    """One cortex_m::quantized_activation call on int8 tensors: values 0 input (arena offset 0,
+    `dim_order`, contiguous by default), 1 the lut constant (lut_sizes: [len(lut)]), 2 out
+    (the input's sizes and dim order unless told otherwise, after the input, 16-byte
+    aligned)."""
+    order = list(range(len(sizes))) if dim_order is None else list(dim_order)
+    out_sizes = list(sizes) if out_sizes is None else list(out_sizes)
+    out_order = order if out_dim_order is None else list(out_dim_order)
+    in_bytes = _numel(sizes)
+    out_offset = (in_bytes + 15) // 16 * 16
+    values = [
+        Tensor(ScalarType.CHAR, list(sizes), order, allocation=Allocation(1, 0)),
+        Tensor(ScalarType.CHAR, lut_sizes or [len(lut)], list(range(len(lut_sizes or [0]))),
+               data_buffer_idx=1),
+        Tensor(ScalarType.CHAR, out_sizes, out_order, allocation=Allocation(1, out_offset)),
+    ]
+    call = KernelCall(0, [0, 1, 2, 2])
+    plan = one_call_plan(values, call, "cortex_m::quantized_activation",
+                         out_offset + _numel(out_sizes))
+    return Program(execution_plan=[plan], constants=[b"", lut])

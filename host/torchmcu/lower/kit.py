@@ -21,6 +21,7 @@ from torchmcu.lower.errors import LoweringError, UnsupportedOpError, unsupported
 from torchmcu.lower.graph import arg, shape_of
 from torchmcu.lower.values import LValue
 from torchmcu.ops.core import OpDef, Pattern
+from torchmcu.quantize import targets
 from torchmcu.quantize.qdq import is_q
 
 Rule = Callable[[Ctx, torch.fx.Node], None]
@@ -28,13 +29,10 @@ Rule = Callable[[Ctx, torch.fx.Node], None]
 
 def resolve_target(name: str) -> Any:
     """The torch op of an aten name as the registry writes it: "aten::slice.Tensor"."""
-    namespace, _, rest = name.partition("::")
-    packet_name, _, overload = rest.partition(".")
     try:
-        packet = getattr(getattr(torch.ops, namespace), packet_name)
-        return getattr(packet, overload or "default")
-    except AttributeError:
-        raise LoweringError(f"the registry names {name}, which torch does not have") from None
+        return targets.resolve_target(name)
+    except LookupError as exc:
+        raise LoweringError(str(exc)) from None
 
 
 def rule_of(lower: Callable[[Kit, torch.fx.Node], None]) -> Rule:
@@ -120,6 +118,10 @@ class Kit:
 
     def int_(self, value: int) -> int:
         return self.ctx.b.int_(value)
+
+    def constant(self, array: Any) -> int:
+        """A constant tensor of the array's bytes (identical bytes are shared)."""
+        return self.ctx.b.constant(array)
 
     def int_list(self, values: Sequence[int]) -> int:
         return self.ctx.b.int_list(list(values))

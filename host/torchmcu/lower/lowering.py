@@ -26,7 +26,6 @@ from torchmcu.lower.float_nodes import is_float_node
 from torchmcu.lower.kit import pattern_rule, resolve_target
 from torchmcu.lower.report import LoweringReport
 from torchmcu.lower.requant import ACTIVATIONS
-from torchmcu.lower.rules_activation import emit_table_activation
 from torchmcu.lower.rules_control import CONTROL_FLOW_EMITTERS, check_control_flow
 from torchmcu.lower.rules_elementwise import emit_add, emit_mul
 from torchmcu.lower.rules_float import FLOAT_EMITTERS
@@ -68,8 +67,6 @@ _LEGACY_EMITTERS: dict[Any, Callable[[Ctx, torch.fx.Node], None]] = {
     _aten.dropout.default: emit_view,
     _aten.clone.default: emit_view,
     _aten.contiguous.default: emit_view,
-    _aten.sigmoid.default: emit_table_activation,
-    _aten.tanh.default: emit_table_activation,
     **CONTROL_FLOW_EMITTERS,
 }
 EMITTERS: dict[Any, Callable[[Ctx, torch.fx.Node], None]] = {

@@ -59,3 +59,8 @@ def pad_dims(sizes: Sequence[int], dim_order: Sequence[int], channels_last: bool
     if not laid_out_as(sizes, dim_order, range(len(sizes))):
         raise ValueError(f"pad: tensor sizes {list(sizes)} dim_order {list(dim_order)} is not contiguous")
     return tuple(int(s) for s in sizes)
+
+
+def same_layout(a: pm.Tensor, b: pm.Tensor) -> bool:
+    """tm_same_layout: equal sizes, every element at the same offset (size-1 dims free)."""
+    return list(a.sizes) == list(b.sizes) and laid_out_as(a.sizes, a.dim_order, b.dim_order)

@@ -38,9 +38,11 @@ from torchao.quantization.pt2e.quantizer import (
     SharedQuantizationSpec,
 )
 
+from torchmcu.ops import views
 from torchmcu.quantize.annotation import META_KEY, TorchmcuAnnotation, write_annotation
 from torchmcu.quantize.float_config import FloatConfig
 from torchmcu.quantize.fold_bn import fold_batch_norm
+from torchmcu.quantize.targets import resolve_target
 
 _aten = torch.ops.aten
 
@@ -48,9 +50,6 @@ ACT_QMIN, ACT_QMAX = -128, 127
 WEIGHT_QMIN, WEIGHT_QMAX = -127, 127
 SOFTMAX_SCALE = 1.0 / 256.0
 SOFTMAX_ZERO_POINT = -128
-# Table activations (int8 LUT): outputs fixed to the function's range, sigmoid [0, 1) and
-# tanh [-1, 1), as TFLite's int8 LOGISTIC/TANH fix them.
-TABLE_QPARAMS = {"sigmoid": (1.0 / 256.0, -128), "tanh": (1.0 / 128.0, 0)}
 
 CONV_TARGETS = (_aten.conv2d.default,)
 LINEAR_TARGETS = (_aten.linear.default,)
@@ -72,7 +71,9 @@ POOL_TARGETS = (
     _aten.mean.dim,
 )
 SOFTMAX_TARGETS = (_aten.softmax.int, _aten._softmax.default)
-TABLE_TARGETS = {_aten.sigmoid.default: "sigmoid", _aten.tanh.default: "tanh"}
+# Table activations (int8 LUT): target -> {"kind", "fixed_qparams"}, from their definitions
+# (torchmcu/ops/defs/activation_table.py)
+TABLE_TARGETS = views.annotations(resolve_target, "table")
 SHARED_TARGETS = (
     _aten.flatten.using_ints,
     _aten.view.default,
@@ -176,7 +177,7 @@ class TorchmcuQuantizer(Quantizer):
             elif t in SOFTMAX_TARGETS:
                 self._annotate_softmax(node)
             elif t in TABLE_TARGETS:
-                self._annotate_table(node, TABLE_TARGETS[t])
+                self._annotate_table(node, **TABLE_TARGETS[t])
             elif t in SHARED_TARGETS:
                 self._annotate_shared(node, _short(t), role="shared")
             elif t in ACTIVATION_TARGETS:
@@ -281,12 +282,12 @@ class TorchmcuQuantizer(Quantizer):
             ),
         )
 
-    def _annotate_table(self, node: Node, kind: str) -> None:
-        """sigmoid/tanh: observed input, output fixed to the function's range (TABLE_QPARAMS)."""
+    def _annotate_table(self, node: Node, kind: str, fixed_qparams: tuple[float, int]) -> None:
+        """sigmoid/tanh: observed input, output fixed to the function's range."""
         x = node.args[0]
         if not isinstance(x, Node):
             return
-        scale, zero_point = TABLE_QPARAMS[kind]
+        scale, zero_point = fixed_qparams
         out = FixedQParamsQuantizationSpec(
             dtype=torch.int8, scale=scale, zero_point=zero_point, quant_min=ACT_QMIN,
             quant_max=ACT_QMAX, qscheme=torch.per_tensor_affine,

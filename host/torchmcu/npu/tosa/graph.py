@@ -139,6 +139,10 @@ class Graph:
             "PAD", [x, self.shape_const(amounts), pad_value], shape, "INT8", attr("PadAttribute")
         )
 
+    def table(self, x: Tensor, lut: np.ndarray) -> Tensor:
+        """TABLE of an int8 x through the 256-entry int8 lut."""
+        return self.op("TABLE", [x, self.const(lut, "INT8")], x.shape, "INT8", attr("TableAttribute"))
+
     def transpose(self, x: Tensor, perm: Sequence[int]) -> Tensor:
         shape = tuple(x.shape[p] for p in perm)
         return self.op("TRANSPOSE", [x], shape, x.dtype, attr("TransposeAttribute", list(perm)))

@@ -38,6 +38,5 @@ _LEGACY_LOWERINGS: dict[str, Lowering] = {
     "cortex_m::quantized_max_pool2d_nhwc": ops_pool.max_pool2d,
     "cortex_m::quantized_add": ops_elementwise.add,
     "cortex_m::quantized_mul": ops_elementwise.mul,
-    "cortex_m::quantized_activation": ops_elementwise.activation_table,
 }
 LOWERINGS: dict[str, Lowering] = {**views.npu_lowerings(_from_registry), **_LEGACY_LOWERINGS}

@@ -106,12 +106,3 @@ def mul(g: Graph, a: Args, read: Read) -> Tensor:
     shape = tuple(max(p, q) for p, q in zip(terms[0].shape, terms[1].shape))
     product = g.op("MUL", [*terms, g.scalar(0, "INT8")], shape, "INT32", attr("MulAttribute"))
     return g.requantize(product, [int(a.scalar(5))], [int(a.scalar(6))], int(a.scalar(4)))
-
-
-def activation_table(g: Graph, a: Args, read: Read) -> Tensor:
-    """cortex_m::quantized_activation (out = lut[x + 128]) is TOSA's int8 TABLE exactly."""
-    lut = a.constant(1).reshape(-1)
-    if lut.dtype != np.int8 or lut.size != 256:
-        raise a.error(f"lut must be 256 int8 entries, got {lut.size} {lut.dtype}")
-    x = read(0)
-    return g.op("TABLE", [x, g.const(lut, "INT8")], x.shape, "INT8", attr("TableAttribute"))
