@@ -69,15 +69,17 @@ def linear_program() -> Program:
     return Program(execution_plan=[plan], constants=[b"", w, bias, ksum])
 
 
-def one_call_plan(values: list, call: KernelCall, op: str, arena: int) -> ExecutionPlan:
-    """A "forward" plan of one KernelCall of `op`, from value 0 to the call's out."""
+def one_call_plan(
+    values: list, call: KernelCall, op: str, arena: int, inputs: tuple[int, ...] = (0,)
+) -> ExecutionPlan:
+    """A "forward" plan of one KernelCall of `op`, from the values `inputs` to the call's out."""
     out = call.args[-1]
     return ExecutionPlan(
         name="forward",
         values=values,
-        inputs=[0],
+        inputs=list(inputs),
         outputs=[out],
-        chains=[Chain(inputs=[0], outputs=[out], instructions=[call])],
+        chains=[Chain(inputs=list(inputs), outputs=[out], instructions=[call])],
         operators=[Operator(op, "out")],
         non_const_buffer_sizes=[0, arena],
     )
@@ -339,3 +341,31 @@ def activation_table_program(
     plan = one_call_plan(values, call, "cortex_m::quantized_activation",
                          out_offset + _numel(out_sizes))
     return Program(execution_plan=[plan], constants=[b"", lut])
+
+
+def binary_program(
+    op: str,
+    sizes: tuple[list[int], list[int], list[int]],
+    scalars: dict[str, int],
+    orders: tuple[list[int], list[int], list[int]] | None = None,
+) -> Program:
+    """One cortex_m::quantized_add or quantized_mul call: self, other and out (sizes and dim
+    orders, contiguous by default) planned one after another (16-byte aligned), the scalar
+    arguments by name as Ints in schema order. Inputs: self and other."""
+    from torchmcu import ops
+
+    definition = ops.get(f"{op}.out")
+    if orders is None:
+        orders = tuple(list(range(len(s))) for s in sizes)  # type: ignore[assignment]
+    tensors, offset = {}, 0
+    for name, s, o in zip(("self", "other", "out"), sizes, orders):  # type: ignore[arg-type]
+        tensors[name] = Tensor(ScalarType.CHAR, list(s), list(o), allocation=Allocation(1, offset))
+        offset = (offset + _numel(s) + 15) // 16 * 16
+    values, args = [], []
+    for a in definition.schema.args:
+        args.append(len(values))
+        values.append(tensors[a.name] if a.name in tensors else Int(scalars[a.name]))
+    call = KernelCall(0, [*args, args[-1]])
+    inputs = (args[definition.schema.A.self], args[definition.schema.A.other])
+    plan = one_call_plan(values, call, op, offset, inputs=inputs)
+    return Program(execution_plan=[plan], constants=[b""])

@@ -91,6 +91,7 @@ class Kit:
         return requant.output_quant(self.ctx, node, allow_activation)
 
     same_qparams = staticmethod(requant.same_qparams)
+    activation_range = staticmethod(requant.activation_range)  # (act_min, act_max) of a fused act
     q8 = staticmethod(requant.q8)  # a float value quantized with the output's qparams
 
     def bind_output(self, qs: list[torch.fx.Node], act: torch.fx.Node | None, out: LValue) -> None:

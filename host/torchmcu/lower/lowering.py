@@ -27,7 +27,6 @@ from torchmcu.lower.kit import pattern_rule, resolve_target
 from torchmcu.lower.report import LoweringReport
 from torchmcu.lower.requant import ACTIVATIONS
 from torchmcu.lower.rules_control import CONTROL_FLOW_EMITTERS, check_control_flow
-from torchmcu.lower.rules_elementwise import emit_add, emit_mul
 from torchmcu.lower.rules_float import FLOAT_EMITTERS
 from torchmcu.lower.rules_linear_conv import emit_conv2d, emit_linear
 from torchmcu.lower.rules_misc import emit_softmax, emit_view
@@ -47,10 +46,6 @@ _aten = torch.ops.aten
 _LEGACY_EMITTERS: dict[Any, Callable[[Ctx, torch.fx.Node], None]] = {
     _aten.conv2d.default: emit_conv2d,
     _aten.linear.default: emit_linear,
-    _aten.add.Tensor: emit_add,
-    _aten.add_.Tensor: emit_add,
-    _aten.mul.Tensor: emit_mul,
-    _aten.mul_.Tensor: emit_mul,
     _aten.max_pool2d.default: emit_max_pool2d,
     _aten.avg_pool2d.default: emit_avg_pool2d,
     _aten.adaptive_avg_pool2d.default: emit_global_pool,

@@ -3,6 +3,7 @@ re-exports it)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from torchmcu.pte import program as pm
@@ -64,3 +65,26 @@ def pad_dims(sizes: Sequence[int], dim_order: Sequence[int], channels_last: bool
 def same_layout(a: pm.Tensor, b: pm.Tensor) -> bool:
     """tm_same_layout: equal sizes, every element at the same offset (size-1 dims free)."""
     return list(a.sizes) == list(b.sizes) and laid_out_as(a.sizes, a.dim_order, b.dim_order)
+
+
+def _channel_vector(t: pm.Tensor, channels: int) -> bool:
+    return len(t.sizes) == 4 and t.sizes[1] == channels and math.prod(t.sizes) == channels
+
+
+def binary_broadcast(a: pm.Tensor, b: pm.Tensor, out: pm.Tensor) -> tuple[int, int] | str:
+    """tm_binary_broadcast: (a's period, b's period) in out's elements (equal layouts, or one
+    operand a [1, C, 1, 1] channel vector of an NHWC out), else the argument name at fault
+    ("self", "other" or "out"), as the C kernels report it."""
+    numel = math.prod(out.sizes)
+    if same_layout(a, b):
+        return (numel, numel) if same_layout(a, out) else "out"
+    a_full, b_full = same_layout(a, out), same_layout(b, out)
+    if not a_full and not b_full:
+        return "out"
+    nhwc_out = len(out.sizes) == 4 and laid_out_as(out.sizes, out.dim_order, NHWC)
+    channels = out.sizes[1] if len(out.sizes) == 4 else 0
+    if nhwc_out and a_full and _channel_vector(b, channels):
+        return numel, channels
+    if nhwc_out and b_full and _channel_vector(a, channels):
+        return channels, numel
+    return "other" if a_full else "self"

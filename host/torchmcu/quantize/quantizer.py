@@ -53,8 +53,8 @@ SOFTMAX_ZERO_POINT = -128
 
 CONV_TARGETS = (_aten.conv2d.default,)
 LINEAR_TARGETS = (_aten.linear.default,)
-ADD_TARGETS = (_aten.add.Tensor, _aten.add_.Tensor)
-MUL_TARGETS = (_aten.mul.Tensor, _aten.mul_.Tensor)
+# add/mul: target -> {"kind"}, from their definitions (torchmcu/ops/defs/elementwise.py)
+BINARY_TARGETS = views.annotations(resolve_target, "binary")
 ACTIVATION_TARGETS = (
     _aten.relu.default,
     _aten.relu_.default,
@@ -170,8 +170,8 @@ class TorchmcuQuantizer(Quantizer):
                 self._annotate_weighted(node, "conv2d", self.per_channel)
             elif t in LINEAR_TARGETS:
                 self._annotate_weighted(node, "linear", False)
-            elif t in ADD_TARGETS or t in MUL_TARGETS:
-                self._annotate_binary(node, "add" if t in ADD_TARGETS else "mul")
+            elif t in BINARY_TARGETS:
+                self._annotate_binary(node, **BINARY_TARGETS[t])
             elif t in POOL_TARGETS:
                 self._annotate_shared(node, _short(t), role="anchor")
             elif t in SOFTMAX_TARGETS:

@@ -139,6 +139,16 @@ class Graph:
             "PAD", [x, self.shape_const(amounts), pad_value], shape, "INT8", attr("PadAttribute")
         )
 
+    def add(self, x: Tensor, y: Tensor) -> Tensor:
+        """int32 ADD, broadcasting size-1 axes."""
+        shape = tuple(max(p, q) for p, q in zip(x.shape, y.shape))
+        return self.op("ADD", [x, y], shape, "INT32", attr("AddAttribute"))
+
+    def mul(self, x: Tensor, y: Tensor) -> Tensor:
+        """int32 MUL (shift 0), broadcasting size-1 axes."""
+        shape = tuple(max(p, q) for p, q in zip(x.shape, y.shape))
+        return self.op("MUL", [x, y, self.scalar(0, "INT8")], shape, "INT32", attr("MulAttribute"))
+
     def table(self, x: Tensor, lut: np.ndarray) -> Tensor:
         """TABLE of an int8 x through the 256-entry int8 lut."""
         return self.op("TABLE", [x, self.const(lut, "INT8")], x.shape, "INT8", attr("TableAttribute"))
