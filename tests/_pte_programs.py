@@ -369,3 +369,33 @@ def binary_program(
     inputs = (args[definition.schema.A.self], args[definition.schema.A.other])
     plan = one_call_plan(values, call, op, offset, inputs=inputs)
     return Program(execution_plan=[plan], constants=[b""])
+
+
+def softmax_program(
+    sizes: list[int],
+    scalars: dict[str, int],
+    *,
+    dim_order: list[int] | None = None,
+    out_sizes: list[int] | None = None,
+) -> Program:
+    """One cortex_m::softmax call on int8 tensors: value 0 the input (arena offset 0,
+    contiguous unless `dim_order`), the scalar arguments by name as Ints in schema order, then
+    out (contiguous, the input's sizes unless out_sizes, 16-byte aligned after the input)."""
+    from torchmcu import ops
+
+    definition = ops.get("cortex_m::softmax.out")
+    order = list(range(len(sizes))) if dim_order is None else list(dim_order)
+    out_sizes = list(sizes) if out_sizes is None else list(out_sizes)
+    out_offset = (_numel(sizes) + 15) // 16 * 16
+    tensors = {
+        "input": Tensor(ScalarType.CHAR, list(sizes), order, allocation=Allocation(1, 0)),
+        "out": Tensor(ScalarType.CHAR, out_sizes, list(range(len(out_sizes))),
+                      allocation=Allocation(1, out_offset)),
+    }
+    values, args = [], []
+    for a in definition.schema.args:
+        args.append(len(values))
+        values.append(tensors[a.name] if a.name in tensors else Int(scalars[a.name]))
+    call = KernelCall(0, [*args, args[-1]])
+    plan = one_call_plan(values, call, "cortex_m::softmax", out_offset + _numel(out_sizes))
+    return Program(execution_plan=[plan], constants=[b""])

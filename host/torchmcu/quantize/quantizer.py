@@ -70,7 +70,8 @@ POOL_TARGETS = (
     _aten.adaptive_avg_pool2d.default,
     _aten.mean.dim,
 )
-SOFTMAX_TARGETS = (_aten.softmax.int, _aten._softmax.default)
+# softmax: from its definition (torchmcu/ops/defs/softmax.py); no params
+SOFTMAX_TARGETS = views.annotations(resolve_target, "softmax")
 # Table activations (int8 LUT): target -> {"kind", "fixed_qparams"}, from their definitions
 # (torchmcu/ops/defs/activation_table.py)
 TABLE_TARGETS = views.annotations(resolve_target, "table")
@@ -175,7 +176,7 @@ class TorchmcuQuantizer(Quantizer):
             elif t in POOL_TARGETS:
                 self._annotate_shared(node, _short(t), role="anchor")
             elif t in SOFTMAX_TARGETS:
-                self._annotate_softmax(node)
+                self._annotate_softmax(node, **SOFTMAX_TARGETS[t])
             elif t in TABLE_TARGETS:
                 self._annotate_table(node, **TABLE_TARGETS[t])
             elif t in SHARED_TARGETS:

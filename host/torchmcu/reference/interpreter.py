@@ -22,7 +22,7 @@ from torchmcu.ops import views
 from torchmcu.ops.core import ArgError, Bound, OpDef, scalar_value
 from torchmcu.pte import program as pm
 from torchmcu.reference import ops_elementwise as ew
-from torchmcu.reference import ops_layout, ops_linear_conv, ops_pool, ops_softmax
+from torchmcu.reference import ops_layout, ops_linear_conv, ops_pool
 from torchmcu.reference.float_calls import FLOAT_OPS, run_float_call
 from torchmcu.reference.ops_predicate import CONTROL_OPS, run_control_call
 
@@ -219,18 +219,9 @@ _LEGACY_HANDLERS: dict[str, _Handler] = {
         c.nhwc(0, False), *(c.scalar(i) for i in range(1, 10))),
     "cortex_m::quantized_max_pool2d_nhwc": lambda c: ops_pool.quantized_max_pool2d(
         c.nhwc(0, True), *(c.scalar(i) for i in range(1, 10))),
-    "cortex_m::softmax": lambda c: ops_softmax.softmax(
-        _contiguous(c, 0), *(c.scalar(i) for i in range(1, 7))),
 }
 # Registry ops first; the others until their family is defined in torchmcu.ops (step 6).
 _HANDLERS: dict[str, _Handler] = {**views.references(_from_registry), **_LEGACY_HANDLERS}
-
-
-def _contiguous(c: _Call, i: int) -> np.ndarray:
-    t = c.tensor_meta(i)
-    if not ops_layout.laid_out_as(t.sizes, t.dim_order, range(len(t.sizes))):
-        raise InterpreterError(f"argument {i}: expected a contiguous tensor, dim_order {t.dim_order}")
-    return c.physical(i)
 
 
 # Number of schema arguments (including `out`) of each operator.

@@ -103,18 +103,10 @@ def _tensor(b: Bound, name: str) -> pm.Tensor:
     return t
 
 
-def _int(b: Bound, name: str, lo: int, hi: int) -> int:
-    """tm_int_arg: an Int within [lo, hi]."""
-    v = b.value(name)
-    if not (isinstance(v, pm.Int) and lo <= v.value <= hi):
-        raise b.reject(name, f"expected an int in [{lo}, {hi}]")
-    return v.value
-
-
 def _requant_args(b: Bound, prefix: str) -> None:
-    _int(b, f"{prefix}_zero_point", INT8_MIN, INT8_MAX)
-    _int(b, f"{prefix}_multiplier", INT32_MIN, INT32_MAX)
-    _int(b, f"{prefix}_shift", SHIFT_MIN, SHIFT_MAX)
+    b.int_in(f"{prefix}_zero_point", INT8_MIN, INT8_MAX)
+    b.int_in(f"{prefix}_multiplier", INT32_MIN, INT32_MAX)
+    b.int_in(f"{prefix}_shift", SHIFT_MIN, SHIFT_MAX)
 
 
 def _broadcast(b: Bound, x: pm.Tensor, y: pm.Tensor) -> tuple[int, int]:
@@ -132,23 +124,23 @@ def check_add(b: Bound) -> None:
     _requant_args(b, "self")
     y = _tensor(b, "other")
     _requant_args(b, "other")
-    _int(b, "output_zero_point", INT8_MIN, INT8_MAX)
-    _int(b, "output_multiplier", INT32_MIN, INT32_MAX)
-    _int(b, "output_shift", SHIFT_MIN, SHIFT_MAX)
-    act_min = _int(b, "activation_min", INT8_MIN, INT8_MAX)
-    _int(b, "activation_max", act_min, INT8_MAX)
+    b.int_in("output_zero_point", INT8_MIN, INT8_MAX)
+    b.int_in("output_multiplier", INT32_MIN, INT32_MAX)
+    b.int_in("output_shift", SHIFT_MIN, SHIFT_MAX)
+    act_min = b.int_in("activation_min", INT8_MIN, INT8_MAX)
+    b.int_in("activation_max", act_min, INT8_MAX)
     _broadcast(b, x, y)
 
 
 def check_mul(b: Bound) -> None:
     """quantized_mul.c's checks, in its order."""
     x = _tensor(b, "self")
-    _int(b, "self_zero_point", INT8_MIN, INT8_MAX)
+    b.int_in("self_zero_point", INT8_MIN, INT8_MAX)
     y = _tensor(b, "other")
-    _int(b, "other_zero_point", INT8_MIN, INT8_MAX)
-    _int(b, "output_zero_point", INT8_MIN, INT8_MAX)
-    _int(b, "output_multiplier", INT32_MIN, INT32_MAX)
-    _int(b, "output_shift", SHIFT_MIN, SHIFT_MAX)
+    b.int_in("other_zero_point", INT8_MIN, INT8_MAX)
+    b.int_in("output_zero_point", INT8_MIN, INT8_MAX)
+    b.int_in("output_multiplier", INT32_MIN, INT32_MAX)
+    b.int_in("output_shift", SHIFT_MIN, SHIFT_MAX)
     _broadcast(b, x, y)
 
 
