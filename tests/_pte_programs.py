@@ -69,15 +69,17 @@ def linear_program() -> Program:
     return Program(execution_plan=[plan], constants=[b"", w, bias, ksum])
 
 
-def one_call_plan(values: list, call: KernelCall, op: str, arena: int) -> ExecutionPlan:
-    """A "forward" plan of one KernelCall of `op`, from value 0 to the call's out."""
+def one_call_plan(
+    values: list, call: KernelCall, op: str, arena: int, inputs: tuple[int, ...] = (0,)
+) -> ExecutionPlan:
+    """A "forward" plan of one KernelCall of `op`, from the values `inputs` to the call's out."""
     out = call.args[-1]
     return ExecutionPlan(
         name="forward",
         values=values,
-        inputs=[0],
+        inputs=list(inputs),
         outputs=[out],
-        chains=[Chain(inputs=[0], outputs=[out], instructions=[call])],
+        chains=[Chain(inputs=list(inputs), outputs=[out], instructions=[call])],
         operators=[Operator(op, "out")],
         non_const_buffer_sizes=[0, arena],
     )
@@ -217,3 +219,183 @@ def _numel(sizes: list[int]) -> int:
     for s in sizes:
         n *= s
     return n
+
+
+def transpose_program(
+    sizes: list[int],
+    perm: list[int],
+    scalar_type: ScalarType = ScalarType.CHAR,
+    *,
+    dim_order: list[int] | None = None,
+    out_sizes: list[int] | None = None,
+    out_offset: int | None = None,
+) -> Program:
+    """One cortex_m::transpose call: values 0 input (arena offset 0, `dim_order`, contiguous
+    by default), 1..len(perm) the perm items, then the perm IntList, then out (contiguous,
+    after the input, 16-byte aligned, unless out_offset says otherwise). out_sizes defaults to
+    the permuted sizes."""
+    from torchmcu.pte.program import ELEMENT_SIZE
+
+    if out_sizes is None:
+        out_sizes = [sizes[p % len(sizes)] for p in perm]
+    esize = ELEMENT_SIZE[scalar_type]
+    in_bytes = esize * _numel(sizes)
+    if out_offset is None:
+        out_offset = (in_bytes + 15) // 16 * 16
+    arena = max(in_bytes, out_offset + esize * _numel(out_sizes))
+    order = list(range(len(sizes))) if dim_order is None else list(dim_order)
+    items = [Int(p) for p in perm]
+    values = [
+        Tensor(scalar_type, list(sizes), order, allocation=Allocation(1, 0)),
+        *items,
+        IntList(list(range(1, 1 + len(items)))),
+        Tensor(
+            scalar_type,
+            list(out_sizes),
+            list(range(len(out_sizes))),
+            allocation=Allocation(1, out_offset),
+        ),
+    ]
+    out = len(values) - 1
+    call = KernelCall(0, [0, out - 1, out, out])
+    plan = one_call_plan(values, call, "cortex_m::transpose", arena)
+    return Program(execution_plan=[plan], constants=[b""])
+
+
+def pad_program(
+    sizes: list[int],
+    pre: list[int],
+    post: list[int],
+    value: int,
+    *,
+    dim_order: list[int] | None = None,
+    out_sizes: list[int] | None = None,
+    out_dim_order: list[int] | None = None,
+    out_offset: int | None = None,
+) -> Program:
+    """One cortex_m::pad call on int8 tensors: value 0 the input (arena offset 0, `dim_order`,
+    contiguous by default), then the pre and post items and IntLists, the pad value, and out
+    (with the input's dim order, after the input, 16-byte aligned, unless told otherwise).
+    out_sizes defaults to the padded sizes: pre/post are per pad dim (N,H,W,C for a
+    channels-last input, else the sizes right-aligned to 4-D)."""
+    from torchmcu.ops.layout import NHWC, is_channels_last
+
+    order = list(range(len(sizes))) if dim_order is None else list(dim_order)
+    if out_sizes is None:
+        out_sizes = list(sizes)
+        lead = 4 - len(sizes)
+        axes = NHWC if is_channels_last(sizes, order) else range(-lead, len(sizes))
+        for k, d in enumerate(axes):
+            if d >= 0:
+                out_sizes[d] += pre[k] + post[k]
+    in_bytes = _numel(sizes)
+    if out_offset is None:
+        out_offset = (in_bytes + 15) // 16 * 16
+    arena = max(in_bytes, out_offset + _numel(out_sizes))
+    pre_items = [Int(p) for p in pre]
+    post_items = [Int(p) for p in post]
+    values = [
+        Tensor(ScalarType.CHAR, list(sizes), order, allocation=Allocation(1, 0)),
+        *pre_items,
+        *post_items,
+    ]
+    first = 1
+    values.append(IntList(list(range(first, first + len(pre)))))
+    values.append(IntList(list(range(first + len(pre), first + len(pre) + len(post)))))
+    values.append(Int(value))
+    out_order = order if out_dim_order is None else list(out_dim_order)
+    values.append(
+        Tensor(ScalarType.CHAR, list(out_sizes), out_order, allocation=Allocation(1, out_offset))
+    )
+    out = len(values) - 1
+    call = KernelCall(0, [0, out - 3, out - 2, out - 1, out, out])
+    plan = one_call_plan(values, call, "cortex_m::pad", arena)
+    return Program(execution_plan=[plan], constants=[b""])
+
+
+def activation_table_program(
+    sizes: list[int],
+    lut: bytes,
+    *,
+    dim_order: list[int] | None = None,
+    lut_sizes: list[int] | None = None,
+    out_sizes: list[int] | None = None,
+    out_dim_order: list[int] | None = None,
+) -> Program:
+    """One cortex_m::quantized_activation call on int8 tensors: values 0 input (arena offset 0,
+    `dim_order`, contiguous by default), 1 the lut constant (lut_sizes: [len(lut)]), 2 out
+    (the input's sizes and dim order unless told otherwise, after the input, 16-byte
+    aligned)."""
+    order = list(range(len(sizes))) if dim_order is None else list(dim_order)
+    out_sizes = list(sizes) if out_sizes is None else list(out_sizes)
+    out_order = order if out_dim_order is None else list(out_dim_order)
+    in_bytes = _numel(sizes)
+    out_offset = (in_bytes + 15) // 16 * 16
+    values = [
+        Tensor(ScalarType.CHAR, list(sizes), order, allocation=Allocation(1, 0)),
+        Tensor(ScalarType.CHAR, lut_sizes or [len(lut)], list(range(len(lut_sizes or [0]))),
+               data_buffer_idx=1),
+        Tensor(ScalarType.CHAR, out_sizes, out_order, allocation=Allocation(1, out_offset)),
+    ]
+    call = KernelCall(0, [0, 1, 2, 2])
+    plan = one_call_plan(values, call, "cortex_m::quantized_activation",
+                         out_offset + _numel(out_sizes))
+    return Program(execution_plan=[plan], constants=[b"", lut])
+
+
+def binary_program(
+    op: str,
+    sizes: tuple[list[int], list[int], list[int]],
+    scalars: dict[str, int],
+    orders: tuple[list[int], list[int], list[int]] | None = None,
+) -> Program:
+    """One cortex_m::quantized_add or quantized_mul call: self, other and out (sizes and dim
+    orders, contiguous by default) planned one after another (16-byte aligned), the scalar
+    arguments by name as Ints in schema order. Inputs: self and other."""
+    from torchmcu import ops
+
+    definition = ops.get(f"{op}.out")
+    if orders is None:
+        orders = tuple(list(range(len(s))) for s in sizes)  # type: ignore[assignment]
+    tensors, offset = {}, 0
+    for name, s, o in zip(("self", "other", "out"), sizes, orders):  # type: ignore[arg-type]
+        tensors[name] = Tensor(ScalarType.CHAR, list(s), list(o), allocation=Allocation(1, offset))
+        offset = (offset + _numel(s) + 15) // 16 * 16
+    values, args = [], []
+    for a in definition.schema.args:
+        args.append(len(values))
+        values.append(tensors[a.name] if a.name in tensors else Int(scalars[a.name]))
+    call = KernelCall(0, [*args, args[-1]])
+    inputs = (args[definition.schema.A.self], args[definition.schema.A.other])
+    plan = one_call_plan(values, call, op, offset, inputs=inputs)
+    return Program(execution_plan=[plan], constants=[b""])
+
+
+def softmax_program(
+    sizes: list[int],
+    scalars: dict[str, int],
+    *,
+    dim_order: list[int] | None = None,
+    out_sizes: list[int] | None = None,
+) -> Program:
+    """One cortex_m::softmax call on int8 tensors: value 0 the input (arena offset 0,
+    contiguous unless `dim_order`), the scalar arguments by name as Ints in schema order, then
+    out (contiguous, the input's sizes unless out_sizes, 16-byte aligned after the input)."""
+    from torchmcu import ops
+
+    definition = ops.get("cortex_m::softmax.out")
+    order = list(range(len(sizes))) if dim_order is None else list(dim_order)
+    out_sizes = list(sizes) if out_sizes is None else list(out_sizes)
+    out_offset = (_numel(sizes) + 15) // 16 * 16
+    tensors = {
+        "input": Tensor(ScalarType.CHAR, list(sizes), order, allocation=Allocation(1, 0)),
+        "out": Tensor(ScalarType.CHAR, out_sizes, list(range(len(out_sizes))),
+                      allocation=Allocation(1, out_offset)),
+    }
+    values, args = [], []
+    for a in definition.schema.args:
+        args.append(len(values))
+        values.append(tensors[a.name] if a.name in tensors else Int(scalars[a.name]))
+    call = KernelCall(0, [*args, args[-1]])
+    plan = one_call_plan(values, call, "cortex_m::softmax", out_offset + _numel(out_sizes))
+    return Program(execution_plan=[plan], constants=[b""])

@@ -120,6 +120,18 @@ def test_npu_support_sets_and_lowerings() -> None:
     assert {o.no_npu for o in no_npu} == {"works on float tensors; no Ethos-U runs float"}
 
 
+def test_legacy_emitters_hold_no_defined_pattern() -> None:
+    # EMITTERS = {**views.emitters(...), **_LEGACY_EMITTERS}: a pattern that moved into a
+    # definition must leave the legacy part in the same commit, and every emitted op exists
+    from torchmcu.lower import kit, lowering
+
+    defined = {kit.resolve_target(t) for p in ops.patterns() if p.lower for t in p.aten}
+    assert not defined & set(lowering._LEGACY_EMITTERS)
+    assert defined <= set(lowering.EMITTERS)
+    keys = {o.key for o in ops.ops()}
+    assert all(e.key in keys for p in ops.patterns() for e in p.emits)
+
+
 def test_pad_fold_positions() -> None:
     assert ops_layout._PAD_CONSUMERS == {
         o.qualified: o.schema.A[o.npu.pad_fold] for o in _npu_ops() if o.npu and o.npu.pad_fold

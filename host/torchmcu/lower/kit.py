@@ -15,25 +15,24 @@ from typing import Any
 import torch
 import torch.fx
 
-from torchmcu.lower import context, layout, requant, rules_slice
+from torchmcu.lower import context, layout, requant
 from torchmcu.lower.context import Ctx
 from torchmcu.lower.errors import LoweringError, UnsupportedOpError, unsupported
 from torchmcu.lower.graph import arg, shape_of
 from torchmcu.lower.values import LValue
 from torchmcu.ops.core import OpDef, Pattern
+from torchmcu.quantize import targets
+from torchmcu.quantize.qdq import is_q
 
 Rule = Callable[[Ctx, torch.fx.Node], None]
 
 
 def resolve_target(name: str) -> Any:
     """The torch op of an aten name as the registry writes it: "aten::slice.Tensor"."""
-    namespace, _, rest = name.partition("::")
-    packet_name, _, overload = rest.partition(".")
     try:
-        packet = getattr(getattr(torch.ops, namespace), packet_name)
-        return getattr(packet, overload or "default")
-    except AttributeError:
-        raise LoweringError(f"the registry names {name}, which torch does not have") from None
+        return targets.resolve_target(name)
+    except LookupError as exc:
+        raise LoweringError(str(exc)) from None
 
 
 def rule_of(lower: Callable[[Kit, torch.fx.Node], None]) -> Rule:
@@ -85,24 +84,48 @@ class Kit:
     def as_contiguous(self, v: LValue) -> LValue:
         return layout.as_contiguous(self.ctx, v)
 
+    def as_nhwc(self, v: LValue) -> LValue:
+        return layout.as_nhwc(self.ctx, v)
+
     def output_quant(self, node: torch.fx.Node, allow_activation: bool):
         return requant.output_quant(self.ctx, node, allow_activation)
 
     same_qparams = staticmethod(requant.same_qparams)
+    activation_range = staticmethod(requant.activation_range)  # (act_min, act_max) of a fused act
+    q8 = staticmethod(requant.q8)  # a float value quantized with the output's qparams
 
     def bind_output(self, qs: list[torch.fx.Node], act: torch.fx.Node | None, out: LValue) -> None:
         context.bind_output(self.ctx, qs, act, out)
 
     def shared_input(self, node: torch.fx.Node, what: str):
-        """(input, quantize users, fused activation, qparams) of an op that keeps the input's
-        qparams (slice, select, transpose)."""
-        return rules_slice._shared_input(self.ctx, node, what)
+        """(input, quantize users, fused activation, qparams or None) of an op that keeps the
+        input's qparams (slice, select, transpose), the input made contiguous. PT2E leaves no
+        quantize between two ops that share qparams (e.g. select -> unsqueeze): then the
+        output keeps the input's."""
+        x = self.input_value(node.args[0])
+        if not any(is_q(u) for u in node.users):
+            return (self.as_contiguous(x) if x.nhwc else x), [], None, None
+        qs, act, qp = self.output_quant(node, allow_activation=False)
+        if not requant.same_qparams(x.scale, x.zero_point, qp):
+            raise unsupported(node, f"a {what} that changes qparams")
+        return (self.as_contiguous(x) if x.nhwc else x), qs, act, qp
 
     def bind_shared(self, node: torch.fx.Node, qs: list, act: Any, out: LValue) -> None:
-        rules_slice._bind(self.ctx, node, qs, act, out)
+        """Binds a shared_input op's result: through its quantize users, else to the node."""
+        if qs:
+            self.bind_output(qs, act, out)
+        else:
+            self.ctx.env[node] = out
 
     def int_(self, value: int) -> int:
         return self.ctx.b.int_(value)
+
+    def constant(self, array: Any) -> int:
+        """A constant tensor of the array's bytes (identical bytes are shared)."""
+        return self.ctx.b.constant(array)
+
+    def int_list(self, values: Sequence[int]) -> int:
+        return self.ctx.b.int_list(list(values))
 
     # -- the call
     def call(self, op: OpDef, node: torch.fx.Node | None, /, **named: int) -> None:

@@ -6,6 +6,7 @@ from torchmcu.lower.builder import nbytes_of
 from torchmcu.lower.context import Ctx, alias, call
 from torchmcu.lower.errors import LoweringError, describe_node
 from torchmcu.lower.values import LValue
+from torchmcu.ops.defs.transpose import TRANSPOSE
 
 
 def _transpose(ctx: Ctx, v: LValue, src_sizes: list[int], perm: list[int], hint: str) -> LValue:
@@ -14,7 +15,7 @@ def _transpose(ctx: Ctx, v: LValue, src_sizes: list[int], perm: list[int], hint:
     out_sizes = [src_sizes[p] for p in perm]
     key = ctx.b.new_buffer(hint, nbytes_of(v.scalar_type, out_sizes))
     out_vi = ctx.b.planned(key, v.scalar_type, out_sizes)
-    call(ctx, "cortex_m::transpose", [src.vi, ctx.b.int_list(perm)], out_vi, None)
+    call(ctx, TRANSPOSE.qualified, [src.vi, ctx.b.int_list(perm)], out_vi, None)
     return v.with_(vi=out_vi, buffer=key, sizes=out_sizes, nhwc=False, flatten_chw=None)
 
 

@@ -26,14 +26,11 @@ from torchmcu.lower.float_nodes import is_float_node
 from torchmcu.lower.kit import pattern_rule, resolve_target
 from torchmcu.lower.report import LoweringReport
 from torchmcu.lower.requant import ACTIVATIONS
-from torchmcu.lower.rules_activation import emit_table_activation
 from torchmcu.lower.rules_control import CONTROL_FLOW_EMITTERS, check_control_flow
-from torchmcu.lower.rules_elementwise import emit_add, emit_mul
 from torchmcu.lower.rules_float import FLOAT_EMITTERS
 from torchmcu.lower.rules_linear_conv import emit_conv2d, emit_linear
-from torchmcu.lower.rules_misc import emit_pad, emit_softmax, emit_view
+from torchmcu.lower.rules_misc import emit_view
 from torchmcu.lower.rules_pool import emit_avg_pool2d, emit_global_pool, emit_max_pool2d
-from torchmcu.lower.rules_slice import emit_transpose
 from torchmcu.ops import views
 from torchmcu.plan.check import PlanError
 from torchmcu.pte.program import Program
@@ -49,16 +46,10 @@ _aten = torch.ops.aten
 _LEGACY_EMITTERS: dict[Any, Callable[[Ctx, torch.fx.Node], None]] = {
     _aten.conv2d.default: emit_conv2d,
     _aten.linear.default: emit_linear,
-    _aten.add.Tensor: emit_add,
-    _aten.add_.Tensor: emit_add,
-    _aten.mul.Tensor: emit_mul,
-    _aten.mul_.Tensor: emit_mul,
     _aten.max_pool2d.default: emit_max_pool2d,
     _aten.avg_pool2d.default: emit_avg_pool2d,
     _aten.adaptive_avg_pool2d.default: emit_global_pool,
     _aten.mean.dim: emit_global_pool,
-    _aten.softmax.int: emit_softmax,
-    _aten._softmax.default: emit_softmax,
     _aten.flatten.using_ints: emit_view,
     _aten.view.default: emit_view,
     _aten.reshape.default: emit_view,
@@ -69,11 +60,6 @@ _LEGACY_EMITTERS: dict[Any, Callable[[Ctx, torch.fx.Node], None]] = {
     _aten.dropout.default: emit_view,
     _aten.clone.default: emit_view,
     _aten.contiguous.default: emit_view,
-    _aten.pad.default: emit_pad,
-    _aten.constant_pad_nd.default: emit_pad,
-    _aten.sigmoid.default: emit_table_activation,
-    _aten.tanh.default: emit_table_activation,
-    _aten.transpose.int: emit_transpose,
     **CONTROL_FLOW_EMITTERS,
 }
 EMITTERS: dict[Any, Callable[[Ctx, torch.fx.Node], None]] = {

@@ -1,47 +1,19 @@
-"""Rules for softmax, constant padding and the reshape-like ops that only re-view bytes."""
+"""Rules for the reshape-like ops that only re-view bytes (softmax and constant padding are
+torchmcu/ops/defs/softmax.py's and pad.py's)."""
 
 from __future__ import annotations
-
-import math
 
 import torch
 import torch.fx
 
-from torchmcu.lower.context import Ctx, alias, bind_output, call, input_value, new_int8
+from torchmcu.lower.context import Ctx, alias, bind_output, input_value
 from torchmcu.lower.errors import unsupported
-from torchmcu.lower.graph import arg, shape_of
-from torchmcu.lower.layout import as_contiguous, as_nhwc
-from torchmcu.lower.requant import output_quant, q8, same_qparams
+from torchmcu.lower.graph import shape_of
+from torchmcu.lower.layout import as_contiguous
+from torchmcu.lower.requant import output_quant, same_qparams
 from torchmcu.quantize.qdq import is_q
-from torchmcu.reference.quant import quantize_multiplier
 
 _aten = torch.ops.aten
-
-SOFTMAX_INPUT_INTEGER_BITS = 5
-
-
-def emit_softmax(ctx: Ctx, node: torch.fx.Node) -> None:
-    x = input_value(ctx, node.args[0])
-    dim = int(node.args[1]) % max(x.rank, 1)  # type: ignore[arg-type]
-    if dim != x.rank - 1:
-        raise unsupported(node, f"softmax over dim {node.args[1]} (only the last dimension)")
-    x = as_contiguous(ctx, x)
-    qs, act, qp = output_quant(ctx, node, allow_activation=False)
-    if qp.zero_point != -128 or not math.isclose(qp.scale, 1.0 / 256.0, rel_tol=1e-9):
-        raise unsupported(node, "softmax output qparams must be scale 1/256, zero point -128")
-    real = min(float(x.scale) * (1 << (31 - SOFTMAX_INPUT_INTEGER_BITS)), float(2**31 - 1))  # type: ignore[arg-type]
-    mult, shift = quantize_multiplier(real)
-    diff_min = -math.floor(
-        ((1 << SOFTMAX_INPUT_INTEGER_BITS) - 1)
-        * math.ldexp(1.0, 31 - SOFTMAX_INPUT_INTEGER_BITS) / math.ldexp(1.0, shift)
-    )
-    out = new_int8(ctx, node.name, x.sizes, qp, nhwc=False)
-    b = ctx.b
-    args = [x.vi, b.int_(-1), b.int_(x.zero_point), b.int_(qp.zero_point), b.int_(mult),  # type: ignore[arg-type]
-            b.int_(shift), b.int_(diff_min)]
-    call(ctx, "cortex_m::softmax", args, out.vi, node)
-    bind_output(ctx, qs, act, out)
-
 
 def emit_view(ctx: Ctx, node: torch.fx.Node) -> None:
     """flatten / view / reshape / squeeze / dropout: an alias of the same bytes."""
@@ -62,42 +34,4 @@ def emit_view(ctx: Ctx, node: torch.fx.Node) -> None:
         out = alias(ctx, x, out_shape, nhwc=False, flatten_chw=tuple(x.sizes[1:]))
     else:
         out = alias(ctx, as_contiguous(ctx, x), out_shape, nhwc=False)
-    bind_output(ctx, qs, act, out)
-
-
-def emit_pad(ctx: Ctx, node: torch.fx.Node) -> None:
-    """Constant padding (e.g. nn.ZeroPad2d) with the quantized pad value."""
-    x = input_value(ctx, node.args[0])
-    pads = [int(p) for p in node.args[1]]  # type: ignore[union-attr]
-    if node.target == _aten.pad.default:
-        mode = arg(node, 2, "mode", "constant")
-        if mode != "constant":
-            raise unsupported(node, f"padding mode '{mode}' (only constant)")
-        value = arg(node, 3, "value", None)
-    else:
-        value = arg(node, 2, "value", 0)
-    value = 0.0 if value is None else float(value)  # type: ignore[arg-type]
-    if len(pads) % 2 or len(pads) // 2 > x.rank or x.rank > 4 or min(pads) < 0:
-        raise unsupported(node, f"padding {pads} of a rank-{x.rank} tensor")
-    qs, act, qp = output_quant(ctx, node, allow_activation=False)
-    if not same_qparams(x.scale, x.zero_point, qp):
-        raise unsupported(node, "padding that changes qparams")
-    logical_pre = [0] * x.rank
-    logical_post = [0] * x.rank
-    for i in range(len(pads) // 2):  # pairs run from the last dimension backwards
-        logical_pre[x.rank - 1 - i] = pads[2 * i]
-        logical_post[x.rank - 1 - i] = pads[2 * i + 1]
-    if x.rank == 4:
-        x = as_nhwc(ctx, x)
-        order = [0, 2, 3, 1]  # physical (memory) order of the dims
-        pre = [logical_pre[d] for d in order]
-        post = [logical_post[d] for d in order]
-    else:
-        x = as_contiguous(ctx, x)
-        pre = [0] * (4 - x.rank) + logical_pre
-        post = [0] * (4 - x.rank) + logical_post
-    out = new_int8(ctx, node.name, shape_of(node), qp, nhwc=x.rank == 4)
-    b = ctx.b
-    args = [x.vi, b.int_list(pre), b.int_list(post), b.int_(q8(value, qp))]
-    call(ctx, "cortex_m::pad", args, out.vi, node)
     bind_output(ctx, qs, act, out)

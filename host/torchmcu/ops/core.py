@@ -546,6 +546,13 @@ class Bound:
         except ValueError as exc:
             raise self.reject(name, str(exc)) from None
 
+    def int_in(self, name: str, lo: int, hi: int) -> int:
+        """tm_int_arg: argument `name` as an Int within [lo, hi] (else its ArgError)."""
+        v = self.value(name)
+        if not (isinstance(v, pm.Int) and lo <= v.value <= hi):
+            raise self.reject(name, f"expected an int in [{lo}, {hi}]")
+        return v.value
+
     def tensor(self, name: str) -> pm.Tensor:
         v = self.value(name)
         if not isinstance(v, pm.Tensor):

@@ -3,7 +3,10 @@ re-exports it)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+
+from torchmcu.pte import program as pm
 
 
 def _strides(sizes: Sequence[int], order: Sequence[int]) -> dict[int, int]:
@@ -18,3 +21,70 @@ def laid_out_as(sizes: Sequence[int], dim_order: Sequence[int], order: Sequence[
     """Bytes in `dim_order` equal bytes in `order` (dims of size 1 do not matter)."""
     a, b = _strides(sizes, dim_order), _strides(sizes, order)
     return all(a[d] == b[d] for d in range(len(sizes)) if sizes[d] > 1)
+
+
+def disjoint(a: pm.Tensor, b: pm.Tensor) -> bool:
+    """tm_tensors_disjoint on planned tensors: the same memory's byte ranges do not overlap
+    (a constant or unplanned tensor never shares the arena)."""
+    if a.nbytes == 0 or b.nbytes == 0 or a.allocation is None or b.allocation is None:
+        return True
+    if a.data_buffer_idx > 0 or b.data_buffer_idx > 0:
+        return True
+    if a.allocation.memory_id != b.allocation.memory_id:
+        return True
+    a0 = a.allocation.offset + a.storage_offset * pm.ELEMENT_SIZE[pm.ScalarType(a.scalar_type)]
+    b0 = b.allocation.offset + b.storage_offset * pm.ELEMENT_SIZE[pm.ScalarType(b.scalar_type)]
+    return a0 + a.nbytes <= b0 or b0 + b.nbytes <= a0
+
+
+NHWC = (0, 2, 3, 1)  # the legacy activation layout: N,C,H,W sizes in N,H,W,C memory
+
+
+def is_channels_last(sizes: Sequence[int], dim_order: Sequence[int]) -> bool:
+    """ExecuTorch's test: 4-D with C == 1, or H == W == 1, or dim order 0,2,3,1."""
+    if len(sizes) != 4:
+        return False
+    return sizes[1] == 1 or sizes[2] == sizes[3] == 1 or tuple(dim_order) == NHWC
+
+
+def pad_dims(sizes: Sequence[int], dim_order: Sequence[int], channels_last: bool) -> tuple[int, ...]:
+    """The dims pre/post_pad refer to: N,H,W,C if channels_last, else the sizes (rank kept).
+
+    Raises ValueError when the bytes are not laid out that way (dims of size 1 ignored).
+    """
+    if channels_last:
+        if len(sizes) != 4 or not laid_out_as(sizes, dim_order, NHWC):
+            raise ValueError(f"pad: channels-last tensor sizes {list(sizes)} dim_order {list(dim_order)} "
+                             "is not NHWC in memory")
+        return tuple(int(sizes[d]) for d in NHWC)
+    if not laid_out_as(sizes, dim_order, range(len(sizes))):
+        raise ValueError(f"pad: tensor sizes {list(sizes)} dim_order {list(dim_order)} is not contiguous")
+    return tuple(int(s) for s in sizes)
+
+
+def same_layout(a: pm.Tensor, b: pm.Tensor) -> bool:
+    """tm_same_layout: equal sizes, every element at the same offset (size-1 dims free)."""
+    return list(a.sizes) == list(b.sizes) and laid_out_as(a.sizes, a.dim_order, b.dim_order)
+
+
+def _channel_vector(t: pm.Tensor, channels: int) -> bool:
+    return len(t.sizes) == 4 and t.sizes[1] == channels and math.prod(t.sizes) == channels
+
+
+def binary_broadcast(a: pm.Tensor, b: pm.Tensor, out: pm.Tensor) -> tuple[int, int] | str:
+    """tm_binary_broadcast: (a's period, b's period) in out's elements (equal layouts, or one
+    operand a [1, C, 1, 1] channel vector of an NHWC out), else the argument name at fault
+    ("self", "other" or "out"), as the C kernels report it."""
+    numel = math.prod(out.sizes)
+    if same_layout(a, b):
+        return (numel, numel) if same_layout(a, out) else "out"
+    a_full, b_full = same_layout(a, out), same_layout(b, out)
+    if not a_full and not b_full:
+        return "out"
+    nhwc_out = len(out.sizes) == 4 and laid_out_as(out.sizes, out.dim_order, NHWC)
+    channels = out.sizes[1] if len(out.sizes) == 4 else 0
+    if nhwc_out and a_full and _channel_vector(b, channels):
+        return numel, channels
+    if nhwc_out and b_full and _channel_vector(a, channels):
+        return channels, numel
+    return "other" if a_full else "self"

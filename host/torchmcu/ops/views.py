@@ -7,8 +7,8 @@ dispatch calls (binding the call with the stage's Bound)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from torchmcu import ops
 from torchmcu.ops.core import OpDef, Pattern
@@ -43,3 +43,19 @@ def emitters(resolve: Callable[[str], object], adapt: Callable[[Pattern], T]) ->
     an int8 rule. `resolve` turns "aten::slice.Tensor" into the torch target (lower/ does it:
     this layer has no torch), and fails on a name torch lacks."""
     return {resolve(t): adapt(p) for p in ops.patterns() if p.lower is not None for t in p.aten}
+
+
+def annotations(resolve: Callable[[str], object], kind: str) -> dict[object, Mapping[str, Any]]:
+    """The quantizer's targets of one annotate kind: resolve(aten name) -> the Annotate's
+    params (e.g. "table": {"kind": "sigmoid", "fixed_qparams": (1/256, -128)})."""
+    return {
+        resolve(t): p.annotate.params
+        for p in ops.patterns()
+        if p.annotate is not None and p.annotate.kind == kind
+        for t in p.aten
+    }
+
+
+def table_functions(resolve: Callable[[str], object]) -> dict[object, Callable[[float], float]]:
+    """TABLE_FUNCTIONS: resolve(aten name) -> the float function its table tabulates."""
+    return {resolve(t): p.params["function"] for p in ops.patterns() if "function" in p.params for t in p.aten}

@@ -38,9 +38,11 @@ from torchao.quantization.pt2e.quantizer import (
     SharedQuantizationSpec,
 )
 
+from torchmcu.ops import views
 from torchmcu.quantize.annotation import META_KEY, TorchmcuAnnotation, write_annotation
 from torchmcu.quantize.float_config import FloatConfig
 from torchmcu.quantize.fold_bn import fold_batch_norm
+from torchmcu.quantize.targets import resolve_target
 
 _aten = torch.ops.aten
 
@@ -48,14 +50,11 @@ ACT_QMIN, ACT_QMAX = -128, 127
 WEIGHT_QMIN, WEIGHT_QMAX = -127, 127
 SOFTMAX_SCALE = 1.0 / 256.0
 SOFTMAX_ZERO_POINT = -128
-# Table activations (int8 LUT): outputs fixed to the function's range, sigmoid [0, 1) and
-# tanh [-1, 1), as TFLite's int8 LOGISTIC/TANH fix them.
-TABLE_QPARAMS = {"sigmoid": (1.0 / 256.0, -128), "tanh": (1.0 / 128.0, 0)}
 
 CONV_TARGETS = (_aten.conv2d.default,)
 LINEAR_TARGETS = (_aten.linear.default,)
-ADD_TARGETS = (_aten.add.Tensor, _aten.add_.Tensor)
-MUL_TARGETS = (_aten.mul.Tensor, _aten.mul_.Tensor)
+# add/mul: target -> {"kind"}, from their definitions (torchmcu/ops/defs/elementwise.py)
+BINARY_TARGETS = views.annotations(resolve_target, "binary")
 ACTIVATION_TARGETS = (
     _aten.relu.default,
     _aten.relu_.default,
@@ -71,8 +70,11 @@ POOL_TARGETS = (
     _aten.adaptive_avg_pool2d.default,
     _aten.mean.dim,
 )
-SOFTMAX_TARGETS = (_aten.softmax.int, _aten._softmax.default)
-TABLE_TARGETS = {_aten.sigmoid.default: "sigmoid", _aten.tanh.default: "tanh"}
+# softmax: from its definition (torchmcu/ops/defs/softmax.py); no params
+SOFTMAX_TARGETS = views.annotations(resolve_target, "softmax")
+# Table activations (int8 LUT): target -> {"kind", "fixed_qparams"}, from their definitions
+# (torchmcu/ops/defs/activation_table.py)
+TABLE_TARGETS = views.annotations(resolve_target, "table")
 SHARED_TARGETS = (
     _aten.flatten.using_ints,
     _aten.view.default,
@@ -169,14 +171,14 @@ class TorchmcuQuantizer(Quantizer):
                 self._annotate_weighted(node, "conv2d", self.per_channel)
             elif t in LINEAR_TARGETS:
                 self._annotate_weighted(node, "linear", False)
-            elif t in ADD_TARGETS or t in MUL_TARGETS:
-                self._annotate_binary(node, "add" if t in ADD_TARGETS else "mul")
+            elif t in BINARY_TARGETS:
+                self._annotate_binary(node, **BINARY_TARGETS[t])
             elif t in POOL_TARGETS:
                 self._annotate_shared(node, _short(t), role="anchor")
             elif t in SOFTMAX_TARGETS:
-                self._annotate_softmax(node)
+                self._annotate_softmax(node, **SOFTMAX_TARGETS[t])
             elif t in TABLE_TARGETS:
-                self._annotate_table(node, TABLE_TARGETS[t])
+                self._annotate_table(node, **TABLE_TARGETS[t])
             elif t in SHARED_TARGETS:
                 self._annotate_shared(node, _short(t), role="shared")
             elif t in ACTIVATION_TARGETS:
@@ -281,12 +283,12 @@ class TorchmcuQuantizer(Quantizer):
             ),
         )
 
-    def _annotate_table(self, node: Node, kind: str) -> None:
-        """sigmoid/tanh: observed input, output fixed to the function's range (TABLE_QPARAMS)."""
+    def _annotate_table(self, node: Node, kind: str, fixed_qparams: tuple[float, int]) -> None:
+        """sigmoid/tanh: observed input, output fixed to the function's range."""
         x = node.args[0]
         if not isinstance(x, Node):
             return
-        scale, zero_point = TABLE_QPARAMS[kind]
+        scale, zero_point = fixed_qparams
         out = FixedQParamsQuantizationSpec(
             dtype=torch.int8, scale=scale, zero_point=zero_point, quant_min=ACT_QMIN,
             quant_max=ACT_QMAX, qscheme=torch.per_tensor_affine,

@@ -22,7 +22,7 @@ from torchmcu.ops import views
 from torchmcu.ops.core import ArgError, Bound, OpDef, scalar_value
 from torchmcu.pte import program as pm
 from torchmcu.reference import ops_elementwise as ew
-from torchmcu.reference import ops_layout, ops_linear_conv, ops_pool, ops_softmax, ops_table
+from torchmcu.reference import ops_layout, ops_linear_conv, ops_pool
 from torchmcu.reference.float_calls import FLOAT_OPS, run_float_call
 from torchmcu.reference.ops_predicate import CONTROL_OPS, run_control_call
 
@@ -197,38 +197,14 @@ def _conv(call: _Call, nhwc: bool, depthwise: bool) -> np.ndarray:
                                             act_min, act_max)
 
 
-def _binary_operands(call: _Call, a_i: int, b_i: int) -> tuple[np.ndarray, np.ndarray]:
-    a_t, b_t, o_t = call.tensor_meta(a_i), call.tensor_meta(b_i), call.tensor_meta(-2)
-    a, b = call.physical(a_i), call.physical(b_i)
-    if a_t.sizes == b_t.sizes == o_t.sizes and a.shape == b.shape:
-        return a, b
-    channels = o_t.sizes[1] if len(o_t.sizes) == 4 else -1
-    if a_t.sizes == o_t.sizes and b.size == channels:
-        return a, b.reshape(-1)
-    if b_t.sizes == o_t.sizes and a.size == channels:
-        return a.reshape(-1), b
-    raise InterpreterError(f"operand sizes {a_t.sizes} and {b_t.sizes} do not fit output {o_t.sizes}")
-
-
 def _quantize(call: _Call, fn) -> np.ndarray:
     scale, zp, qmin, qmax, dtype = (call.scalar(i) for i in range(1, 6))
     return fn(call.physical(0), scale, zp, qmin, qmax, _DTYPES[pm.ScalarType(dtype)])
 
 
-def _transpose(call: _Call) -> np.ndarray:
-    logical = call.memory.read_logical(call.args[0])
-    result = ops_layout.transpose(logical, call.scalar(1))
-    return np.transpose(result, call.tensor_meta(-2).dim_order)
-
-
 _LEGACY_HANDLERS: dict[str, _Handler] = {
     "cortex_m::quantize_per_tensor": lambda c: _quantize(c, ew.quantize_per_tensor),
     "cortex_m::dequantize_per_tensor": lambda c: _quantize(c, ew.dequantize_per_tensor),
-    "cortex_m::quantized_add": lambda c: ew.quantized_add(
-        *_interleave_add(c)),
-    "cortex_m::quantized_mul": lambda c: ew.quantized_mul(
-        *(lambda a, b: (a, c.scalar(1), b, c.scalar(3), c.scalar(4), c.scalar(5), c.scalar(6)))(
-            *_binary_operands(c, 0, 2))),
     "cortex_m::quantized_linear": lambda c: ops_linear_conv.quantized_linear(
         c.physical(0), c.physical(1), c.physical(2), c.physical(3), *(c.scalar(i) for i in range(4, 11))),
     "cortex_m::quantized_conv2d": lambda c: _conv(c, False, False),
@@ -243,30 +219,9 @@ _LEGACY_HANDLERS: dict[str, _Handler] = {
         c.nhwc(0, False), *(c.scalar(i) for i in range(1, 10))),
     "cortex_m::quantized_max_pool2d_nhwc": lambda c: ops_pool.quantized_max_pool2d(
         c.nhwc(0, True), *(c.scalar(i) for i in range(1, 10))),
-    "cortex_m::softmax": lambda c: ops_softmax.softmax(
-        _contiguous(c, 0), *(c.scalar(i) for i in range(1, 7))),
-    "cortex_m::pad": lambda c: ops_layout.pad_tensor(
-        c.physical(0), c.tensor_meta(0).sizes, c.tensor_meta(0).dim_order, c.tensor_meta(-2).sizes,
-        c.tensor_meta(-2).dim_order, c.scalar(1), c.scalar(2), c.scalar(3)),
-    "cortex_m::transpose": _transpose,
-    "cortex_m::quantized_activation": lambda c: ops_table.quantized_activation(
-        c.physical(0), c.physical(1)),
 }
 # Registry ops first; the others until their family is defined in torchmcu.ops (step 6).
 _HANDLERS: dict[str, _Handler] = {**views.references(_from_registry), **_LEGACY_HANDLERS}
-
-
-def _interleave_add(c: _Call) -> list:
-    a, b = _binary_operands(c, 0, 4)
-    s = [c.scalar(i) for i in (1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12)]
-    return [a, *s[0:3], b, *s[3:]]
-
-
-def _contiguous(c: _Call, i: int) -> np.ndarray:
-    t = c.tensor_meta(i)
-    if not ops_layout.laid_out_as(t.sizes, t.dim_order, range(len(t.sizes))):
-        raise InterpreterError(f"argument {i}: expected a contiguous tensor, dim_order {t.dim_order}")
-    return c.physical(i)
 
 
 # Number of schema arguments (including `out`) of each operator.

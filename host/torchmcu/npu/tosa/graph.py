@@ -132,6 +132,31 @@ class Graph:
             "RESHAPE", [x, self.shape_const(shape)], shape, x.dtype, attr("ReshapeAttribute")
         )
 
+    def pad(self, x: Tensor, amounts: Sequence[int], value: int, shape: Sequence[int]) -> Tensor:
+        """PAD of an int8 x by (before, after) amounts per axis with the constant `value`."""
+        pad_value = self.const(np.array([int(value)], dtype=np.int8), "INT8")
+        return self.op(
+            "PAD", [x, self.shape_const(amounts), pad_value], shape, "INT8", attr("PadAttribute")
+        )
+
+    def add(self, x: Tensor, y: Tensor) -> Tensor:
+        """int32 ADD, broadcasting size-1 axes."""
+        shape = tuple(max(p, q) for p, q in zip(x.shape, y.shape))
+        return self.op("ADD", [x, y], shape, "INT32", attr("AddAttribute"))
+
+    def mul(self, x: Tensor, y: Tensor) -> Tensor:
+        """int32 MUL (shift 0), broadcasting size-1 axes."""
+        shape = tuple(max(p, q) for p, q in zip(x.shape, y.shape))
+        return self.op("MUL", [x, y, self.scalar(0, "INT8")], shape, "INT32", attr("MulAttribute"))
+
+    def table(self, x: Tensor, lut: np.ndarray) -> Tensor:
+        """TABLE of an int8 x through the 256-entry int8 lut."""
+        return self.op("TABLE", [x, self.const(lut, "INT8")], x.shape, "INT8", attr("TableAttribute"))
+
+    def transpose(self, x: Tensor, perm: Sequence[int]) -> Tensor:
+        shape = tuple(x.shape[p] for p in perm)
+        return self.op("TRANSPOSE", [x], shape, x.dtype, attr("TransposeAttribute", list(perm)))
+
     def slice(self, x: Tensor, start: Sequence[int], size: Sequence[int]) -> Tensor:
         if tuple(size) == x.shape:
             return x

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from torchmcu.npu.tosa import ops_conv, ops_elementwise, ops_layout, ops_pool
+from torchmcu.npu.tosa import ops_conv, ops_pool
 from torchmcu.npu.tosa.graph import Args, BoundArgs, Graph, Tensor
 from torchmcu.ops import views
 from torchmcu.ops.core import OpDef
@@ -36,10 +36,5 @@ _LEGACY_LOWERINGS: dict[str, Lowering] = {
     "cortex_m::quantized_avg_pool2d_nhwc": ops_pool.avg_pool2d,
     "cortex_m::quantized_max_pool2d": ops_pool.max_pool2d,
     "cortex_m::quantized_max_pool2d_nhwc": ops_pool.max_pool2d,
-    "cortex_m::quantized_add": ops_elementwise.add,
-    "cortex_m::quantized_mul": ops_elementwise.mul,
-    "cortex_m::quantized_activation": ops_elementwise.activation_table,
-    "cortex_m::pad": ops_layout.pad,
-    "cortex_m::transpose": ops_layout.transpose,
 }
 LOWERINGS: dict[str, Lowering] = {**views.npu_lowerings(_from_registry), **_LEGACY_LOWERINGS}

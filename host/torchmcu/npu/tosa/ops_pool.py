@@ -27,19 +27,10 @@ from functools import cache
 import numpy as np
 
 from torchmcu.npu.tosa.graph import Args, Graph, Tensor, attr, fit_window, pair, ts
+from torchmcu.ops.intmath import round_half_away, tosa_double_round
 from torchmcu.reference.ops_pool import pool_output_size
-from torchmcu.reference.quant import round_half_away
 
 Read = Callable[[int], Tensor]
-
-
-def tosa_double_round(value: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
-    """TOSA 1.0 apply_scale_32 with double rounding (the RESCALE arithmetic), int64."""
-    v = np.asarray(value, dtype=np.int64)
-    rounding = np.full(v.shape, 1 << (shift - 1), dtype=np.int64)
-    if shift > 31:
-        rounding = rounding + np.where(v >= 0, 1 << 30, -(1 << 30))
-    return (v * multiplier + rounding) >> shift
 
 
 @cache

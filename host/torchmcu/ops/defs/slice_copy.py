@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from torchmcu.ops.core import ArgError, Bound, Kernel, Npu, op, pattern
-from torchmcu.ops.layout import laid_out_as
+from torchmcu.ops.layout import disjoint, laid_out_as
 from torchmcu.pte import program as pm
 
 if TYPE_CHECKING:
@@ -70,20 +70,6 @@ def _contiguous(t: pm.Tensor) -> bool:
     )
 
 
-def _disjoint(a: pm.Tensor, b: pm.Tensor) -> bool:
-    """tm_tensors_disjoint on planned tensors: the same memory's byte ranges do not overlap
-    (a constant or unplanned tensor never shares the arena)."""
-    if a.nbytes == 0 or b.nbytes == 0 or a.allocation is None or b.allocation is None:
-        return True
-    if a.data_buffer_idx > 0 or b.data_buffer_idx > 0:
-        return True
-    if a.allocation.memory_id != b.allocation.memory_id:
-        return True
-    a0 = a.allocation.offset + a.storage_offset * pm.ELEMENT_SIZE[pm.ScalarType(a.scalar_type)]
-    b0 = b.allocation.offset + b.storage_offset * pm.ELEMENT_SIZE[pm.ScalarType(b.scalar_type)]
-    return a0 + a.nbytes <= b0 or b0 + b.nbytes <= a0
-
-
 def check(b: Bound) -> None:
     """slice_copy.c's TM_ARG_CHECKs, in its order, on a bound call."""
     value = b.value("self")
@@ -107,7 +93,7 @@ def check(b: Bound) -> None:
         and _contiguous(out)
     ):
         raise b.reject("out", f"expected a contiguous tensor of self's type and sizes {want}")
-    if not _disjoint(x, out):
+    if not disjoint(x, out):
         raise b.reject("out", "shares bytes with self")
 
 
