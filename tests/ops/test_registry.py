@@ -125,8 +125,13 @@ def test_patterns() -> None:
         "aten::avg_pool2d.default",
     )
     assert p.annotate is not None and dict(p.annotate.params) == {}
-    with pytest.raises(RegistryError, match="aten::avg_pool2d.default is in two patterns"):
-        pattern("aten::avg_pool2d.default", registry=r)
+    with pytest.raises(RegistryError, match="avg_pool2d.default has two patterns giving annotate"):
+        pattern("aten::avg_pool2d.default", annotate=Annotate("shared"), registry=r)
+    # the fp32 rule may sit beside the portable kernel it emits, in a pattern of its own
+    fp32 = pattern("aten::avg_pool2d.default", lower_float=lambda k, node: None, registry=r)
+    assert r.patterns() == [p, fp32]
+    with pytest.raises(RegistryError, match="avg_pool2d.default has two patterns giving lower_float"):
+        pattern("aten::avg_pool2d.default", lower_float=lambda k, node: None, registry=r)
     with pytest.raises(RegistryError, match="annotate kind 'fused'"):
         Annotate("fused")
 

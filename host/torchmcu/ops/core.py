@@ -391,13 +391,16 @@ class Pattern:
     params: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
 
+PATTERN_HOOKS = ("annotate", "lower", "lower_float")  # what a Pattern gives its targets
+
+
 class Registry:
     """Operator definitions by key and the patterns, in registration order."""
 
     def __init__(self) -> None:
         self._ops: dict[str, OpDef] = {}
         self._patterns: list[Pattern] = []
-        self._targets: dict[str, Pattern] = {}
+        self._targets: dict[tuple[str, str], Pattern] = {}  # (target, hook) -> its pattern
 
     def add(self, definition: OpDef) -> OpDef:
         key = definition.key
@@ -415,11 +418,16 @@ class Registry:
         return definition
 
     def add_pattern(self, p: Pattern) -> Pattern:
+        """A target may be in several patterns (the int8 rule beside the definition it emits,
+        the fp32 rule beside the portable kernel), but each of its hooks is given once."""
+        hooks = [h for h in PATTERN_HOOKS if getattr(p, h) is not None] or ["none"]
         for target in p.aten:
-            if target in self._targets:
-                raise RegistryError(f"aten target {target} is in two patterns")
+            for hook in hooks:
+                if (target, hook) in self._targets:
+                    raise RegistryError(f"aten target {target} has two patterns giving {hook}")
         for target in p.aten:
-            self._targets[target] = p
+            for hook in hooks:
+                self._targets[(target, hook)] = p
         self._patterns.append(p)
         return p
 
