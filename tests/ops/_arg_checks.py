@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from torchmcu.lower.call_check import check_calls
+from torchmcu.lower.errors import LoweringError
 from torchmcu.npu.tosa.lower import TosaLoweringError, lower_to_tosa, npu_support
 from torchmcu.ops.core import ArgError, OpDef, bind
 from torchmcu.pte import program as pm
@@ -31,10 +33,13 @@ def check_index(op: OpDef, program: pm.Program) -> int:
 def assert_every_stage_names(
     op: OpDef, program: pm.Program, bad: int, inputs: list[np.ndarray]
 ) -> None:
-    """The check, the interpreter and, for an op with a TOSA lowering, NPU support and the
-    lowering all name argument `bad` (index and schema name)."""
+    """The check, the lowering's final call check, the interpreter and, for an op with a TOSA
+    lowering, NPU support and the TOSA lowering all name argument `bad` (index and schema
+    name)."""
     assert check_index(op, program) == bad
     name = op.schema.args[bad].name
+    with pytest.raises(LoweringError, match=rf"argument {bad} \({name}\)"):
+        check_calls(program)
     with pytest.raises(InterpreterError, match=rf"argument {bad} \({name}\)"):
         run_program(program, inputs)
     if op.npu is None or op.npu.lower is None:

@@ -20,6 +20,7 @@ import torch
 import torch.fx
 
 from torchmcu.lower.boundaries import lower_output, lower_placeholder, lower_q
+from torchmcu.lower.call_check import check_calls
 from torchmcu.lower.context import Ctx, LoweringOptions
 from torchmcu.lower.errors import LoweringError, unsupported
 from torchmcu.lower.float_nodes import is_float_node
@@ -154,6 +155,7 @@ def finish_lowering(
             f"({entry.target}){where}",
             e.instruction,
         ) from None
+    check_calls(program, ctx.report)  # a rule's bad argument stops here, not at the runtime
     constant_bytes = sum(len(c) for c in program.constants)
     report = LoweringReport(
         nodes=ctx.report,
