@@ -10,21 +10,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from torchmcu.pte.program import (
-    Allocation,
-    BackendDelegate,
-    Chain,
-    CompileSpec,
-    DelegateCall,
-    ExecutionPlan,
-    Int,
-    IntList,
-    KernelCall,
-    Operator,
-    Program,
-    ScalarType,
-    Tensor,
-)
+from torchmcu.pte import program as pm
 
 COMMAND = b"COP1" + bytes(12)  # a payload the host backend never runs (no NPU on the host)
 
@@ -93,45 +79,51 @@ def delegate_program(
     delegate_id: str = "EthosUBackend",
     scratch_bytes: int = SCRATCH,
     drop_scratch_arg: bool = False,
-    b_type: ScalarType = ScalarType.CHAR,
+    b_type: pm.ScalarType = pm.ScalarType.CHAR,
     b_size: int = 4,
     extra_delegates: int = 0,
-) -> Program:
+) -> pm.Program:
     """forward(a: int8 [1,3,2,2] NHWC, b: int8 [1,b_size]) -> (d, y):
     d = EthosUBackend(a, b) [1,4] int8, then y = cortex_m::transpose(d, [1, 0]) [4,1] on the CPU
     (so the delegate's output must really be in d's memory when the next kernel runs)."""
     after = 48 + 16 * ((scratch_bytes + 15) // 16)
     values = [
-        Tensor(ScalarType.CHAR, [1, 3, 2, 2], [0, 2, 3, 1], allocation=Allocation(1, 0)),  # 0 a
-        Tensor(b_type, [1, b_size], [0, 1], allocation=Allocation(1, 16)),  # 1 b
-        Tensor(ScalarType.CHAR, [1, 4], [0, 1], allocation=Allocation(1, 32)),  # 2 d
-        Tensor(ScalarType.BYTE, [scratch_bytes], [0], allocation=Allocation(1, 48)),  # 3 scratch
-        Int(1),  # 4
-        Int(0),  # 5
-        IntList([4, 5]),  # 6 perm
-        Tensor(ScalarType.CHAR, [4, 1], [0, 1], allocation=Allocation(1, after)),  # 7 y
+        pm.Tensor(
+            pm.ScalarType.CHAR, [1, 3, 2, 2], [0, 2, 3, 1], allocation=pm.Allocation(1, 0)
+        ),  # 0 a
+        pm.Tensor(b_type, [1, b_size], [0, 1], allocation=pm.Allocation(1, 16)),  # 1 b
+        pm.Tensor(pm.ScalarType.CHAR, [1, 4], [0, 1], allocation=pm.Allocation(1, 32)),  # 2 d
+        pm.Tensor(
+            pm.ScalarType.BYTE, [scratch_bytes], [0], allocation=pm.Allocation(1, 48)
+        ),  # 3 scratch
+        pm.Int(1),  # 4
+        pm.Int(0),  # 5
+        pm.IntList([4, 5]),  # 6 perm
+        pm.Tensor(pm.ScalarType.CHAR, [4, 1], [0, 1], allocation=pm.Allocation(1, after)),  # 7 y
     ]
     dargs = [0, 1, 2] if drop_scratch_arg else [0, 1, 2, 3]
     blob = default_blob() if blob is None else blob
     delegates = [
-        BackendDelegate(
-            delegate_id, 0, [CompileSpec("output_format", b"vela"), CompileSpec("npu", b"u55-128")]
+        pm.BackendDelegate(
+            delegate_id,
+            0,
+            [pm.CompileSpec("output_format", b"vela"), pm.CompileSpec("npu", b"u55-128")],
         )
-    ] + [BackendDelegate(delegate_id, 0) for _ in range(extra_delegates)]
-    plan = ExecutionPlan(
+    ] + [pm.BackendDelegate(delegate_id, 0) for _ in range(extra_delegates)]
+    plan = pm.ExecutionPlan(
         name="forward",
         values=values,
         inputs=[0, 1],
         outputs=[2, 7],
         chains=[
-            Chain(
+            pm.Chain(
                 inputs=[0, 1],
                 outputs=[2, 7],
-                instructions=[DelegateCall(0, dargs), KernelCall(0, [2, 6, 7, 7])],
+                instructions=[pm.DelegateCall(0, dargs), pm.KernelCall(0, [2, 6, 7, 7])],
             )
         ],
-        operators=[Operator("cortex_m::transpose", "out")],
+        operators=[pm.Operator("cortex_m::transpose", "out")],
         delegates=delegates,
         non_const_buffer_sizes=[0, after + 16],
     )
-    return Program(execution_plan=[plan], segments_data=[blob])
+    return pm.Program(execution_plan=[plan], segments_data=[blob])

@@ -29,30 +29,8 @@ import yaml
 from torchmcu.examples import models
 from torchmcu.npu.blob import VelaTensor, pack_blob
 from torchmcu.pte import load, save
+from torchmcu.pte import program as pm
 from torchmcu.pte.bundled import BundledTensor, load_bundled
-from torchmcu.pte.program import (
-    Allocation,
-    BackendDelegate,
-    Bool,
-    BoolList,
-    Chain,
-    CompileSpec,
-    DelegateCall,
-    Double,
-    DoubleList,
-    ExecutionPlan,
-    Int,
-    IntList,
-    KernelCall,
-    Null,
-    Operator,
-    OptionalTensorList,
-    Program,
-    ScalarType,
-    String,
-    Tensor,
-    TensorList,
-)
 from torchmcu.selective import read_yaml
 from torchmcu.selective.oplist import from_program, op_key, program_operators
 
@@ -66,87 +44,89 @@ NPU = "ds_cnn_npu"  # DS-CNN exported for ethos-u55-128: a real Vela blob in one
 
 # ExecuTorch's print_program dtype suffixes (exir/print_program.py, _scalar_type_str).
 DTYPE_CODE = {
-    ScalarType.BYTE: "bt",
-    ScalarType.CHAR: "c",
-    ScalarType.SHORT: "s",
-    ScalarType.INT: "i",
-    ScalarType.LONG: "l",
-    ScalarType.HALF: "h",
-    ScalarType.FLOAT: "f",
-    ScalarType.DOUBLE: "d",
-    ScalarType.BOOL: "b",
+    pm.ScalarType.BYTE: "bt",
+    pm.ScalarType.CHAR: "c",
+    pm.ScalarType.SHORT: "s",
+    pm.ScalarType.INT: "i",
+    pm.ScalarType.LONG: "l",
+    pm.ScalarType.HALF: "h",
+    pm.ScalarType.FLOAT: "f",
+    pm.ScalarType.DOUBLE: "d",
+    pm.ScalarType.BOOL: "b",
 }
 # ScalarType names in gen_selected_op_variants.py's header (c10 spelling).
 DTYPE_NAME = {0: "Byte", 1: "Char", 2: "Short", 3: "Int", 4: "Long", 6: "Float", 7: "Double"}
 
 
-def ethos_u_program() -> Program:
+def ethos_u_program() -> pm.Program:
     """x int8[1,16] -> one DelegateCall to EthosUBackend -> y int8[1,16], with a small blob
     in ExecuTorch's Vela block layout (16-byte command stream, 16 weight bytes)."""
     io = [VelaTensor([1, 1, 1, 1, 1, 16], 1, offset, 1) for offset in (0, 16)]
     blob = pack_blob(b"COP1" + bytes(range(12)), bytes(range(16)), 32, io[:1], io[1:])
     values = [
-        Tensor(ScalarType.CHAR, [1, 16], [0, 1], allocation=Allocation(1, 0)),
-        Tensor(ScalarType.CHAR, [1, 16], [0, 1], allocation=Allocation(1, 16)),
+        pm.Tensor(pm.ScalarType.CHAR, [1, 16], [0, 1], allocation=pm.Allocation(1, 0)),
+        pm.Tensor(pm.ScalarType.CHAR, [1, 16], [0, 1], allocation=pm.Allocation(1, 16)),
     ]
-    plan = ExecutionPlan(
+    plan = pm.ExecutionPlan(
         name="forward",
         values=values,
         inputs=[0],
         outputs=[1],
-        chains=[Chain(inputs=[0], outputs=[1], instructions=[DelegateCall(0, [0, 1])])],
+        chains=[pm.Chain(inputs=[0], outputs=[1], instructions=[pm.DelegateCall(0, [0, 1])])],
         operators=[],
         delegates=[
-            BackendDelegate(
+            pm.BackendDelegate(
                 "EthosUBackend",
                 segment_index=0,
-                compile_specs=[CompileSpec("compile_flags", b"--accelerator-config=ethos-u55-128")],
+                compile_specs=[
+                    pm.CompileSpec("compile_flags", b"--accelerator-config=ethos-u55-128")
+                ],
             )
         ],
         non_const_buffer_sizes=[0, 32],
     )
-    return Program(execution_plan=[plan], segments_data=[blob])
+    return pm.Program(execution_plan=[plan], segments_data=[blob])
 
 
 def value_text(v: Any) -> str:
     """How ExecuTorch's listing shows one value (its documented grammar, from our Program)."""
-    if isinstance(v, Tensor):
+    if isinstance(v, pm.Tensor):
         if v.data_buffer_idx > 0:
             head = "CT"
         else:
             a = v.allocation
             head = "T" + ("m." if a is None else f"m{a.memory_id}.{a.offset}")
-        return f"{head}{list(v.sizes)}{DTYPE_CODE[ScalarType(v.scalar_type)]}"
+        return f"{head}{list(v.sizes)}{DTYPE_CODE[pm.ScalarType(v.scalar_type)]}"
     prefixes = {
-        IntList: "IL",
-        DoubleList: "DL",
-        BoolList: "BL",
-        TensorList: "TL",
-        OptionalTensorList: "OTL",
+        pm.IntList: "IL",
+        pm.DoubleList: "DL",
+        pm.BoolList: "BL",
+        pm.TensorList: "TL",
+        pm.OptionalTensorList: "OTL",
     }
     if type(v) in prefixes:
         return prefixes[type(v)] + str(list(v.items))
-    if isinstance(v, Bool):
+    if isinstance(v, pm.Bool):
         return f"B{int(v.value)}"
-    if isinstance(v, Int):
+    if isinstance(v, pm.Int):
         return f"I{v.value}"
-    if isinstance(v, Double):
+    if isinstance(v, pm.Double):
         return f"D{float(v.value)}"
-    if isinstance(v, String):
+    if isinstance(v, pm.String):
         return f"S{v.value}"
-    assert isinstance(v, Null)
+    assert isinstance(v, pm.Null)
     return "N"
 
 
-def expected_listing(p: Program) -> dict[str, Any]:
+def expected_listing(p: pm.Program) -> dict[str, Any]:
     plan = p.execution_plan[0]
     instructions = []
     for seq, ins in enumerate(plan.chains[0].instructions):
-        if isinstance(ins, KernelCall):
+        if isinstance(ins, pm.KernelCall):
             op = plan.operators[ins.op_index]
             target = op_key(op.name, op.overload)
         else:
-            assert isinstance(ins, DelegateCall)
+            assert isinstance(ins, pm.DelegateCall)
             target = plan.delegates[ins.delegate_index].id
         args = [
             {
@@ -161,12 +141,12 @@ def expected_listing(p: Program) -> dict[str, Any]:
     return {"count": len(instructions), "instructions": instructions}
 
 
-def usages(p: Program, index: int) -> list[list[Any]]:
+def usages(p: pm.Program, index: int) -> list[list[Any]]:
     """[operator or 'delegate:<id>', argument position] of every call that takes value `index`."""
     plan = p.execution_plan[0]
     out = []
     for ins in plan.chains[0].instructions:
-        if isinstance(ins, KernelCall):
+        if isinstance(ins, pm.KernelCall):
             op = plan.operators[ins.op_index]
             name = op_key(op.name, op.overload)
         else:
@@ -268,15 +248,17 @@ def checked(et_python: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[s
     base = load(files["ds_cnn"]["pte"])
     plan = base.execution_plan[0]
     const_value = next(
-        i for i, v in enumerate(plan.values) if isinstance(v, Tensor) and v.data_buffer_idx > 0
+        i for i, v in enumerate(plan.values) if isinstance(v, pm.Tensor) and v.data_buffer_idx > 0
     )
     k = plan.values[const_value].data_buffer_idx
     changed = load(files["ds_cnn"]["pte"])
     changed.constants[k] = bytes([changed.constants[k][0] ^ 0x01]) + changed.constants[k][1:]
     save(changed, out / "ds_cnn.const.pte")
-    int_value = next(i for i, v in enumerate(plan.values) if isinstance(v, Int) and usages(base, i))
+    int_value = next(
+        i for i, v in enumerate(plan.values) if isinstance(v, pm.Int) and usages(base, i)
+    )
     changed = load(files["ds_cnn"]["pte"])
-    changed.execution_plan[0].values[int_value] = Int(plan.values[int_value].value + 1)
+    changed.execution_plan[0].values[int_value] = pm.Int(plan.values[int_value].value + 1)
     save(changed, out / "ds_cnn.int.pte")
 
     bad = {}
@@ -430,7 +412,9 @@ def test_diff_pte_finds_exactly_our_change(checked: dict[str, Any]) -> None:
     assert plan["operators_only_in_a"] == plan["operators_only_in_b"] == []
     assert plan["value_count"] == plan["instruction_count"] == [None, None]
     assert plan["evalue_diffs"] == []
-    viewing = [i for i, v in enumerate(values) if isinstance(v, Tensor) and v.data_buffer_idx == k]
+    viewing = [
+        i for i, v in enumerate(values) if isinstance(v, pm.Tensor) and v.data_buffer_idx == k
+    ]
     assert const_value in viewing
     assert plan["tensor_diffs"] == [
         {
@@ -580,7 +564,7 @@ def test_uncovered_executorch_operators_refused_by_name(checked: dict[str, Any])
     for key in UNCOVERED:
         p = load(checked["files"]["ds_cnn"]["pte"])
         name, _, overload = key.partition(".")
-        p.execution_plan[0].operators[0] = Operator(name, overload)
+        p.execution_plan[0].operators[0] = pm.Operator(name, overload)
         with pytest.raises(native.NativeError) as e:
             native.run_program(serialize(p), [x])
         assert e.value.status == "MISSING_OPERATOR"

@@ -20,24 +20,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torchmcu import native
+from torchmcu.pte import program as pm
 from torchmcu.pte import writer
-from torchmcu.pte.program import (
-    Allocation,
-    Bool,
-    Chain,
-    Double,
-    ExecutionPlan,
-    Int,
-    IntList,
-    KernelCall,
-    Null,
-    Operator,
-    Program,
-    ScalarType,
-    String,
-    Tensor,
-    TensorList,
-)
 from torchmcu.reference import ops_float as ref
 
 F32 = np.float32
@@ -484,41 +468,41 @@ def test_layer_norm_rejects() -> None:
 def test_program_cat_gelu_layer_norm() -> None:
     """x [2, 3] -> cat([x, x], 1) -> gelu(tanh) -> native_layer_norm over 6: the loader resolves
     the String argument and both TensorLists (cat's input, layer norm's returned tuple)."""
-    f32 = ScalarType.FLOAT
+    f32 = pm.ScalarType.FLOAT
 
     def planned(sizes, offset):
-        return Tensor(f32, sizes, list(range(len(sizes))), allocation=Allocation(1, offset))
+        return pm.Tensor(f32, sizes, list(range(len(sizes))), allocation=pm.Allocation(1, offset))
 
     values = [
         planned([2, 3], 0),  # 0 x
-        TensorList([0, 0]),  # 1
-        Int(1),  # 2
+        pm.TensorList([0, 0]),  # 1
+        pm.Int(1),  # 2
         planned([2, 6], 32),  # 3 cat out
-        String("tanh"),  # 4
+        pm.String("tanh"),  # 4
         planned([2, 6], 96),  # 5 gelu out
-        Int(6),  # 6
-        IntList([6]),  # 7
-        Null(),  # 8
-        Double(1e-5),  # 9
+        pm.Int(6),  # 6
+        pm.IntList([6]),  # 7
+        pm.Null(),  # 8
+        pm.Double(1e-5),  # 9
         planned([2, 6], 160),  # 10 out0
         planned([2, 1], 224),  # 11 mean
         planned([2, 1], 240),  # 12 rstd
-        TensorList([10, 11, 12]),  # 13
+        pm.TensorList([10, 11, 12]),  # 13
     ]
     calls = [
-        KernelCall(0, [1, 2, 3, 3]),
-        KernelCall(1, [3, 4, 5, 5]),
-        KernelCall(2, [5, 7, 8, 8, 9, 10, 11, 12, 13]),
+        pm.KernelCall(0, [1, 2, 3, 3]),
+        pm.KernelCall(1, [3, 4, 5, 5]),
+        pm.KernelCall(2, [5, 7, 8, 8, 9, 10, 11, 12, 13]),
     ]
-    plan = ExecutionPlan(
+    plan = pm.ExecutionPlan(
         name="forward", values=values, inputs=[0], outputs=[10, 11, 12],
-        chains=[Chain([0], [10, 11, 12], calls)],
-        operators=[Operator("aten::cat", "out"), Operator("aten::gelu", "out"),
-                   Operator("aten::native_layer_norm", "out")],
+        chains=[pm.Chain([0], [10, 11, 12], calls)],
+        operators=[pm.Operator("aten::cat", "out"), pm.Operator("aten::gelu", "out"),
+                   pm.Operator("aten::native_layer_norm", "out")],
         non_const_buffer_sizes=[0, 256],
     )
     x = _rand(np.random.default_rng(9), (2, 3))
-    got = native.run_program(writer.serialize(Program(execution_plan=[plan])), [x])
+    got = native.run_program(writer.serialize(pm.Program(execution_plan=[plan])), [x])
     y = torch.nn.functional.gelu(torch.cat([_t(x), _t(x)], 1), approximate="tanh")
     want = torch.ops.aten.native_layer_norm(y, [6], None, None, 1e-5)
     for g, w in zip(got, want):
@@ -536,7 +520,7 @@ class _Builder:
         self.constants: list[bytes] = [b""]
         self.arena = 0
         self.ops: list[str] = []
-        self.calls: list[KernelCall] = []
+        self.calls: list[pm.KernelCall] = []
 
     def value(self, v) -> int:
         self.values.append(v)
@@ -544,28 +528,28 @@ class _Builder:
 
     def planned(self, sizes, order=None) -> int:
         order = list(order or range(len(sizes)))
-        t = Tensor(ScalarType.FLOAT, list(sizes), order, allocation=Allocation(1, self.arena))
+        t = pm.Tensor(pm.ScalarType.FLOAT, list(sizes), order, allocation=pm.Allocation(1, self.arena))
         self.arena += (int(np.prod(sizes)) * 4 + 15) // 16 * 16
         return self.value(t)
 
     def const(self, arr: np.ndarray, order=None) -> int:
         order = list(order or range(arr.ndim))
         self.constants.append(np.ascontiguousarray(np.transpose(arr, order), F32).tobytes())
-        return self.value(Tensor(ScalarType.FLOAT, list(arr.shape), order, data_buffer_idx=len(self.constants) - 1))
+        return self.value(pm.Tensor(pm.ScalarType.FLOAT, list(arr.shape), order, data_buffer_idx=len(self.constants) - 1))
 
     def ints(self, xs) -> int:
-        return self.value(IntList([self.value(Int(x)) for x in xs]))
+        return self.value(pm.IntList([self.value(pm.Int(x)) for x in xs]))
 
     def call(self, op: str, args: list[int]) -> None:
         if op not in self.ops:
             self.ops.append(op)
-        self.calls.append(KernelCall(self.ops.index(op), args))
+        self.calls.append(pm.KernelCall(self.ops.index(op), args))
 
-    def program(self, inputs: list[int], outputs: list[int]) -> Program:
-        plan = ExecutionPlan("forward", self.values, inputs, outputs, [Chain(inputs, outputs, self.calls)],
-                             [Operator(f"aten::{op}", "out") for op in self.ops],
+    def program(self, inputs: list[int], outputs: list[int]) -> pm.Program:
+        plan = pm.ExecutionPlan("forward", self.values, inputs, outputs, [pm.Chain(inputs, outputs, self.calls)],
+                             [pm.Operator(f"aten::{op}", "out") for op in self.ops],
                              non_const_buffer_sizes=[0, self.arena])
-        return Program(execution_plan=[plan], constants=self.constants)
+        return pm.Program(execution_plan=[plan], constants=self.constants)
 
 
 def _all_ops_program(rng: np.random.Generator):
@@ -578,41 +562,41 @@ def _all_ops_program(rng: np.random.Generator):
     bias_mm, w_lin, ln_b, w_mm = _rand(rng, (6, 1)), _rand(rng, (3, 10)), _rand(rng, (3,)), _rand(rng, (3, 4))
     x = b.planned([2, 6, 7, 5], NHWC)
     c = b.planned([2, 4, 3, 1])
-    b.call("convolution", [x, b.const(w_conv), b.value(Null()), b.ints([2, 3]), b.ints([1, 0]), b.ints([2, 2]),
-                           b.value(Bool(False)), b.ints([0, 0]), b.value(Int(2)), c, c])
+    b.call("convolution", [x, b.const(w_conv), b.value(pm.Null()), b.ints([2, 3]), b.ints([1, 0]), b.ints([2, 2]),
+                           b.value(pm.Bool(False)), b.ints([0, 0]), b.value(pm.Int(2)), c, c])
     v = b.planned([2, 4, 3])
     b.call("view_copy", [c, b.ints([2, 4, -1]), v, v])
     c1 = b.planned([2, 2, 3])
     b.call("convolution", [v, b.const(w_conv1), b.const(b_conv1), b.ints([1]), b.ints([1]), b.ints([1]),
-                           b.value(Bool(False)), b.ints([]), b.value(Int(1)), c1, c1])
+                           b.value(pm.Bool(False)), b.ints([]), b.value(pm.Int(1)), c1, c1])
     chain = c1
     for op in ("tanh", "sigmoid", "relu"):
         nxt = b.planned([2, 2, 3])
         b.call(op, [chain, nxt, nxt])
         chain = nxt
     ad = b.planned([2, 6, 7, 5], NHWC)
-    b.call("add", [x, b.const(k_add), b.value(Double(0.5)), ad, ad])
+    b.call("add", [x, b.const(k_add), b.value(pm.Double(0.5)), ad, ad])
     mu_ = b.planned([2, 6, 7, 5])
     b.call("mul", [ad, b.const(k_mul), mu_, mu_])
     sm = b.planned([2, 6, 7, 5], NHWC)
-    b.call("_softmax", [ad, b.value(Int(1)), b.value(Bool(False)), sm, sm])
+    b.call("_softmax", [ad, b.value(pm.Int(1)), b.value(pm.Bool(False)), sm, sm])
     mn = b.planned([6, 5])
-    b.call("mean", [mu_, b.ints([0, 2]), b.value(Bool(False)), b.value(Int(6)), mn, mn])
+    b.call("mean", [mu_, b.ints([0, 2]), b.value(pm.Bool(False)), b.value(pm.Int(6)), mn, mn])
     pc = b.planned([5, 2, 7, 6], [1, 0, 2, 3])
     b.call("permute_copy", [sm, b.ints([3, 0, 2, 1]), pc, pc])
     empty = b.planned([0])
     ct = b.planned([6, 10])
-    b.call("cat", [b.value(TensorList([mn, empty, mn])), b.value(Int(-1)), ct, ct])
+    b.call("cat", [b.value(pm.TensorList([mn, empty, mn])), b.value(pm.Int(-1)), ct, ct])
     am = b.planned([6, 3])
-    b.call("addmm", [b.const(bias_mm), ct, b.const(np.ascontiguousarray(w_lin.T), [1, 0]), b.value(Double(0.25)),
-                     b.value(Int(-1)), am, am])
+    b.call("addmm", [b.const(bias_mm), ct, b.const(np.ascontiguousarray(w_lin.T), [1, 0]), b.value(pm.Double(0.25)),
+                     b.value(pm.Int(-1)), am, am])
     ln, mean, rstd = b.planned([6, 3]), b.planned([6, 1]), b.planned([6, 1])
-    b.call("native_layer_norm", [am, b.ints([3]), b.value(Null()), b.const(ln_b), b.value(Double(1e-3)),
-                                 ln, mean, rstd, b.value(TensorList([ln, mean, rstd]))])
+    b.call("native_layer_norm", [am, b.ints([3]), b.value(pm.Null()), b.const(ln_b), b.value(pm.Double(1e-3)),
+                                 ln, mean, rstd, b.value(pm.TensorList([ln, mean, rstd]))])
     g = b.planned([6, 3])
-    b.call("gelu", [ln, b.value(String("tanh")), g, g])
+    b.call("gelu", [ln, b.value(pm.String("tanh")), g, g])
     g2 = b.planned([6, 3])
-    b.call("gelu", [g, b.value(String("none")), g2, g2])
+    b.call("gelu", [g, b.value(pm.String("none")), g2, g2])
     out = b.planned([6, 4])
     b.call("mm", [g2, b.const(w_mm), out, out])
     program = b.program([x], [chain, pc, out, mean, rstd])

@@ -14,31 +14,11 @@ import struct
 from dataclasses import replace
 
 import pytest
+from _pte_programs import every_kind_program, int8_bytes, linear_program
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from _pte_programs import every_kind_program, int8_bytes, linear_program
 from torchmcu.pte import ProgramError, load, parse, prune_unused, save, serialize
-from torchmcu.pte.program import (
-    Allocation,
-    Bool,
-    BoolList,
-    Chain,
-    Double,
-    DoubleList,
-    ExecutionPlan,
-    Int,
-    IntList,
-    KernelCall,
-    Null,
-    Operator,
-    OptionalTensorList,
-    Program,
-    ScalarType,
-    String,
-    Tensor,
-    TensorList,
-)
+from torchmcu.pte import program as pm
 
 
 def header(data: bytes) -> tuple[bytes, int, int, int, int]:
@@ -134,7 +114,7 @@ def test_unreferenced_constant_is_an_error_and_prune_drops_it() -> None:
     p = linear_program()
     p.constants.insert(2, b"\x01\x02")  # nobody references index 2
     for v in p.execution_plan[0].values:
-        if isinstance(v, Tensor) and v.data_buffer_idx >= 2:
+        if isinstance(v, pm.Tensor) and v.data_buffer_idx >= 2:
             v.data_buffer_idx += 1
     with pytest.raises(ProgramError, match=r"constants\[2\]: no tensor references it"):
         serialize(p)
@@ -160,11 +140,11 @@ def test_constant_size_must_match_tensor() -> None:
         serialize(p)
 
 
-def _plan(p: Program) -> ExecutionPlan:
+def _plan(p: pm.Program) -> pm.ExecutionPlan:
     return p.execution_plan[0]
 
 
-def _kernel_call(p: Program) -> KernelCall:
+def _kernel_call(p: pm.Program) -> pm.KernelCall:
     return _plan(p).chains[0].instructions[0]
 
 
@@ -191,7 +171,7 @@ _BAD_FIELDS = [
         r"values\[12\] \(Tensor\)\.allocation: bytes \[16, 19\) exceed buffer 1 of 17",
     ),
     (
-        lambda p: setattr(_plan(p).values[0], "allocation", Allocation(0, 0)),
+        lambda p: setattr(_plan(p).values[0], "allocation", pm.Allocation(0, 0)),
         r"allocation\.memory_id",
     ),
     (lambda p: setattr(_plan(p), "outputs", [13]), r"outputs\[0\]"),
@@ -258,17 +238,17 @@ def test_corrupted_files_raise_value_error_only(data) -> None:
 # --- random programs ------------------------------------------------------------
 
 _SCALARS = [
-    ScalarType.BYTE,
-    ScalarType.CHAR,
-    ScalarType.INT,
-    ScalarType.FLOAT,
-    ScalarType.LONG,
-    ScalarType.BOOL,
+    pm.ScalarType.BYTE,
+    pm.ScalarType.CHAR,
+    pm.ScalarType.INT,
+    pm.ScalarType.FLOAT,
+    pm.ScalarType.LONG,
+    pm.ScalarType.BOOL,
 ]
 
 
 @st.composite
-def programs(draw) -> Program:
+def programs(draw) -> pm.Program:
     n_scalars = draw(st.integers(1, 6))
     values: list = []
     constants = [b""]
@@ -276,15 +256,15 @@ def programs(draw) -> Program:
     for _ in range(n_scalars):
         kind = draw(st.sampled_from(["Int", "Bool", "Double", "Null", "String"]))
         if kind == "Int":
-            values.append(Int(draw(st.integers(-(1 << 63), (1 << 63) - 1))))
+            values.append(pm.Int(draw(st.integers(-(1 << 63), (1 << 63) - 1))))
         elif kind == "Bool":
-            values.append(Bool(draw(st.booleans())))
+            values.append(pm.Bool(draw(st.booleans())))
         elif kind == "Double":
-            values.append(Double(draw(st.floats(allow_nan=False))))
+            values.append(pm.Double(draw(st.floats(allow_nan=False))))
         elif kind == "Null":
-            values.append(Null())
+            values.append(pm.Null())
         else:
-            values.append(String(draw(st.text(max_size=12))))
+            values.append(pm.String(draw(st.text(max_size=12))))
     n_tensors = draw(st.integers(1, 5))
     first_tensor = len(values)
     for _ in range(n_tensors):
@@ -292,49 +272,50 @@ def programs(draw) -> Program:
         sizes = draw(st.lists(st.integers(0, 5), min_size=rank, max_size=rank))
         dim_order = draw(st.permutations(list(range(rank))))
         stype = draw(st.sampled_from(_SCALARS))
-        t = Tensor(stype, sizes, list(dim_order))
+        t = pm.Tensor(stype, sizes, list(dim_order))
         if draw(st.booleans()):
             constants.append(draw(st.binary(min_size=t.nbytes, max_size=t.nbytes)))
             t.data_buffer_idx = len(constants) - 1
         elif draw(st.booleans()):
-            t.allocation = Allocation(1, arena)
+            t.allocation = pm.Allocation(1, arena)
             arena += t.nbytes
         values.append(t)
     tensor_ids = list(range(first_tensor, len(values)))
-    int_ids = [i for i, v in enumerate(values) if isinstance(v, Int)]
-    values.append(TensorList(draw(st.lists(st.sampled_from(tensor_ids), max_size=4))))
+    int_ids = [i for i, v in enumerate(values) if isinstance(v, pm.Int)]
+    values.append(pm.TensorList(draw(st.lists(st.sampled_from(tensor_ids), max_size=4))))
     optional_ids = st.sampled_from(tensor_ids + [-1])
-    values.append(OptionalTensorList(draw(st.lists(optional_ids, max_size=4))))
+    values.append(pm.OptionalTensorList(draw(st.lists(optional_ids, max_size=4))))
     int_items = draw(st.lists(st.sampled_from(int_ids), max_size=4)) if int_ids else []
-    values.append(IntList(int_items))
-    values.append(DoubleList(draw(st.lists(st.floats(allow_nan=False), max_size=4))))
-    values.append(BoolList(draw(st.lists(st.booleans(), max_size=4))))
+    values.append(pm.IntList(int_items))
+    values.append(pm.DoubleList(draw(st.lists(st.floats(allow_nan=False), max_size=4))))
+    values.append(pm.BoolList(draw(st.lists(st.booleans(), max_size=4))))
     all_ids = list(range(len(values)))
     n_ops = draw(st.integers(1, 3))
     instructions = [
-        KernelCall(
+        pm.KernelCall(
             draw(st.integers(0, n_ops - 1)),
             draw(st.lists(st.sampled_from(all_ids), max_size=8)),
         )
         for _ in range(draw(st.integers(0, 4)))
     ]
-    plan = ExecutionPlan(
+    plan = pm.ExecutionPlan(
         name=draw(st.sampled_from(["forward", "f", "méthode"])),
         values=values,
         inputs=draw(st.lists(st.sampled_from(tensor_ids), max_size=2)),
         outputs=draw(st.lists(st.sampled_from(tensor_ids), max_size=2)),
-        chains=[Chain([], [], instructions)],
+        chains=[pm.Chain([], [], instructions)],
         operators=[
-            Operator(f"cortex_m::op{i}", draw(st.sampled_from(["out", ""]))) for i in range(n_ops)
+            pm.Operator(f"cortex_m::op{i}", draw(st.sampled_from(["out", ""])))
+            for i in range(n_ops)
         ],
         non_const_buffer_sizes=[0, arena + draw(st.integers(0, 64))],
     )
-    return prune_unused(Program(execution_plan=[plan], constants=constants))
+    return prune_unused(pm.Program(execution_plan=[plan], constants=constants))
 
 
 @settings(max_examples=60, deadline=None)
 @given(programs())
-def test_random_programs_round_trip(p: Program) -> None:
+def test_random_programs_round_trip(p: pm.Program) -> None:
     data = serialize(p)
     assert parse(data, strict=True) == p
     assert serialize(parse(data)) == data
@@ -356,7 +337,7 @@ def test_reader_keeps_unreferenced_constant_with_its_padding(monkeypatch) -> Non
     p = linear_program()
     p.constants.insert(2, b"\x05\x04\x03\x02\x01")
     for v in p.execution_plan[0].values:
-        if isinstance(v, Tensor) and v.data_buffer_idx >= 2:
+        if isinstance(v, pm.Tensor) and v.data_buffer_idx >= 2:
             v.data_buffer_idx += 1
     monkeypatch.setattr(writer, "_check_writable", lambda program: None)
     q = parse(serialize(p))

@@ -19,29 +19,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import executorch_export
-
 from _pte_programs import every_kind_program, linear_program
+from conftest import executorch_export
 from torchmcu.pte import load, save
-from torchmcu.pte.program import (
-    Bool,
-    BoolList,
-    DelegateCall,
-    Double,
-    DoubleList,
-    FreeCall,
-    Int,
-    IntList,
-    JumpFalseCall,
-    KernelCall,
-    MoveCall,
-    Null,
-    OptionalTensorList,
-    Program,
-    String,
-    Tensor,
-    TensorList,
-)
+from torchmcu.pte import program as pm
 
 pytestmark = pytest.mark.executorch
 
@@ -63,7 +44,7 @@ def run_dump(et_python: Path, files: list[Path], out_dir: Path) -> dict:
 
 def expected_value(v: object) -> dict:
     """What ExecuTorch should report for one of our values (written independently of the dump)."""
-    if isinstance(v, Tensor):
+    if isinstance(v, pm.Tensor):
         return {
             "kind": "Tensor",
             "scalar_type": int(v.scalar_type),
@@ -76,32 +57,32 @@ def expected_value(v: object) -> dict:
             else [v.allocation.memory_id, v.allocation.offset],
             "shape_dynamism": 0,
         }
-    if isinstance(v, (Int, Bool, String)):
+    if isinstance(v, (pm.Int, pm.Bool, pm.String)):
         return {"kind": type(v).__name__, "value": v.value}
-    if isinstance(v, Double):
+    if isinstance(v, pm.Double):
         return {"kind": "Double", "value": float(v.value).hex()}
-    if isinstance(v, DoubleList):
+    if isinstance(v, pm.DoubleList):
         return {"kind": "DoubleList", "items": [float(x).hex() for x in v.items]}
-    if isinstance(v, (IntList, BoolList, TensorList, OptionalTensorList)):
+    if isinstance(v, (pm.IntList, pm.BoolList, pm.TensorList, pm.OptionalTensorList)):
         return {"kind": type(v).__name__, "items": list(v.items)}
-    assert isinstance(v, Null)
+    assert isinstance(v, pm.Null)
     return {"kind": "Null"}
 
 
 def expected_instruction(i: object) -> list:
-    if isinstance(i, KernelCall):
+    if isinstance(i, pm.KernelCall):
         return ["KernelCall", i.op_index, i.args]
-    if isinstance(i, DelegateCall):
+    if isinstance(i, pm.DelegateCall):
         return ["DelegateCall", i.delegate_index, i.args]
-    if isinstance(i, MoveCall):
+    if isinstance(i, pm.MoveCall):
         return ["MoveCall", i.move_from, i.move_to]
-    if isinstance(i, JumpFalseCall):
+    if isinstance(i, pm.JumpFalseCall):
         return ["JumpFalseCall", i.cond_value_index, i.destination_instruction]
-    assert isinstance(i, FreeCall)
+    assert isinstance(i, pm.FreeCall)
     return ["FreeCall", i.value_index]
 
 
-def expected_dump(p: Program) -> dict:
+def expected_dump(p: pm.Program) -> dict:
     plans = []
     for plan in p.execution_plan:
         plans.append(
@@ -135,7 +116,7 @@ def expected_dump(p: Program) -> dict:
     return {"version": p.version, "plans": plans}
 
 
-def check_constants(p: Program, seen: list[dict]) -> None:
+def check_constants(p: pm.Program, seen: list[dict]) -> None:
     assert len(seen) == len(p.constants)
     for i, (c, s) in enumerate(zip(p.constants, seen)):
         assert s["len"] == len(c), f"constant {i}"
@@ -198,7 +179,7 @@ def exported_and_dumped(et_python: Path, tmp_path_factory: pytest.TempPathFactor
     from torchmcu.examples import models
 
     out = tmp_path_factory.mktemp("roundtrip")
-    programs: dict[str, tuple[Program, Path]] = {}
+    programs: dict[str, tuple[pm.Program, Path]] = {}
     for name in ROUND_TRIP_MODELS:
         model, example = models.build(name, seed=2)
         exported = torchmcu.export(model, example, calibration=models.calibration(name, 4))

@@ -13,45 +13,36 @@ from pathlib import Path
 
 import pytest
 from torchmcu import htmlreport
-from torchmcu.pte.program import (
-    Allocation,
-    Chain,
-    ExecutionPlan,
-    KernelCall,
-    Operator,
-    Program,
-    ScalarType,
-    Tensor,
-)
+from torchmcu.pte import program as pm
 
 # scripts/setup.sh installs these tools, so in CI a missing one is a failure, not a skip.
 
 
-def _program() -> Program:
+def _program() -> pm.Program:
     values = [
-        Tensor(ScalarType.FLOAT, [1, 4], [0, 1], allocation=Allocation(1, 0)),  # 0 x, 16 B
-        Tensor(ScalarType.CHAR, [1, 4], [0, 1], allocation=Allocation(1, 16)),  # 1 q, 4 B
-        Tensor(ScalarType.INT, [1, 2], [0, 1], allocation=Allocation(1, 0)),  # 2 y, 8 B
+        pm.Tensor(pm.ScalarType.FLOAT, [1, 4], [0, 1], allocation=pm.Allocation(1, 0)),  # 0 x, 16 B
+        pm.Tensor(pm.ScalarType.CHAR, [1, 4], [0, 1], allocation=pm.Allocation(1, 16)),  # 1 q, 4 B
+        pm.Tensor(pm.ScalarType.INT, [1, 2], [0, 1], allocation=pm.Allocation(1, 0)),  # 2 y, 8 B
     ]
-    plan = ExecutionPlan(
+    plan = pm.ExecutionPlan(
         name="forward",
         values=values,
         inputs=[0],
         outputs=[2],
         chains=[
-            Chain(
+            pm.Chain(
                 inputs=[0],
                 outputs=[2],
-                instructions=[KernelCall(0, [0, 1, 1]), KernelCall(1, [1, 2, 2])],
+                instructions=[pm.KernelCall(0, [0, 1, 1]), pm.KernelCall(1, [1, 2, 2])],
             )
         ],
         operators=[
-            Operator("cortex_m::quantize_per_tensor", "out"),
-            Operator("cortex_m::foo", "out"),
+            pm.Operator("cortex_m::quantize_per_tensor", "out"),
+            pm.Operator("cortex_m::foo", "out"),
         ],
         non_const_buffer_sizes=[0, 32],
     )
-    return Program(execution_plan=[plan], constants=[b""])
+    return pm.Program(execution_plan=[plan], constants=[b""])
 
 
 PROFILE = {

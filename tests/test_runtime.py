@@ -21,22 +21,9 @@ from test_runtime_programs import (
     fail_program,
     serialize_unchecked,
 )
-
 from torchmcu import native
+from torchmcu.pte import program as pm
 from torchmcu.pte import writer
-from torchmcu.pte.program import (
-    Allocation,
-    Chain,
-    Int,
-    IntList,
-    JumpFalseCall,
-    KernelCall,
-    MoveCall,
-    Operator,
-    Program,
-    ScalarType,
-    Tensor,
-)
 
 
 def _nchw_input() -> np.ndarray:
@@ -81,7 +68,7 @@ def test_program_values_reach_the_kernel() -> None:
 
 def test_missing_operator_names_op_and_overload() -> None:
     p = add_program()
-    p.execution_plan[0].operators = [Operator("cortex_m::not_here", "out")]
+    p.execution_plan[0].operators = [pm.Operator("cortex_m::not_here", "out")]
     with pytest.raises(native.NativeError) as e:
         native.run_program(writer.serialize(p), [_nchw_input()])
     assert e.value.status == "MISSING_OPERATOR"
@@ -116,45 +103,45 @@ def test_unknown_method_is_rejected() -> None:
 # ---- verifier rejections (programs the writer's own validator would refuse) ----
 
 
-def _values(p: Program) -> list:
+def _values(p: pm.Program) -> list:
     return p.execution_plan[0].values
 
 
-def _set_tensor(i: int, **changes) -> Callable[[Program], None]:
-    def mutate(p: Program) -> None:
+def _set_tensor(i: int, **changes) -> Callable[[pm.Program], None]:
+    def mutate(p: pm.Program) -> None:
         for k, v in changes.items():
             setattr(_values(p)[i], k, v)
 
     return mutate
 
 
-def _plan(**changes) -> Callable[[Program], None]:
-    def mutate(p: Program) -> None:
+def _plan(**changes) -> Callable[[pm.Program], None]:
+    def mutate(p: pm.Program) -> None:
         for k, v in changes.items():
             setattr(p.execution_plan[0], k, v)
 
     return mutate
 
 
-def _instructions(*ins) -> Callable[[Program], None]:
-    def mutate(p: Program) -> None:
+def _instructions(*ins) -> Callable[[pm.Program], None]:
+    def mutate(p: pm.Program) -> None:
         p.execution_plan[0].chains[0].instructions = list(ins)
 
     return mutate
 
 
-def _append_values(*vals) -> Callable[[Program], None]:
-    def mutate(p: Program) -> None:
+def _append_values(*vals) -> Callable[[pm.Program], None]:
+    def mutate(p: pm.Program) -> None:
         _values(p).extend(vals)
 
     return mutate
 
 
 LOAD_REJECTIONS = [
-    ("planned_outside", _set_tensor(3, allocation=Allocation(1, 24)), "INVALID_PROGRAM",
+    ("planned_outside", _set_tensor(3, allocation=pm.Allocation(1, 24)), "INVALID_PROGRAM",
      "planned tensor outside its memory buffer"),
-    ("memory_id_high", _set_tensor(3, allocation=Allocation(2, 0)), "INVALID_PROGRAM", "memory_id out of range"),
-    ("memory_id_zero", _set_tensor(3, allocation=Allocation(0, 0)), "INVALID_PROGRAM", "memory_id out of range"),
+    ("memory_id_high", _set_tensor(3, allocation=pm.Allocation(2, 0)), "INVALID_PROGRAM", "memory_id out of range"),
+    ("memory_id_zero", _set_tensor(3, allocation=pm.Allocation(0, 0)), "INVALID_PROGRAM", "memory_id out of range"),
     ("constant_index", _set_tensor(1, data_buffer_idx=5), "INVALID_PROGRAM", "data_buffer_idx beyond"),
     ("constant_too_big", _set_tensor(1, sizes=[1, 3, 2, 3]), "INVALID_PROGRAM",
      "constant tensor data outside its segment"),
@@ -162,22 +149,22 @@ LOAD_REJECTIONS = [
     ("dim_order", _set_tensor(3, dim_order=[0, 2, 2, 1]), "INVALID_PROGRAM", "not a permutation"),
     ("dim_order_len", _set_tensor(3, dim_order=[0, 1]), "INVALID_PROGRAM", "dim_order length"),
     ("rank7", _set_tensor(3, sizes=[1] * 7, dim_order=list(range(7))), "UNSUPPORTED", "rank above"),
-    ("half", _set_tensor(3, scalar_type=ScalarType.HALF), "UNSUPPORTED", "scalar type not supported"),
+    ("half", _set_tensor(3, scalar_type=pm.ScalarType.HALF), "UNSUPPORTED", "scalar type not supported"),
     ("numel_overflow", _set_tensor(3, sizes=[65536, 65536, 1, 1]), "INVALID_PROGRAM", "overflows"),
     ("storage_offset", _set_tensor(3, storage_offset=1), "UNSUPPORTED", "storage_offset"),
-    ("mutable_initial", _set_tensor(1, allocation=Allocation(1, 0)), "UNSUPPORTED", "initial data"),
+    ("mutable_initial", _set_tensor(1, allocation=pm.Allocation(1, 0)), "UNSUPPORTED", "initial data"),
     ("buffer_size_negative", _plan(non_const_buffer_sizes=[0, -1]), "INVALID_PROGRAM",
      "non_const_buffer_sizes"),
     ("input_index", _plan(inputs=[4]), "INVALID_PROGRAM", "value index out of range"),
-    ("arg_index", _instructions(KernelCall(0, [0, 1, 2, 3, 99])), "INVALID_PROGRAM",
+    ("arg_index", _instructions(pm.KernelCall(0, [0, 1, 2, 3, 99])), "INVALID_PROGRAM",
      "value index out of range (instruction 0, value 99"),
-    ("op_index", _instructions(KernelCall(1, [0, 1, 2, 3, 3])), "INVALID_PROGRAM", "op_index out of range"),
-    ("jump_destination", _instructions(JumpFalseCall(2, 5)), "INVALID_PROGRAM", "destination out of range"),
-    ("move_index", _instructions(MoveCall(0, 4)), "INVALID_PROGRAM", "move value index out of range"),
-    ("int_list_item", _append_values(IntList([0])), "INVALID_PROGRAM",
+    ("op_index", _instructions(pm.KernelCall(1, [0, 1, 2, 3, 3])), "INVALID_PROGRAM", "op_index out of range"),
+    ("jump_destination", _instructions(pm.JumpFalseCall(2, 5)), "INVALID_PROGRAM", "destination out of range"),
+    ("move_index", _instructions(pm.MoveCall(0, 4)), "INVALID_PROGRAM", "move value index out of range"),
+    ("int_list_item", _append_values(pm.IntList([0])), "INVALID_PROGRAM",
      "int list item does not reference an Int (value 4"),
-    ("int_list_range", _append_values(IntList([9])), "INVALID_PROGRAM", "not a value index"),
-    ("empty_op_name", _plan(operators=[Operator("", "out")]), "INVALID_PROGRAM", "operator without a name"),
+    ("int_list_range", _append_values(pm.IntList([9])), "INVALID_PROGRAM", "not a value index"),
+    ("empty_op_name", _plan(operators=[pm.Operator("", "out")]), "INVALID_PROGRAM", "operator without a name"),
 ]
 
 
@@ -196,17 +183,17 @@ def test_verifier_rejects(mutate, status: str, text: str, monkeypatch) -> None:
 
 def test_two_chains_unsupported(monkeypatch) -> None:
     p = add_program()
-    p.execution_plan[0].chains.append(Chain([], [], []))
+    p.execution_plan[0].chains.append(pm.Chain([], [], []))
     with pytest.raises(native.NativeError, match="more than one chain") as e:
         native.program_info(serialize_unchecked(p, monkeypatch))
     assert e.value.status == "UNSUPPORTED"
 
 
 EXECUTE_REJECTIONS = [
-    ("move", _instructions(KernelCall(0, [0, 1, 2, 3, 3]), MoveCall(2, 3)), "INVALID_PROGRAM",
+    ("move", _instructions(pm.KernelCall(0, [0, 1, 2, 3, 3]), pm.MoveCall(2, 3)), "INVALID_PROGRAM",
      "move between values of different kinds (or tensors of different type, sizes or memory) "
      "(instruction 1"),
-    ("no_out_tensor", _instructions(KernelCall(0, [0, 1, 2, 3, 2])), "INVALID_PROGRAM",
+    ("no_out_tensor", _instructions(pm.KernelCall(0, [0, 1, 2, 3, 2])), "INVALID_PROGRAM",
      "does not end with an out tensor (instruction 0, operator torchmcu_test::add.out"),
     ("unplanned_arg", _set_tensor(3, allocation=None), "INVALID_PROGRAM", "has no memory"),
 ]
@@ -298,7 +285,7 @@ def test_other_strings_not_utf8_name_field_and_offset(old, new, python_field, c_
 def test_operator_name_in_multibyte_utf8_loads(name: str) -> None:
     """Well-formed 2, 3 and 4 byte sequences pass; the unknown operator is then named."""
     p = add_program()
-    p.execution_plan[0].operators = [Operator(name, "out")]
+    p.execution_plan[0].operators = [pm.Operator(name, "out")]
     pte = writer.serialize(p)
     assert native.program_info(pte)["missing_operators"] == [(name, "out")]
     with pytest.raises(native.NativeError, match=f"operator {name}.out") as e:
@@ -371,8 +358,8 @@ def test_int_value_type_in_int_list_resolves(monkeypatch) -> None:
     # IntList referencing an Int placed after the list still resolves (forward reference).
     p = describe_program()
     vals = _values(p)
-    vals[4] = IntList([9, 2])
-    vals.append(Int(-99))
+    vals[4] = pm.IntList([9, 2])
+    vals.append(pm.Int(-99))
     (rec,) = native.run_program(serialize_unchecked(p, monkeypatch), [np.zeros((2, 3), np.int32)])
     assert rec.tolist()[22:26] == [6, 2, -99, 7]
 
@@ -380,7 +367,7 @@ def test_int_value_type_in_int_list_resolves(monkeypatch) -> None:
 def test_constant_tensor_points_into_program() -> None:
     # A [4] int16 constant viewed by a describe call reports its first element from the file.
     p = describe_program()
-    _values(p)[1] = Tensor(ScalarType.SHORT, [4], [0], data_buffer_idx=1)
+    _values(p)[1] = pm.Tensor(pm.ScalarType.SHORT, [4], [0], data_buffer_idx=1)
     (rec,) = native.run_program(writer.serialize(p), [np.zeros((2, 3), np.int32)])
     assert rec.tolist()[12:20] == [4, 2, 1, 4, 0, 4, 8, -2]
 
@@ -389,7 +376,7 @@ def test_second_memory_id_is_laid_out_after_the_first() -> None:
     # Memory ids 1 and 2 share one arena: id 2 starts at the 16-aligned end of id 1.
     p = add_program()
     p.execution_plan[0].non_const_buffer_sizes = [0, 20, 12]
-    _values(p)[3].allocation = Allocation(2, 0)
+    _values(p)[3].allocation = pm.Allocation(2, 0)
     pte = writer.serialize(p)
     assert native.program_info(pte)["arena_bytes"] == 32 + 16
     x = _nchw_input()

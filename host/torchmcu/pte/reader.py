@@ -19,34 +19,8 @@ import struct
 from pathlib import Path
 
 from . import _format as F
+from . import program as pm
 from ._fbread import Buf, Table
-from .program import (
-    Allocation,
-    BackendDelegate,
-    Bool,
-    BoolList,
-    Chain,
-    CompileSpec,
-    DelegateCall,
-    Double,
-    DoubleList,
-    ExecutionPlan,
-    FreeCall,
-    Instruction,
-    Int,
-    IntList,
-    JumpFalseCall,
-    KernelCall,
-    MoveCall,
-    Null,
-    Operator,
-    OptionalTensorList,
-    Program,
-    ScalarType,
-    String,
-    Tensor,
-    TensorList,
-)
 from .validate import ProgramError, tensor_bytes_needed, validate
 
 
@@ -57,11 +31,11 @@ def _require_string(t: Table, slot: int, name: str) -> str:
     return s
 
 
-def _tensor(t: Table) -> Tensor:
+def _tensor(t: Table) -> pm.Tensor:
     TF = F.TensorF
     st = int(t.scalar(TF.scalar_type, "scalar_type", "<b"))
     try:
-        scalar_type = ScalarType(st)
+        scalar_type = pm.ScalarType(st)
     except ValueError:
         raise ProgramError(
             f"{t.path}.scalar_type: unsupported scalar type {st} (table at byte offset {t.pos})"
@@ -79,11 +53,11 @@ def _tensor(t: Table) -> Tensor:
     if a is not None:
         low = int(a.scalar(F.AllocationF.memory_offset_low, "memory_offset_low", "<I"))
         high = int(a.scalar(F.AllocationF.memory_offset_high, "memory_offset_high", "<I"))
-        alloc = Allocation(
+        alloc = pm.Allocation(
             memory_id=int(a.scalar(F.AllocationF.memory_id, "memory_id", "<I")),
             offset=low | (high << 32),
         )
-    return Tensor(
+    return pm.Tensor(
         scalar_type=scalar_type,
         sizes=t.scalars(TF.sizes, "sizes", "<i"),
         dim_order=t.scalars(TF.dim_order, "dim_order", "<B"),
@@ -107,29 +81,29 @@ def _evalue(t: Table):
     if body is None:
         raise ProgramError(f"{t.path}.val: missing {names[tag]} table (at byte offset {t.pos})")
     if tag == K.Null:
-        return Null()
+        return pm.Null()
     if tag == K.Int:
-        return Int(int(body.scalar(0, "int_val", "<q")))
+        return pm.Int(int(body.scalar(0, "int_val", "<q")))
     if tag == K.Bool:
-        return Bool(bool(body.scalar(0, "bool_val", "<B")))
+        return pm.Bool(bool(body.scalar(0, "bool_val", "<B")))
     if tag == K.Double:
-        return Double(float(body.scalar(0, "double_val", "<d", 0.0)))
+        return pm.Double(float(body.scalar(0, "double_val", "<d", 0.0)))
     if tag == K.String:
-        return String(_require_string(body, 0, "string_val"))
+        return pm.String(_require_string(body, 0, "string_val"))
     if tag == K.Tensor:
         return _tensor(body)
     if tag == K.IntList:
-        return IntList(body.scalars(0, "items", "<q"))
+        return pm.IntList(body.scalars(0, "items", "<q"))
     if tag == K.DoubleList:
-        return DoubleList([float(x) for x in body.scalars(0, "items", "<d")])
+        return pm.DoubleList([float(x) for x in body.scalars(0, "items", "<d")])
     if tag == K.BoolList:
-        return BoolList([bool(x) for x in body.scalars(0, "items", "<B")])
+        return pm.BoolList([bool(x) for x in body.scalars(0, "items", "<B")])
     if tag == K.TensorList:
-        return TensorList(body.scalars(0, "items", "<i"))
-    return OptionalTensorList(body.scalars(0, "items", "<i"))
+        return pm.TensorList(body.scalars(0, "items", "<i"))
+    return pm.OptionalTensorList(body.scalars(0, "items", "<i"))
 
 
-def _instruction(t: Table) -> Instruction:
+def _instruction(t: Table) -> pm.Instruction:
     T = F.InstructionTypes
     tag = int(t.scalar(F.InstructionF.instr_args_type, "instr_args_type", "<B"))
     names = _INSTRUCTION_NAMES
@@ -145,17 +119,17 @@ def _instruction(t: Table) -> Instruction:
         return int(b.scalar(slot, name, "<i"))
 
     if tag == T.KernelCall:
-        return KernelCall(i32(0, "op_index"), b.scalars(1, "args", "<i"))
+        return pm.KernelCall(i32(0, "op_index"), b.scalars(1, "args", "<i"))
     if tag == T.DelegateCall:
-        return DelegateCall(i32(0, "delegate_index"), b.scalars(1, "args", "<i"))
+        return pm.DelegateCall(i32(0, "delegate_index"), b.scalars(1, "args", "<i"))
     if tag == T.MoveCall:
-        return MoveCall(i32(0, "move_from"), i32(1, "move_to"))
+        return pm.MoveCall(i32(0, "move_from"), i32(1, "move_to"))
     if tag == T.JumpFalseCall:
-        return JumpFalseCall(i32(0, "cond_value_index"), i32(1, "destination_instruction"))
-    return FreeCall(i32(0, "value_index"))
+        return pm.JumpFalseCall(i32(0, "cond_value_index"), i32(1, "destination_instruction"))
+    return pm.FreeCall(i32(0, "value_index"))
 
 
-def _delegate(t: Table) -> tuple[BackendDelegate, int]:
+def _delegate(t: Table) -> tuple[pm.BackendDelegate, int]:
     """Return the delegate and the file segment index of its blob."""
     ref = t.table(F.BackendDelegateF.processed, "processed")
     if ref is None:
@@ -166,10 +140,10 @@ def _delegate(t: Table) -> tuple[BackendDelegate, int]:
             f"{ref.path}.location: {loc} (only delegate data in segments is supported)"
         )
     specs = [
-        CompileSpec(key=_require_string(cs, 0, "key"), value=cs.raw_bytes(1, "value"))
+        pm.CompileSpec(key=_require_string(cs, 0, "key"), value=cs.raw_bytes(1, "value"))
         for cs in t.tables(F.BackendDelegateF.compile_specs, "compile_specs")
     ]
-    d = BackendDelegate(
+    d = pm.BackendDelegate(
         id=_require_string(t, F.BackendDelegateF.id, "id"),
         segment_index=-1,
         compile_specs=specs,
@@ -177,7 +151,7 @@ def _delegate(t: Table) -> tuple[BackendDelegate, int]:
     return d, int(ref.scalar(F.DataReferenceF.index, "index", "<I"))
 
 
-def _plan(t: Table) -> tuple[ExecutionPlan, list[int]]:
+def _plan(t: Table) -> tuple[pm.ExecutionPlan, list[int]]:
     E = F.ExecutionPlanF
     if t.has(E.non_const_buffer_device):
         for dev in t.tables(E.non_const_buffer_device, "non_const_buffer_device"):
@@ -186,7 +160,7 @@ def _plan(t: Table) -> tuple[ExecutionPlan, list[int]]:
     chains = []
     for c in t.tables(E.chains, "chains"):
         chains.append(
-            Chain(
+            pm.Chain(
                 inputs=c.scalars(F.ChainF.inputs, "inputs", "<i"),
                 outputs=c.scalars(F.ChainF.outputs, "outputs", "<i"),
                 instructions=[
@@ -195,14 +169,14 @@ def _plan(t: Table) -> tuple[ExecutionPlan, list[int]]:
             )
         )
     delegates = [_delegate(d) for d in t.tables(E.delegates, "delegates")]
-    plan = ExecutionPlan(
+    plan = pm.ExecutionPlan(
         name=_require_string(t, E.name, "name"),
         values=[_evalue(v) for v in t.tables(E.values, "values")],
         inputs=t.scalars(E.inputs, "inputs", "<i"),
         outputs=t.scalars(E.outputs, "outputs", "<i"),
         chains=chains,
         operators=[
-            Operator(
+            pm.Operator(
                 name=_require_string(o, F.OperatorF.name, "name"),
                 overload=o.string(F.OperatorF.overload, "overload") or "",
             )
@@ -244,7 +218,7 @@ def _header(data: bytes) -> tuple[int, int]:
     return program_size, base
 
 
-def parse(data: bytes, *, strict: bool = False) -> Program:
+def parse(data: bytes, *, strict: bool = False) -> pm.Program:
     """Parse .pte bytes into a Program; raise ProgramError (ValueError) if malformed.
 
     strict: also require every field inside its table's declared size (true
@@ -311,7 +285,7 @@ def parse(data: bytes, *, strict: bool = False) -> Program:
             d.segment_index = seg_map[seg]
 
     constants = _split_constants(segments[const_seg] if const_seg >= 0 else b"", offsets, plans)
-    program = Program(
+    program = pm.Program(
         execution_plan=plans,
         constants=constants,
         segments_data=segments_data,
@@ -321,12 +295,12 @@ def parse(data: bytes, *, strict: bool = False) -> Program:
     return program
 
 
-def _split_constants(seg: bytes, offsets: list[int], plans: list[ExecutionPlan]) -> list[bytes]:
+def _split_constants(seg: bytes, offsets: list[int], plans: list[pm.ExecutionPlan]) -> list[bytes]:
     """Cut the constant segment at its offsets, trimming padding to what tensors view."""
     need: dict[int, int] = {}
     for pi, plan in enumerate(plans):
         for vi, v in enumerate(plan.values):
-            if isinstance(v, Tensor) and v.data_buffer_idx > 0:
+            if isinstance(v, pm.Tensor) and v.data_buffer_idx > 0:
                 if min(v.sizes, default=0) < 0 or v.storage_offset < 0:
                     raise ProgramError(
                         f"execution_plan[{pi}].values[{vi}] (Tensor): negative size or "
@@ -362,6 +336,6 @@ def _split_constants(seg: bytes, offsets: list[int], plans: list[ExecutionPlan])
     return out
 
 
-def load(path: str | os.PathLike[str]) -> Program:
+def load(path: str | os.PathLike[str]) -> pm.Program:
     """Read and parse a .pte file."""
     return parse(Path(path).read_bytes())

@@ -8,27 +8,7 @@ error names the offending field as a path such as
 
 from __future__ import annotations
 
-from .program import (
-    Bool,
-    BoolList,
-    DelegateCall,
-    Double,
-    DoubleList,
-    ExecutionPlan,
-    FreeCall,
-    Int,
-    IntList,
-    JumpFalseCall,
-    KernelCall,
-    MoveCall,
-    Null,
-    OptionalTensorList,
-    Program,
-    ScalarType,
-    String,
-    Tensor,
-    TensorList,
-)
+from . import program as pm
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -50,16 +30,16 @@ def _check_range(path: str, v: int, lo: int, hi: int) -> None:
         _fail(path, f"{v!r} is not an integer in [{lo}, {hi}]")
 
 
-def tensor_bytes_needed(t: Tensor) -> int:
+def tensor_bytes_needed(t: pm.Tensor) -> int:
     """Bytes a tensor views, counting its storage offset (in elements)."""
     from .program import ELEMENT_SIZE
 
-    return (t.numel + t.storage_offset) * ELEMENT_SIZE[ScalarType(t.scalar_type)]
+    return (t.numel + t.storage_offset) * ELEMENT_SIZE[pm.ScalarType(t.scalar_type)]
 
 
-def _check_tensor(path: str, t: Tensor, program: Program, plan: ExecutionPlan) -> None:
+def _check_tensor(path: str, t: pm.Tensor, program: pm.Program, plan: pm.ExecutionPlan) -> None:
     try:
-        ScalarType(t.scalar_type)
+        pm.ScalarType(t.scalar_type)
     except ValueError:
         _fail(f"{path}.scalar_type", f"unsupported scalar type {t.scalar_type!r}")
     for d, s in enumerate(t.sizes):
@@ -106,42 +86,42 @@ def _check_refs(path: str, items: list[int], values: list, kind: type, allow_non
             _fail(f"{path}.items[{j}]", f"value {item} is {found}, not {kind.__name__}")
 
 
-def _check_value(path: str, v: object, program: Program, plan: ExecutionPlan) -> None:
+def _check_value(path: str, v: object, program: pm.Program, plan: pm.ExecutionPlan) -> None:
     values = plan.values
     kind = type(v).__name__
     p = f"{path} ({kind})"
-    if isinstance(v, Tensor):
+    if isinstance(v, pm.Tensor):
         _check_tensor(p, v, program, plan)
-    elif isinstance(v, Int):
+    elif isinstance(v, pm.Int):
         _check_range(f"{p}.value", v.value, INT64_MIN, INT64_MAX)
-    elif isinstance(v, Bool):
+    elif isinstance(v, pm.Bool):
         if not isinstance(v.value, bool):
             _fail(f"{p}.value", f"{v.value!r} is not a bool")
-    elif isinstance(v, Double):
+    elif isinstance(v, pm.Double):
         if not isinstance(v.value, float):
             _fail(f"{p}.value", f"{v.value!r} is not a float")
-    elif isinstance(v, String):
+    elif isinstance(v, pm.String):
         if not isinstance(v.value, str):
             _fail(f"{p}.value", f"{v.value!r} is not a str")
-    elif isinstance(v, IntList):
-        _check_refs(p, v.items, values, Int, allow_none=False)
-    elif isinstance(v, TensorList):
-        _check_refs(p, v.items, values, Tensor, allow_none=False)
-    elif isinstance(v, OptionalTensorList):
-        _check_refs(p, v.items, values, Tensor, allow_none=True)
-    elif isinstance(v, DoubleList):
+    elif isinstance(v, pm.IntList):
+        _check_refs(p, v.items, values, pm.Int, allow_none=False)
+    elif isinstance(v, pm.TensorList):
+        _check_refs(p, v.items, values, pm.Tensor, allow_none=False)
+    elif isinstance(v, pm.OptionalTensorList):
+        _check_refs(p, v.items, values, pm.Tensor, allow_none=True)
+    elif isinstance(v, pm.DoubleList):
         for j, item in enumerate(v.items):
             if not isinstance(item, float):
                 _fail(f"{p}.items[{j}]", f"{item!r} is not a float")
-    elif isinstance(v, BoolList):
+    elif isinstance(v, pm.BoolList):
         for j, item in enumerate(v.items):
             if not isinstance(item, bool):
                 _fail(f"{p}.items[{j}]", f"{item!r} is not a bool")
-    elif not isinstance(v, Null):
+    elif not isinstance(v, pm.Null):
         _fail(path, f"unknown value kind {kind}")
 
 
-def _check_plan(pi: int, plan: ExecutionPlan, program: Program) -> None:
+def _check_plan(pi: int, plan: pm.ExecutionPlan, program: pm.Program) -> None:
     base = f"execution_plan[{pi}]"
     nv = len(plan.values)
     if not plan.name:
@@ -172,18 +152,18 @@ def _check_plan(pi: int, plan: ExecutionPlan, program: Program) -> None:
                 _check_range(f"{cp}.{field}[{j}]", idx, 0, nv - 1)
         for ii, ins in enumerate(chain.instructions):
             ip = f"{cp}.instructions[{ii}] ({type(ins).__name__})"
-            if isinstance(ins, KernelCall):
+            if isinstance(ins, pm.KernelCall):
                 _check_range(f"{ip}.op_index", ins.op_index, 0, len(plan.operators) - 1)
                 for j, a in enumerate(ins.args):
                     _check_range(f"{ip}.args[{j}]", a, 0, nv - 1)
-            elif isinstance(ins, DelegateCall):
+            elif isinstance(ins, pm.DelegateCall):
                 _check_range(f"{ip}.delegate_index", ins.delegate_index, 0, len(plan.delegates) - 1)
                 for j, a in enumerate(ins.args):
                     _check_range(f"{ip}.args[{j}]", a, 0, nv - 1)
-            elif isinstance(ins, MoveCall):
+            elif isinstance(ins, pm.MoveCall):
                 _check_range(f"{ip}.move_from", ins.move_from, 0, nv - 1)
                 _check_range(f"{ip}.move_to", ins.move_to, 0, nv - 1)
-            elif isinstance(ins, JumpFalseCall):
+            elif isinstance(ins, pm.JumpFalseCall):
                 _check_range(f"{ip}.cond_value_index", ins.cond_value_index, 0, nv - 1)
                 _check_range(
                     f"{ip}.destination_instruction",
@@ -191,13 +171,13 @@ def _check_plan(pi: int, plan: ExecutionPlan, program: Program) -> None:
                     0,
                     len(chain.instructions),  # == count: the jump ends the chain
                 )
-            elif isinstance(ins, FreeCall):
+            elif isinstance(ins, pm.FreeCall):
                 _check_range(f"{ip}.value_index", ins.value_index, 0, nv - 1)
             else:
                 _fail(ip, "unknown instruction kind")
 
 
-def validate(program: Program) -> None:
+def validate(program: pm.Program) -> None:
     """Raise ProgramError (a ValueError) naming the first malformed field."""
     if not program.constants or program.constants[0] != b"":
         _fail("constants[0]", "must be the empty placeholder b''")
@@ -208,16 +188,16 @@ def validate(program: Program) -> None:
         _check_plan(pi, plan, program)
 
 
-def referenced_constants(program: Program) -> set[int]:
+def referenced_constants(program: pm.Program) -> set[int]:
     """Constant indices that some tensor points at (index 0 excluded)."""
     used: set[int] = set()
     for plan in program.execution_plan:
         for v in plan.values:
-            if isinstance(v, Tensor) and v.data_buffer_idx > 0:
+            if isinstance(v, pm.Tensor) and v.data_buffer_idx > 0:
                 used.add(v.data_buffer_idx)
     return used
 
 
-def referenced_segments(program: Program) -> set[int]:
+def referenced_segments(program: pm.Program) -> set[int]:
     """Indices of Program.segments_data that some delegate points at."""
     return {d.segment_index for plan in program.execution_plan for d in plan.delegates}

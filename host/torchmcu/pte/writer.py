@@ -31,30 +31,7 @@ from pathlib import Path
 import flatbuffers
 
 from . import _format as F
-from .program import (
-    BackendDelegate,
-    Bool,
-    BoolList,
-    Chain,
-    DelegateCall,
-    Double,
-    DoubleList,
-    ExecutionPlan,
-    FreeCall,
-    Instruction,
-    Int,
-    IntList,
-    JumpFalseCall,
-    KernelCall,
-    MoveCall,
-    Null,
-    Operator,
-    OptionalTensorList,
-    Program,
-    String,
-    Tensor,
-    TensorList,
-)
+from . import program as pm
 from .validate import (
     ProgramError,
     referenced_constants,
@@ -157,7 +134,7 @@ def _single_field_table(b: _Builder, add) -> int:
 # --- values -----------------------------------------------------------------
 
 
-def _tensor(b: _Builder, t: Tensor) -> int:
+def _tensor(b: _Builder, t: pm.Tensor) -> int:
     sizes = _vec_i32(b, list(t.sizes))
     dim_order = _vec_u8(b, bytes(t.dim_order))
     alloc = 0
@@ -187,29 +164,29 @@ def _items_table(b: _Builder, vec: int) -> int:
 def _value_body(b: _Builder, v: object) -> tuple[int, int]:
     """Build the union member table; return (union tag, table offset)."""
     K = F.KernelTypes
-    if isinstance(v, Tensor):
+    if isinstance(v, pm.Tensor):
         return K.Tensor, _tensor(b, v)
-    if isinstance(v, Null):
+    if isinstance(v, pm.Null):
         b.StartObject(0)
         return K.Null, b.EndObject()
-    if isinstance(v, Int):
+    if isinstance(v, pm.Int):
         return K.Int, _single_field_table(b, lambda: b.PrependInt64Slot(0, v.value, 0))
-    if isinstance(v, Bool):
+    if isinstance(v, pm.Bool):
         return K.Bool, _single_field_table(b, lambda: b.PrependBoolSlot(0, v.value, False))
-    if isinstance(v, Double):
+    if isinstance(v, pm.Double):
         return K.Double, _single_field_table(b, lambda: b.PrependFloat64Slot(0, v.value, 0.0))
-    if isinstance(v, String):
+    if isinstance(v, pm.String):
         s = b.CreateString(v.value)
         return K.String, _single_field_table(b, lambda: b.PrependUOffsetTRelativeSlot(0, s, 0))
-    if isinstance(v, IntList):
+    if isinstance(v, pm.IntList):
         return K.IntList, _items_table(b, _vec_i64(b, list(v.items)))
-    if isinstance(v, DoubleList):
+    if isinstance(v, pm.DoubleList):
         return K.DoubleList, _items_table(b, _vec_f64(b, list(v.items)))
-    if isinstance(v, BoolList):
+    if isinstance(v, pm.BoolList):
         return K.BoolList, _items_table(b, _vec_bool(b, list(v.items)))
-    if isinstance(v, TensorList):
+    if isinstance(v, pm.TensorList):
         return K.TensorList, _items_table(b, _vec_i32(b, list(v.items)))
-    if isinstance(v, OptionalTensorList):
+    if isinstance(v, pm.OptionalTensorList):
         return K.OptionalTensorList, _items_table(b, _vec_i32(b, list(v.items)))
     raise ProgramError(f"unknown value kind {type(v).__name__}")
 
@@ -240,20 +217,20 @@ def _index_and_args(b: _Builder, index: int, args: list[int]) -> int:
     return b.EndObject()
 
 
-def _instruction(b: _Builder, ins: Instruction) -> int:
+def _instruction(b: _Builder, ins: pm.Instruction) -> int:
     T = F.InstructionTypes
-    if isinstance(ins, KernelCall):
+    if isinstance(ins, pm.KernelCall):
         tag, body = T.KernelCall, _index_and_args(b, ins.op_index, ins.args)
-    elif isinstance(ins, DelegateCall):
+    elif isinstance(ins, pm.DelegateCall):
         tag, body = T.DelegateCall, _index_and_args(b, ins.delegate_index, ins.args)
-    elif isinstance(ins, MoveCall):
+    elif isinstance(ins, pm.MoveCall):
         tag, body = T.MoveCall, _two_i32(b, ins.move_from, ins.move_to)
-    elif isinstance(ins, JumpFalseCall):
+    elif isinstance(ins, pm.JumpFalseCall):
         tag, body = (
             T.JumpFalseCall,
             _two_i32(b, ins.cond_value_index, ins.destination_instruction),
         )
-    elif isinstance(ins, FreeCall):
+    elif isinstance(ins, pm.FreeCall):
         tag = T.FreeCall
         body = _single_field_table(b, lambda: b.PrependInt32Slot(0, ins.value_index, 0))
     else:
@@ -264,7 +241,7 @@ def _instruction(b: _Builder, ins: Instruction) -> int:
     return b.EndObject()
 
 
-def _chain(b: _Builder, c: Chain) -> int:
+def _chain(b: _Builder, c: pm.Chain) -> int:
     inputs = _vec_i32(b, list(c.inputs))
     outputs = _vec_i32(b, list(c.outputs))
     instructions = _vec_tables(b, [_instruction(b, i) for i in c.instructions])
@@ -275,7 +252,7 @@ def _chain(b: _Builder, c: Chain) -> int:
     return b.EndObject()
 
 
-def _operator(b: _Builder, op: Operator) -> int:
+def _operator(b: _Builder, op: pm.Operator) -> int:
     name = b.CreateString(op.name)
     overload = b.CreateString(op.overload)
     b.StartObject(F.OperatorF.COUNT)
@@ -284,7 +261,7 @@ def _operator(b: _Builder, op: Operator) -> int:
     return b.EndObject()
 
 
-def _delegate(b: _Builder, d: BackendDelegate, file_segment: int) -> int:
+def _delegate(b: _Builder, d: pm.BackendDelegate, file_segment: int) -> int:
     ident = b.CreateString(d.id)
     specs = []
     for cs in d.compile_specs:
@@ -306,7 +283,7 @@ def _delegate(b: _Builder, d: BackendDelegate, file_segment: int) -> int:
     return b.EndObject()
 
 
-def _plan(b: _Builder, p: ExecutionPlan) -> int:
+def _plan(b: _Builder, p: pm.ExecutionPlan) -> int:
     name = b.CreateString(p.name)
     values = _vec_tables(b, [_evalue(b, v) for v in p.values])
     inputs = _vec_i32(b, list(p.inputs))
@@ -355,7 +332,7 @@ def _layout_segments(blobs: list[bytes]) -> tuple[bytes, list[tuple[int, int]]]:
     return bytes(out), placed
 
 
-def _flatbuffer(program: Program, placed: list[tuple[int, int]], offsets: list[int]) -> bytes:
+def _flatbuffer(program: pm.Program, placed: list[tuple[int, int]], offsets: list[int]) -> bytes:
     b = _new_builder()
     plans = _vec_tables(b, [_plan(b, p) for p in program.execution_plan])
     empty = _vec_tables(b, [])  # constant_buffer and backend_delegate_data are unused
@@ -384,7 +361,7 @@ def _flatbuffer(program: Program, placed: list[tuple[int, int]], offsets: list[i
     return bytes(b.Output())
 
 
-def _check_writable(program: Program) -> None:
+def _check_writable(program: pm.Program) -> None:
     """Writer-only rules on top of `validate`: nothing unreferenced, exact sizes."""
     used = referenced_constants(program)
     for i in range(1, len(program.constants)):
@@ -400,7 +377,7 @@ def _check_writable(program: Program) -> None:
     need: dict[int, int] = {}
     for plan in program.execution_plan:
         for v in plan.values:
-            if isinstance(v, Tensor) and v.data_buffer_idx > 0:
+            if isinstance(v, pm.Tensor) and v.data_buffer_idx > 0:
                 n = tensor_bytes_needed(v)
                 need[v.data_buffer_idx] = max(need.get(v.data_buffer_idx, 0), n)
     for i, n in sorted(need.items()):
@@ -411,7 +388,7 @@ def _check_writable(program: Program) -> None:
             )
 
 
-def serialize(program: Program) -> bytes:
+def serialize(program: pm.Program) -> bytes:
     """Return the .pte bytes of a Program (validated first; deterministic)."""
     validate(program)
     _check_writable(program)
@@ -437,7 +414,7 @@ def serialize(program: Program) -> bytes:
     return head + bytes(base - program_size) + seg_data
 
 
-def save(program: Program, path: str | os.PathLike[str]) -> None:
+def save(program: pm.Program, path: str | os.PathLike[str]) -> None:
     """Write the .pte atomically: a failure never leaves a truncated file."""
     data = serialize(program)
     target = Path(path)
@@ -456,7 +433,7 @@ def save(program: Program, path: str | os.PathLike[str]) -> None:
         raise
 
 
-def prune_unused(program: Program) -> Program:
+def prune_unused(program: pm.Program) -> pm.Program:
     """Return a copy without unreferenced constants and segments, indices remapped."""
     used_c = referenced_constants(program)
     keep_c = [0] + [i for i in range(1, len(program.constants)) if i in used_c]
@@ -468,7 +445,7 @@ def prune_unused(program: Program) -> Program:
     plans = []
     for plan in program.execution_plan:
         values = [
-            replace(v, data_buffer_idx=cmap[v.data_buffer_idx]) if isinstance(v, Tensor) else v
+            replace(v, data_buffer_idx=cmap[v.data_buffer_idx]) if isinstance(v, pm.Tensor) else v
             for v in plan.values
         ]
         delegates = [replace(d, segment_index=smap[d.segment_index]) for d in plan.delegates]
