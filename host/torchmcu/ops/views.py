@@ -56,6 +56,17 @@ def annotations(resolve: Callable[[str], object], kind: str) -> dict[object, Map
     }
 
 
+def pattern_params(resolve: Callable[[str], object], key: str) -> dict[object, Any]:
+    """resolve(aten name) -> params[key], for the patterns whose params hold `key`."""
+    return {resolve(t): p.params[key] for p in ops.patterns() if key in p.params for t in p.aten}
+
+
 def table_functions(resolve: Callable[[str], object]) -> dict[object, Callable[[float], float]]:
     """TABLE_FUNCTIONS: resolve(aten name) -> the float function its table tabulates."""
-    return {resolve(t): p.params["function"] for p in ops.patterns() if "function" in p.params for t in p.aten}
+    return pattern_params(resolve, "function")
+
+
+def activation_bounds(resolve: Callable[[str], object]) -> dict[object, Callable[..., Any]]:
+    """The fusable activations: resolve(aten name) -> its bounds(arg, node) -> (min, max)
+    (torchmcu/ops/defs/activations.py)."""
+    return pattern_params(resolve, "bounds")
