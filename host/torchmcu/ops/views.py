@@ -28,6 +28,12 @@ def schema_args() -> dict[str, int]:
     return {o.qualified: o.schema.n_call_args - 1 for o in ops.ops("int8")}
 
 
+def control_ops() -> dict[tuple[str, str], OpDef]:
+    """(qualified name, overload) -> definition of the control ops (torch.cond predicates and
+    torch.map loops), as a plan's Operator names them."""
+    return {(o.qualified, o.schema.overload): o for o in ops.ops("control")}
+
+
 def npu_lowerings(adapt: Callable[[OpDef], T]) -> dict[str, T]:
     """LOWERINGS' part: qualified name -> adapt(op), for the ops with a TOSA lowering."""
     return {o.qualified: adapt(o) for o in ops.ops() if o.npu is not None and o.npu.lower}
