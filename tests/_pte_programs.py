@@ -399,3 +399,82 @@ def softmax_program(
     call = KernelCall(0, [*args, args[-1]])
     plan = one_call_plan(values, call, "cortex_m::softmax", out_offset + _numel(out_sizes))
     return Program(execution_plan=[plan], constants=[b""])
+
+
+def control_call_program(key: str, tensors: dict[str, tuple], scalars: dict[str, object],
+                         inputs: tuple[str, ...] = ("self",)) -> Program:
+    """One call of a control op with an out tensor (torchmcu/ops/defs/control.py: the
+    predicates, select_copy): `tensors` name -> (sizes, scalar_type[, dim_order]) planned one
+    after another (16-byte aligned), `scalars` name -> EValue, in schema order; the out passed
+    twice. Inputs: the tensors named in `inputs`."""
+    from torchmcu import ops
+    from torchmcu.pte.program import ELEMENT_SIZE
+
+    definition = ops.get(key)
+    values, args, offset = [], [], 0
+    for a in definition.schema.args:
+        args.append(len(values))
+        if a.name in tensors:
+            sizes, scalar_type, *order = tensors[a.name]
+            dim_order = list(order[0]) if order else list(range(len(sizes)))
+            values.append(Tensor(scalar_type, list(sizes), dim_order,
+                                 allocation=Allocation(1, offset)))
+            offset = (offset + ELEMENT_SIZE[scalar_type] * _numel(sizes) + 15) // 16 * 16
+        else:
+            values.append(scalars[a.name])
+    call = KernelCall(0, [*args, args[-1]])
+    plan = one_call_plan(values, call, definition.qualified, max(offset, 16),
+                         inputs=tuple(args[definition.schema.A[n]] for n in inputs))
+    plan.operators = [Operator(definition.qualified, definition.schema.overload)]
+    return Program(execution_plan=[plan], constants=[b""])
+
+
+def map_loop_program(sizes: list[int], scalar_type: ScalarType = ScalarType.CHAR, *,
+                     reverse: bool = False) -> Program:
+    """The torch.map loop form (lower/rules_control.py's emit_map) around no body: result[i] =
+    xs[i] (reverse: xs[count - 1 - i], the index computed with two executorch_prim::sub), so
+    the output is xs (reversed along dim 0) only when every loop op does its part. Values: 0 xs
+    (the input), 1 result (the output), 2 the slot, then the Ints and the Bool."""
+    from torchmcu.pte.program import ELEMENT_SIZE
+
+    slot = list(sizes[1:])
+    whole_bytes = (ELEMENT_SIZE[scalar_type] * _numel(sizes) + 15) // 16 * 16
+    values = [
+        Tensor(scalar_type, list(sizes), list(range(len(sizes))), allocation=Allocation(1, 0)),
+        Tensor(scalar_type, list(sizes), list(range(len(sizes))),
+               allocation=Allocation(1, whole_bytes)),
+        Tensor(scalar_type, slot, list(range(len(slot))), allocation=Allocation(1, 2 * whole_bytes)),
+        Int(0),  # 3 dim 0
+        Int(0),  # 4 i
+        Int(0),  # 5 count
+        Bool(False),  # 6 done
+        Int(1),  # 7 one
+        Int(0),  # 8 count - i
+        Int(0),  # 9 count - 1 - i
+    ]
+    names = [("aten::sym_size", "int"), ("aten::select_copy", "int_out"),
+             ("executorch_prim::et_copy_index", "tensor"), ("executorch_prim::add", "Scalar"),
+             ("executorch_prim::eq", "Scalar"), ("executorch_prim::sub", "Scalar")]
+    size, select, copy, add, eq, sub = range(len(names))
+    index = 9 if reverse else 4
+    body = [KernelCall(sub, [5, 4, 8]), KernelCall(sub, [8, 7, 9])] if reverse else []
+    instructions = [
+        KernelCall(size, [0, 3, 5]),
+        *body,  # the loop starts here (instruction 1)
+        KernelCall(select, [0, 3, index, 2, 2]),
+        KernelCall(copy, [1, 2, 4]),  # result[i]
+        KernelCall(add, [4, 7, 4]),
+        KernelCall(eq, [4, 5, 6]),
+        JumpFalseCall(6, 1),
+        KernelCall(sub, [4, 5, 4]),
+    ]
+    plan = ExecutionPlan(
+        name="forward",
+        values=values,
+        inputs=[0],
+        outputs=[1],
+        chains=[Chain(inputs=[0], outputs=[1], instructions=instructions)],
+        operators=[Operator(n, o) for n, o in names],
+        non_const_buffer_sizes=[0, 2 * whole_bytes + (whole_bytes or 16)],
+    )
+    return Program(execution_plan=[plan], constants=[b""])

@@ -9,16 +9,13 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 import torch
 from torchmcu import native, ops
-from torchmcu.npu import partition, subprogram
 from torchmcu.npu.tosa import lowerings, ops_layout, support
 from torchmcu.ops.core import OpDef
-from torchmcu.pte import program as pm
-from torchmcu.reference import float_calls, interpreter, ops_predicate, scratch
+from torchmcu.reference import float_calls, interpreter, scratch
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "firmware" / "kernels"
@@ -53,19 +50,6 @@ def test_interpreter_handlers() -> None:
     assert {o.schema.overload for o in int8} == {"out"}  # the interpreter runs .out only
 
 
-def test_control_ops() -> None:
-    control = ops.ops("control")
-    assert ops_predicate.CONTROL_OPS == {
-        (o.qualified, o.schema.overload): o.schema.n_call_args for o in control
-    }
-    assert set(ops_predicate.PREDICATE_OPS) == {
-        (o.qualified, o.schema.overload) for o in control if o.call == "out"
-    }
-    assert set(ops_predicate.LOOP_OPS) == {
-        (o.qualified, o.schema.overload) for o in control if o.call.startswith("loop_")
-    }
-
-
 def test_float_calls() -> None:
     portable = ops.ops("portable")
     # the reference interpreter runs every portable op but ExecuTorch's dim order copy, which
@@ -90,20 +74,6 @@ def test_method_c_loop_roles() -> None:
     assert {(name, overload): role[r] for name, overload, r in rows} == {
         (o.qualified, o.schema.overload): o.call for o in ops.ops() if o.call.startswith("loop_")
     }
-
-
-def _plan_of(o: OpDef) -> tuple[pm.ExecutionPlan, pm.KernelCall]:
-    plan = SimpleNamespace(operators=[pm.Operator(o.qualified, o.schema.overload)])
-    return plan, pm.KernelCall(0, [])  # type: ignore[return-value]
-
-
-@pytest.mark.parametrize("definition", ops.ops(), ids=lambda o: o.key)
-def test_partition_and_subprogram_conventions(definition: OpDef) -> None:
-    plan, call = _plan_of(definition)
-    assert partition.is_barrier(plan, call, None) == definition.barrier
-    raw = subprogram._raw_loop_op(plan, call)
-    expected = {"loop_copy_index": "write0", "loop_scalar": "read"}.get(definition.call)
-    assert raw == expected
 
 
 def test_npu_support_sets_and_lowerings() -> None:

@@ -86,6 +86,15 @@ def arg(node: torch.fx.Node, index: int, name: str, default: object) -> object:
     return node.kwargs.get(name, default)
 
 
+def named_arg(node: torch.fx.Node, name: str, default: object = None) -> object:
+    """Argument `name` of an aten call (positional or keyword), found by its schema."""
+    schema = node.target._schema  # type: ignore[union-attr]
+    for index, a in enumerate(schema.arguments):
+        if a.name == name:
+            return arg(node, index, name, default)
+    raise LoweringError(f"{schema.name} has no argument {name!r}")
+
+
 def pair(value: object, default: tuple[int, int]) -> tuple[int, int]:
     if value is None:
         return default

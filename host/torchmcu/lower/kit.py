@@ -18,7 +18,7 @@ import torch.fx
 from torchmcu.lower import context, layout, requant
 from torchmcu.lower.context import Ctx
 from torchmcu.lower.errors import LoweringError, UnsupportedOpError, unsupported
-from torchmcu.lower.graph import arg, shape_of
+from torchmcu.lower.graph import named_arg, shape_of
 from torchmcu.lower.values import LValue
 from torchmcu.ops.core import OpDef, Pattern
 from torchmcu.quantize import targets
@@ -56,14 +56,7 @@ class Kit:
         self.ctx = ctx
 
     # -- aten side
-    @staticmethod
-    def aten_arg(node: torch.fx.Node, name: str, default: object = None) -> object:
-        """Argument `name` of an aten call (positional or keyword), found by its schema."""
-        schema = node.target._schema  # type: ignore[union-attr]
-        for index, a in enumerate(schema.arguments):
-            if a.name == name:
-                return arg(node, index, name, default)
-        raise LoweringError(f"{schema.name} has no argument {name!r}")
+    aten_arg = staticmethod(named_arg)  # (node, name, default): an aten argument by its name
 
     shape_of = staticmethod(shape_of)
 
@@ -97,13 +90,19 @@ class Kit:
     def bind_output(self, qs: list[torch.fx.Node], act: torch.fx.Node | None, out: LValue) -> None:
         context.bind_output(self.ctx, qs, act, out)
 
+    @staticmethod
+    def quantized(node: torch.fx.Node) -> bool:
+        """A quantize node uses node's output (PT2E puts none between two ops that share
+        qparams, e.g. select -> unsqueeze)."""
+        return any(is_q(u) for u in node.users)
+
     def shared_input(self, node: torch.fx.Node, what: str):
         """(input, quantize users, fused activation, qparams or None) of an op that keeps the
         input's qparams (slice, select, transpose), the input made contiguous. PT2E leaves no
         quantize between two ops that share qparams (e.g. select -> unsqueeze): then the
         output keeps the input's."""
         x = self.input_value(node.args[0])
-        if not any(is_q(u) for u in node.users):
+        if not self.quantized(node):
             return (self.as_contiguous(x) if x.nhwc else x), [], None, None
         qs, act, qp = self.output_quant(node, allow_activation=False)
         if not requant.same_qparams(x.scale, x.zero_point, qp):

@@ -30,7 +30,6 @@ from torchmcu.lower.requant import ACTIVATIONS
 from torchmcu.lower.rules_control import CONTROL_FLOW_EMITTERS, check_control_flow
 from torchmcu.lower.rules_float import FLOAT_EMITTERS
 from torchmcu.lower.rules_linear_conv import emit_conv2d, emit_linear
-from torchmcu.lower.rules_misc import emit_view
 from torchmcu.lower.rules_pool import emit_avg_pool2d, emit_global_pool, emit_max_pool2d
 from torchmcu.ops import views
 from torchmcu.plan.check import PlanError
@@ -51,16 +50,6 @@ _LEGACY_EMITTERS: dict[Any, Callable[[Ctx, torch.fx.Node], None]] = {
     _aten.avg_pool2d.default: emit_avg_pool2d,
     _aten.adaptive_avg_pool2d.default: emit_global_pool,
     _aten.mean.dim: emit_global_pool,
-    _aten.flatten.using_ints: emit_view,
-    _aten.view.default: emit_view,
-    _aten.reshape.default: emit_view,
-    _aten._unsafe_view.default: emit_view,
-    _aten.squeeze.dim: emit_view,
-    _aten.squeeze.dims: emit_view,
-    _aten.unsqueeze.default: emit_view,
-    _aten.dropout.default: emit_view,
-    _aten.clone.default: emit_view,
-    _aten.contiguous.default: emit_view,
     **CONTROL_FLOW_EMITTERS,
 }
 EMITTERS: dict[Any, Callable[[Ctx, torch.fx.Node], None]] = {

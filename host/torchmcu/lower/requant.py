@@ -10,15 +10,15 @@ import torch.fx
 
 from torchmcu.lower.context import Ctx
 from torchmcu.lower.errors import LoweringError, describe_node, unsupported
-from torchmcu.lower.graph import QParams, arg, qparams_of
+from torchmcu.lower.graph import QParams, named_arg, qparams_of
+from torchmcu.ops import views
 from torchmcu.quantize.qdq import is_q
-from torchmcu.quantize.quantizer import ACTIVATION_TARGETS
+from torchmcu.quantize.targets import resolve_target
 from torchmcu.reference.quant import single_rounding_multiplier
 
-_aten = torch.ops.aten
-
-# The ops the quantizer fuses into their producer's output range.
-ACTIVATIONS = frozenset(ACTIVATION_TARGETS)
+# The ops the quantizer fuses into their producer's output range: target -> bounds(arg, node)
+# (torchmcu/ops/defs/activations.py)
+ACTIVATIONS = views.activation_bounds(resolve_target)
 
 INT8_MIN, INT8_MAX = -128, 127
 
@@ -56,18 +56,10 @@ def activation_range(act: torch.fx.Node | None, qp: QParams) -> tuple[int, int]:
     lo, hi = qp.quant_min, qp.quant_max
     if act is None:
         return lo, hi
-    t = act.target
-    if t in (_aten.relu.default, _aten.relu_.default):
-        bounds: tuple[float | None, float | None] = (0.0, None)
-    elif t == _aten.relu6.default:
-        bounds = (0.0, 6.0)
-    elif t in (_aten.hardtanh.default, _aten.hardtanh_.default):
-        bounds = (float(arg(act, 1, "min_val", -1.0)), float(arg(act, 2, "max_val", 1.0)))
-    else:
-        mn, mx = arg(act, 1, "min", None), arg(act, 2, "max", None)
-        if isinstance(mn, torch.fx.Node) or isinstance(mx, torch.fx.Node):
-            raise unsupported(act, "clamp bounds must be numbers")
-        bounds = (None if mn is None else float(mn), None if mx is None else float(mx))  # type: ignore[arg-type]
+    mn, mx = ACTIVATIONS[act.target](named_arg, act)
+    if isinstance(mn, torch.fx.Node) or isinstance(mx, torch.fx.Node):
+        raise unsupported(act, "clamp bounds must be numbers")
+    bounds = (None if mn is None else float(mn), None if mx is None else float(mx))
     if bounds[0] is not None:
         lo = max(lo, q8(bounds[0], qp))
     if bounds[1] is not None:

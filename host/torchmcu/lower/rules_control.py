@@ -34,13 +34,27 @@ from torchmcu.lower.graph import qparams_of
 from torchmcu.lower.layout import as_contiguous, as_nhwc
 from torchmcu.lower.requant import same_qparams
 from torchmcu.lower.values import LValue
+from torchmcu.ops.core import OpDef
+from torchmcu.ops.defs.control import (
+    ET_COPY_INDEX,
+    GE,
+    GT,
+    LE,
+    LT,
+    PRIM_ADD,
+    PRIM_EQ,
+    PRIM_SUB,
+    SELECT_COPY,
+    SUM,
+    SYM_SIZE,
+)
 from torchmcu.pte.program import JumpFalseCall, KernelCall, MoveCall, ScalarType
 from torchmcu.quantize.qdq import is_dq, is_q
 
 _aten = torch.ops.aten
 COND = torch.ops.higher_order.cond
 _REDUCE = {_aten.mean.default: "mean", _aten.sum.default: "sum"}
-_COMPARE = {_aten.gt.Scalar: "gt", _aten.ge.Scalar: "ge", _aten.lt.Scalar: "lt", _aten.le.Scalar: "le"}
+_COMPARE = {_aten.gt.Scalar: GT, _aten.ge.Scalar: GE, _aten.lt.Scalar: LT, _aten.le.Scalar: LE}
 _PREDICATE_FORM = ("a torch.cond predicate must be x.mean() or x.sum() of an int8 tensor compared "
                    "(>, >=, <, <=) with a constant")
 
@@ -100,24 +114,35 @@ def _lower_predicate(ctx: Ctx, cond: torch.fx.Node) -> int:
     if v.scalar_type != ScalarType.CHAR or v.scale is None or v.scale <= 0:
         raise unsupported(pred, _PREDICATE_FORM)
     numel = math.prod(v.sizes)
-    kind = _COMPARE[pred.target]
-    thr = _threshold(kind, _REDUCE[red.target], float(c), v, numel)
+    compare = _COMPARE[pred.target]
+    thr = _threshold(compare.schema.name, _REDUCE[red.target], float(c), v, numel)
     b = ctx.b
     total = b.planned(b.new_buffer(f"{pred.name}.sum", 8), ScalarType.LONG, [])
     flag = b.planned(b.new_buffer(f"{pred.name}.pred", 1), ScalarType.BOOL, [])
-    _kernel(ctx, "aten::sum", "IntList_out",
-            [v.vi, b.none(), b.bool_(False), b.int_(int(ScalarType.LONG))], total, pred)
-    _kernel(ctx, f"aten::{kind}", "Scalar_out", [total, b.int_(thr)], flag, pred)
+    _kernel(ctx, SUM, pred, self=v.vi, dim=b.none(), keepdim=b.bool_(False),
+            dtype=b.int_(int(ScalarType.LONG)), out=total)
+    _kernel(ctx, compare, pred, self=total, other=b.int_(thr), out=flag)
     return flag
 
 
-def _kernel(ctx: Ctx, name: str, overload: str, args: list[int], out: int, node: torch.fx.Node) -> None:
+def _kernel(ctx: Ctx, op: OpDef, node: torch.fx.Node, /, **named: int) -> int:
+    """One KernelCall of a control op (torchmcu/ops/defs/control.py): `named` are value
+    indices for its schema arguments in schema order, then, for a loop_scalar op, `returned`,
+    the value it writes (evaluated as written, so value numbering follows the rule). The out
+    of an "out"/"loop_select" op is passed twice, a loop op's arguments as the schema has them
+    (ExecuTorch's emitter's form)."""
+    names = [a.name for a in op.schema.args] + (["returned"] if op.call == "loop_scalar" else [])
+    if list(named) != names:
+        raise LoweringError(f"{op.key}: arguments {list(named)}, the schema's are {names}")
+    args = list(named.values())
+    if op.call in ("out", "loop_select"):
+        args.append(args[-1])
     b = ctx.b
     index = len(b.instructions)
-    full = [*args, out, out]
-    b.instructions.append(KernelCall(b.operator(name, overload), full))
-    b.touch_values(full, index)
-    _record(ctx, node, f"{name}.{overload}", index)
+    b.instructions.append(KernelCall(b.operator(op.qualified, op.schema.overload), args))
+    b.touch_values(args, index)
+    _record(ctx, node, op.key, index)
+    return index
 
 
 def _lower_branch(ctx: Ctx, gm: torch.fx.GraphModule, operands: list[LValue],
@@ -220,17 +245,6 @@ def emit_cond(ctx: Ctx, node: torch.fx.Node) -> None:
     _bind_results(ctx, node, results, "torch.cond")
 
 
-def _raw_call(ctx: Ctx, name: str, overload: str, args: list[int], node: torch.fx.Node) -> int:
-    """A kernel call whose arguments are given as the schema has them (the loop ops return a
-    scalar or write their first argument: no out tensor passed twice)."""
-    b = ctx.b
-    index = len(b.instructions)
-    b.instructions.append(KernelCall(b.operator(name, overload), list(args)))
-    b.touch_values(args, index)
-    _record(ctx, node, f"{name}.{overload}", index)
-    return index
-
-
 def _bind_results(ctx: Ctx, node: torch.fx.Node, results: list[LValue], what: str) -> None:
     for g in node.users:
         if g.op != "call_function" or g.target is not operator.getitem:
@@ -272,9 +286,9 @@ def emit_map(ctx: Ctx, node: torch.fx.Node) -> None:
     qp = QParams(float(xs.scale), int(xs.zero_point), -128, 127)  # type: ignore[arg-type]
     piece = new_int8(ctx, f"{node.name}.slice", xs.sizes[1:], qp, nhwc=False)
     i, count, done = b.int_(0), b.int_(0), b.bool_(False)
-    first = _raw_call(ctx, "aten::sym_size", "int", [xs.vi, b.int_(0), count], node)
+    first = _kernel(ctx, SYM_SIZE, node, self=xs.vi, dim=b.int_(0), returned=count)
     start = len(b.instructions)
-    _kernel(ctx, "aten::select_copy", "int_out", [xs.vi, b.int_(0), i], piece.vi, node)
+    _kernel(ctx, SELECT_COPY, node, self=xs.vi, dim=b.int_(0), index=i, out=piece.vi)
     outs, items = _lower_branch(ctx, getattr(ctx.gm, str(body_node.target)), [piece, *vals[1:]], node)
     if len(outs) != 1:
         raise unsupported(node, "a torch.map body with more than one output")
@@ -284,11 +298,11 @@ def emit_map(ctx: Ctx, node: torch.fx.Node) -> None:
         raise unsupported(node, "a torch.map body output that is not contiguous")
     oq = QParams(float(out.scale), int(out.zero_point), -128, 127)  # type: ignore[arg-type]
     result = new_int8(ctx, f"{node.name}.out", [xs.sizes[0], *out.sizes], oq, nhwc=False)
-    _raw_call(ctx, "executorch_prim::et_copy_index", "tensor", [result.vi, out.vi, i], node)
-    _raw_call(ctx, "executorch_prim::add", "Scalar", [i, b.int_(1), i], node)
-    _raw_call(ctx, "executorch_prim::eq", "Scalar", [i, count, done], node)
+    _kernel(ctx, ET_COPY_INDEX, node, self=result.vi, copy_from=out.vi, index=i)
+    _kernel(ctx, PRIM_ADD, node, a=i, b=b.int_(1), returned=i)
+    _kernel(ctx, PRIM_EQ, node, a=i, b=count, returned=done)
     end = _control(ctx, JumpFalseCall(done, start), node, [])
-    _raw_call(ctx, "executorch_prim::sub", "Scalar", [i, count, i], node)
+    _kernel(ctx, PRIM_SUB, node, a=i, b=count, returned=i)
     for key, buf in b.buffers.items():
         if buf.first_use is not None and buf.first_use <= end and buf.last_use >= start:
             b.touch(key, first)

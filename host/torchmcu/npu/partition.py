@@ -24,11 +24,14 @@ import torch.fx
 
 from torchmcu.lower.context import Ctx
 from torchmcu.npu.config import NpuTarget
+from torchmcu.ops import views
 from torchmcu.pte import program as pm
 from torchmcu.quantize.annotation import META_KEY, read_annotation
 from torchmcu.quantize.qdq import is_dq, is_q
 
 BACKEND_ID = "EthosUBackend"
+# (name, overload) -> definition of the torch.cond/torch.map ops (torchmcu/ops/defs/control.py)
+_CONTROL = views.control_ops()
 
 
 class PartitionError(ValueError):
@@ -157,7 +160,9 @@ def is_barrier(
 
     if not isinstance(ins, pm.KernelCall):
         return True
-    if _op_name(plan, ins).startswith("executorch_prim::"):
+    op = plan.operators[ins.op_index]
+    definition = _CONTROL.get((op.name, op.overload))
+    if definition is not None and definition.barrier:  # the loop counter and copy (prim ops)
         return True
     return source is not None and is_control_source(source)
 

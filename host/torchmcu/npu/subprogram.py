@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from torchmcu.ops import views
 from torchmcu.pte import program as pm
 
 # A storage is identified by its producer: ("in", k) for program input k, ("op", i) for
@@ -145,15 +146,18 @@ def trace_storage(plan: pm.ExecutionPlan) -> StorageTrace:
     return StorageTrace(reads, writes, outputs, value_of)
 
 
+# A loop op's `call` (torchmcu/ops/defs/control.py) -> how it touches tensor bytes
+_LOOP_ACCESS = {"loop_copy_index": "write0", "loop_scalar": "read"}
+_CONTROL = views.control_ops()
+
+
 def _raw_loop_op(plan: pm.ExecutionPlan, instr: pm.KernelCall) -> str | None:
     """ExecuTorch's loop ops take their arguments as the schema has them (no out tensor passed
-    twice): et_copy_index writes into its first argument, the others touch no tensor bytes."""
-    name = plan.operators[instr.op_index].name
-    if name == "executorch_prim::et_copy_index":
-        return "write0"
-    if name.startswith("executorch_prim::") or name == "aten::sym_size":
-        return "read"
-    return None
+    twice): et_copy_index writes into its first argument, the scalar ops touch no tensor bytes
+    (select_copy passes its out twice, as an ordinary call)."""
+    op = plan.operators[instr.op_index]
+    definition = _CONTROL.get((op.name, op.overload))
+    return None if definition is None else _LOOP_ACCESS.get(definition.call)
 
 
 def carve(program: pm.Program, instruction_indices: list[int]) -> Carved:

@@ -28,6 +28,12 @@ def schema_args() -> dict[str, int]:
     return {o.qualified: o.schema.n_call_args - 1 for o in ops.ops("int8")}
 
 
+def control_ops() -> dict[tuple[str, str], OpDef]:
+    """(qualified name, overload) -> definition of the control ops (torch.cond predicates and
+    torch.map loops), as a plan's Operator names them."""
+    return {(o.qualified, o.schema.overload): o for o in ops.ops("control")}
+
+
 def npu_lowerings(adapt: Callable[[OpDef], T]) -> dict[str, T]:
     """LOWERINGS' part: qualified name -> adapt(op), for the ops with a TOSA lowering."""
     return {o.qualified: adapt(o) for o in ops.ops() if o.npu is not None and o.npu.lower}
@@ -56,6 +62,17 @@ def annotations(resolve: Callable[[str], object], kind: str) -> dict[object, Map
     }
 
 
+def pattern_params(resolve: Callable[[str], object], key: str) -> dict[object, Any]:
+    """resolve(aten name) -> params[key], for the patterns whose params hold `key`."""
+    return {resolve(t): p.params[key] for p in ops.patterns() if key in p.params for t in p.aten}
+
+
 def table_functions(resolve: Callable[[str], object]) -> dict[object, Callable[[float], float]]:
     """TABLE_FUNCTIONS: resolve(aten name) -> the float function its table tabulates."""
-    return {resolve(t): p.params["function"] for p in ops.patterns() if "function" in p.params for t in p.aten}
+    return pattern_params(resolve, "function")
+
+
+def activation_bounds(resolve: Callable[[str], object]) -> dict[object, Callable[..., Any]]:
+    """The fusable activations: resolve(aten name) -> its bounds(arg, node) -> (min, max)
+    (torchmcu/ops/defs/activations.py)."""
+    return pattern_params(resolve, "bounds")

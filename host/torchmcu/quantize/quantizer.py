@@ -55,15 +55,9 @@ CONV_TARGETS = (_aten.conv2d.default,)
 LINEAR_TARGETS = (_aten.linear.default,)
 # add/mul: target -> {"kind"}, from their definitions (torchmcu/ops/defs/elementwise.py)
 BINARY_TARGETS = views.annotations(resolve_target, "binary")
-ACTIVATION_TARGETS = (
-    _aten.relu.default,
-    _aten.relu_.default,
-    _aten.relu6.default,
-    _aten.hardtanh.default,
-    _aten.hardtanh_.default,
-    _aten.clamp.default,
-    _aten.clamp_.default,
-)
+# The clamps fused into their producer (relu, relu6, hardtanh, clamp): target -> {}, from
+# their patterns (torchmcu/ops/defs/activations.py)
+ACTIVATION_TARGETS = views.annotations(resolve_target, "activation")
 POOL_TARGETS = (
     _aten.max_pool2d.default,
     _aten.avg_pool2d.default,
@@ -75,23 +69,9 @@ SOFTMAX_TARGETS = views.annotations(resolve_target, "softmax")
 # Table activations (int8 LUT): target -> {"kind", "fixed_qparams"}, from their definitions
 # (torchmcu/ops/defs/activation_table.py)
 TABLE_TARGETS = views.annotations(resolve_target, "table")
-SHARED_TARGETS = (
-    _aten.flatten.using_ints,
-    _aten.view.default,
-    _aten.reshape.default,
-    _aten._unsafe_view.default,
-    _aten.squeeze.dim,
-    _aten.squeeze.dims,
-    _aten.unsqueeze.default,
-    _aten.dropout.default,
-    _aten.clone.default,
-    _aten.contiguous.default,
-    _aten.pad.default,
-    _aten.constant_pad_nd.default,
-    _aten.select.int,
-    _aten.slice.Tensor,
-    _aten.transpose.int,
-)
+# Ops that keep their input's qparams (views, pad, slice/select, transpose): target -> {},
+# from their patterns (torchmcu/ops/defs/views.py and the definitions they emit)
+SHARED_TARGETS = views.annotations(resolve_target, "shared")
 
 
 def _short(target: object) -> str:
@@ -180,10 +160,10 @@ class TorchmcuQuantizer(Quantizer):
             elif t in TABLE_TARGETS:
                 self._annotate_table(node, **TABLE_TARGETS[t])
             elif t in SHARED_TARGETS:
-                self._annotate_shared(node, _short(t), role="shared")
+                self._annotate_shared(node, _short(t), role="shared", **SHARED_TARGETS[t])
             elif t in ACTIVATION_TARGETS:
                 # A ReLU/clamp not fused into a producer: keeps its input's qparams.
-                self._annotate_shared(node, _short(t), role="anchor")
+                self._annotate_shared(node, _short(t), role="anchor", **ACTIVATION_TARGETS[t])
         _record_the_rest(model)
         return model
 

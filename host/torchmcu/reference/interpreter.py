@@ -24,7 +24,6 @@ from torchmcu.pte import program as pm
 from torchmcu.reference import ops_elementwise as ew
 from torchmcu.reference import ops_layout, ops_linear_conv, ops_pool
 from torchmcu.reference.float_calls import FLOAT_OPS, run_float_call
-from torchmcu.reference.ops_predicate import CONTROL_OPS, run_control_call
 
 _DTYPES = {
     pm.ScalarType.BYTE: np.uint8,
@@ -227,15 +226,37 @@ _HANDLERS: dict[str, _Handler] = {**views.references(_from_registry), **_LEGACY_
 # Number of schema arguments (including `out`) of each operator.
 _SCHEMA_ARGS: dict[str, int] = views.schema_args()
 
+# (name, overload) -> definition of the torch.cond predicate and torch.map loop ops
+_CONTROL: dict[tuple[str, str], OpDef] = views.control_ops()
+
+
+def _run_control(memory: _Memory, plan: pm.ExecutionPlan, op: OpDef, args: Sequence[int]) -> None:
+    """A control op's call, its arguments as its `call` passes them: the reference's result
+    goes to the out tensor ("out", "loop_select"), into self ("loop_copy_index") or into the
+    returned scalar value ("loop_scalar")."""
+    if len(args) != op.schema.n_call_args:
+        raise InterpreterError(f"{op.key}: {len(args)} arguments, expected {op.schema.n_call_args}")
+    if any(not 0 <= a < len(plan.values) for a in args):
+        raise InterpreterError("argument value index out of range")
+    if op.call in ("out", "loop_select") and args[-1] != args[-2]:
+        raise InterpreterError("the returned value is not the out tensor")
+    call = _Call(memory, args)
+    result = _from_registry(op)(call)
+    if op.call == "loop_scalar":
+        memory.values[args[-1]] = result
+    elif op.call == "loop_copy_index":
+        memory.write(args[op.schema.A.self], result)
+    else:
+        call.write_out(result)
+
 
 def _run_kernel(memory: _Memory, plan: pm.ExecutionPlan, call: pm.KernelCall) -> None:
     if not 0 <= call.op_index < len(plan.operators):
         raise InterpreterError(f"operator index {call.op_index} out of range")
     op = plan.operators[call.op_index]
-    if (op.name, op.overload) in CONTROL_OPS:  # torch.cond predicates, torch.map loops
-        if any(not 0 <= a < len(plan.values) for a in call.args):
-            raise InterpreterError("argument value index out of range")
-        run_control_call(_Call(memory, call.args), op.name, op.overload)
+    control = _CONTROL.get((op.name, op.overload))
+    if control is not None:  # torch.cond predicates, torch.map loops
+        _run_control(memory, plan, control, call.args)
         return
     if op.name in FLOAT_OPS and op.overload == "out":  # portable fp32 ops (float regions)
         if any(not 0 <= a < len(plan.values) for a in call.args):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from torchmcu.ops.core import ArgError, Bound, Kernel, Npu, op, pattern
+from torchmcu.ops.core import Annotate, ArgError, Bound, Kernel, Npu, op, pattern
 from torchmcu.ops.layout import NHWC, disjoint, is_channels_last, laid_out_as, pad_dims
 from torchmcu.pte import program as pm
 
@@ -239,5 +239,10 @@ def lower_constant_pad_nd(k: Any, node: Any) -> None:
     _emit(k, node, k.aten_arg(node, "value", 0))
 
 
-pattern("aten::pad.default", lower=lower_pad, emits=(PAD,))
-pattern("aten::constant_pad_nd.default", lower=lower_constant_pad_nd, emits=(PAD,))
+pattern("aten::pad.default", annotate=Annotate("shared"), lower=lower_pad, emits=(PAD,))
+pattern(
+    "aten::constant_pad_nd.default",
+    annotate=Annotate("shared"),
+    lower=lower_constant_pad_nd,
+    emits=(PAD,),
+)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from torchmcu.ops.core import ArgError, Bound, Kernel, Npu, op, pattern
+from torchmcu.ops.core import Annotate, ArgError, Bound, Kernel, Npu, op, pattern
 from torchmcu.ops.layout import disjoint, laid_out_as
 from torchmcu.pte import program as pm
 
@@ -202,5 +202,5 @@ def lower_select(k: Any, node: Any) -> None:
     k.bind_shared(node, qs, act, k.alias(part, k.shape_of(node), nhwc=False))
 
 
-pattern("aten::slice.Tensor", lower=lower_slice, emits=(SLICE_COPY,))
-pattern("aten::select.int", lower=lower_select, emits=(SLICE_COPY,))
+pattern("aten::slice.Tensor", annotate=Annotate("shared"), lower=lower_slice, emits=(SLICE_COPY,))
+pattern("aten::select.int", annotate=Annotate("shared"), lower=lower_select, emits=(SLICE_COPY,))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from torchmcu.ops.core import ArgError, Bound, Kernel, Npu, op, pattern
+from torchmcu.ops.core import Annotate, ArgError, Bound, Kernel, Npu, op, pattern
 from torchmcu.ops.layout import disjoint
 from torchmcu.pte import program as pm
 
@@ -183,4 +183,6 @@ def lower_transpose(k: Any, node: Any) -> None:
     k.bind_shared(node, qs, act, out)
 
 
-pattern("aten::transpose.int", lower=lower_transpose, emits=(TRANSPOSE,))
+pattern(
+    "aten::transpose.int", annotate=Annotate("shared"), lower=lower_transpose, emits=(TRANSPOSE,)
+)
