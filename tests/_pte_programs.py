@@ -399,3 +399,54 @@ def softmax_program(
     call = KernelCall(0, [*args, args[-1]])
     plan = one_call_plan(values, call, "cortex_m::softmax", out_offset + _numel(out_sizes))
     return Program(execution_plan=[plan], constants=[b""])
+
+
+def pool_program(
+    op: str,
+    sizes: list[int],
+    scalars: dict[str, object],
+    out_sizes: list[int],
+    *,
+    dim_order: list[int] | None = None,
+    scratch_sizes: list[int] | None = None,
+) -> Program:
+    """One cortex_m::quantized_avg_pool2d / quantized_max_pool2d call (or _nhwc): value 0 the
+    int8 input (arena offset 0; NHWC memory: dim order 0,2,3,1 for the legacy op, contiguous
+    for _nhwc, unless `dim_order`), the list arguments as Int items then their IntList, bools
+    as Bool, ints as Int, in schema order; the scratch a BYTE tensor (scratch_sizes, [0] by
+    default) and out (`out_sizes`, the input's kind of layout) planned after the input,
+    16-byte aligned."""
+    from torchmcu import ops
+
+    definition = ops.get(f"{op}.out")
+    nhwc_sizes = op.endswith("_nhwc")
+    layout = [0, 1, 2, 3] if nhwc_sizes else [0, 2, 3, 1]
+    order = layout if dim_order is None else list(dim_order)
+    scratch_sizes = [0] if scratch_sizes is None else list(scratch_sizes)
+    out_offset = (_numel(sizes) + 15) // 16 * 16
+    scratch_offset = (out_offset + _numel(out_sizes) + 15) // 16 * 16
+    tensors = {
+        "input": Tensor(ScalarType.CHAR, list(sizes), order, allocation=Allocation(1, 0)),
+        "scratch": Tensor(ScalarType.BYTE, scratch_sizes, list(range(len(scratch_sizes))),
+                          allocation=Allocation(1, scratch_offset)),
+        "out": Tensor(ScalarType.CHAR, list(out_sizes), layout, allocation=Allocation(1, out_offset)),
+    }
+    values: list = []
+    args = []
+    for a in definition.schema.args:
+        value = tensors.get(a.name, scalars.get(a.name))
+        if isinstance(value, list):
+            first = len(values)
+            values.extend(Int(int(v)) for v in value)
+            value = IntList(list(range(first, len(values))))
+        elif isinstance(value, bool):
+            value = Bool(value)
+        elif isinstance(value, int):
+            value = Int(value)
+        args.append(len(values))
+        values.append(value)
+    call = KernelCall(0, [*args, args[-1]])
+    arena = scratch_offset + _numel(scratch_sizes)
+    plan = one_call_plan(values, call, op, arena)
+    return Program(execution_plan=[plan], constants=[b""])
+

@@ -28,6 +28,12 @@ def schema_args() -> dict[str, int]:
     return {o.qualified: o.schema.n_call_args - 1 for o in ops.ops("int8")}
 
 
+def scratch_bytes() -> dict[str, Callable[..., int]]:
+    """SCRATCH_BYTES' part: qualified name -> the op's scratch size (NHWC input dims, then the
+    op's own shapes), for the ops with a scratch argument."""
+    return {o.qualified: o.scratch_bytes for o in ops.ops() if o.scratch_bytes is not None}
+
+
 def npu_lowerings(adapt: Callable[[OpDef], T]) -> dict[str, T]:
     """LOWERINGS' part: qualified name -> adapt(op), for the ops with a TOSA lowering."""
     return {o.qualified: adapt(o) for o in ops.ops() if o.npu is not None and o.npu.lower}

@@ -22,7 +22,7 @@ from torchmcu.ops import views
 from torchmcu.ops.core import ArgError, Bound, OpDef, scalar_value
 from torchmcu.pte import program as pm
 from torchmcu.reference import ops_elementwise as ew
-from torchmcu.reference import ops_layout, ops_linear_conv, ops_pool
+from torchmcu.reference import ops_layout, ops_linear_conv
 from torchmcu.reference.float_calls import FLOAT_OPS, run_float_call
 from torchmcu.reference.ops_predicate import CONTROL_OPS, run_control_call
 
@@ -211,14 +211,6 @@ _LEGACY_HANDLERS: dict[str, _Handler] = {
     "cortex_m::quantized_conv2d_nhwc": lambda c: _conv(c, True, False),
     "cortex_m::quantized_depthwise_conv2d": lambda c: _conv(c, False, True),
     "cortex_m::quantized_depthwise_conv2d_nhwc": lambda c: _conv(c, True, True),
-    "cortex_m::quantized_avg_pool2d": lambda c: ops_pool.quantized_avg_pool2d(
-        c.nhwc(0, False), *(c.scalar(i) for i in range(1, 8))),
-    "cortex_m::quantized_avg_pool2d_nhwc": lambda c: ops_pool.quantized_avg_pool2d(
-        c.nhwc(0, True), *(c.scalar(i) for i in range(1, 8))),
-    "cortex_m::quantized_max_pool2d": lambda c: ops_pool.quantized_max_pool2d(
-        c.nhwc(0, False), *(c.scalar(i) for i in range(1, 10))),
-    "cortex_m::quantized_max_pool2d_nhwc": lambda c: ops_pool.quantized_max_pool2d(
-        c.nhwc(0, True), *(c.scalar(i) for i in range(1, 10))),
 }
 # Registry ops first; the others until their family is defined in torchmcu.ops (step 6).
 _HANDLERS: dict[str, _Handler] = {**views.references(_from_registry), **_LEGACY_HANDLERS}
