@@ -450,3 +450,46 @@ def pool_program(
     plan = one_call_plan(values, call, op, arena)
     return Program(execution_plan=[plan], constants=[b""])
 
+
+def quantize_program(
+    op: str,
+    sizes: list[int],
+    scalars: dict[str, object],
+    *,
+    in_type: ScalarType | None = None,
+    out_type: ScalarType | None = None,
+    dim_order: list[int] | None = None,
+    out_sizes: list[int] | None = None,
+    out_dim_order: list[int] | None = None,
+) -> Program:
+    """One cortex_m::quantize_per_tensor or dequantize_per_tensor call: value 0 the input
+    (arena offset 0; float32 for quantize, `dtype` for dequantize, unless in_type), the
+    scalars by name in schema order (a float as Double, an int as Int), then out (`dtype` for
+    quantize, float32 for dequantize unless out_type; the input's sizes and dim order unless
+    told otherwise; 16-byte aligned after the input)."""
+    from torchmcu import ops
+    from torchmcu.pte.program import ELEMENT_SIZE
+
+    definition = ops.get(f"{op}.out")
+    quantize = op == "cortex_m::quantize_per_tensor"
+    dtype = ScalarType(int(scalars["dtype"]))  # type: ignore[call-overload]
+    in_type = in_type if in_type is not None else (ScalarType.FLOAT if quantize else dtype)
+    out_type = out_type if out_type is not None else (dtype if quantize else ScalarType.FLOAT)
+    order = list(range(len(sizes))) if dim_order is None else list(dim_order)
+    out_sizes = list(sizes) if out_sizes is None else list(out_sizes)
+    out_order = order if out_dim_order is None else list(out_dim_order)
+    out_offset = (ELEMENT_SIZE[in_type] * _numel(sizes) + 15) // 16 * 16
+    tensors = {
+        "input": Tensor(in_type, list(sizes), order, allocation=Allocation(1, 0)),
+        "out": Tensor(out_type, out_sizes, out_order, allocation=Allocation(1, out_offset)),
+    }
+    values: list = []
+    for a in definition.schema.args:
+        value = tensors.get(a.name, scalars.get(a.name))
+        values.append(Double(value) if isinstance(value, float) else
+                      Int(value) if isinstance(value, int) else value)
+    args = list(range(len(values)))
+    call = KernelCall(0, [*args, args[-1]])
+    arena = out_offset + ELEMENT_SIZE[out_type] * _numel(out_sizes)
+    plan = one_call_plan(values, call, op, arena)
+    return Program(execution_plan=[plan], constants=[b""])

@@ -18,13 +18,15 @@ which is not always what `vela --supported-ops-report` documents:
 
 from __future__ import annotations
 
+from torchmcu import ops
 from torchmcu.npu.tosa.lowerings import LOWERINGS
 from torchmcu.ops import views
 from torchmcu.ops.core import ArgError, bind
 from torchmcu.ops.npu_limits import DIM_MAX, FAMILIES, stride_reason
 from torchmcu.pte import program as pm
 
-FLOAT_OPS = {"cortex_m::quantize_per_tensor", "cortex_m::dequantize_per_tensor"}
+# The ops that never run on an Ethos-U (quantize/dequantize: float tensors) and why
+NO_NPU = {o.qualified: o.no_npu for o in ops.ops() if o.no_npu is not None}
 CONV_OPS = {"cortex_m::quantized_conv2d", "cortex_m::quantized_conv2d_nhwc"}
 DEPTHWISE_OPS = {
     "cortex_m::quantized_depthwise_conv2d",
@@ -74,8 +76,8 @@ def npu_support(plan: pm.ExecutionPlan, instruction_index: int, family: str) -> 
     if not isinstance(call, pm.KernelCall):
         return f"{type(call).__name__} is not a kernel call"
     name = plan.operators[call.op_index].name
-    if name in FLOAT_OPS:
-        return f"{name.split('::')[-1]} works on float tensors; no Ethos-U runs float"
+    if name in NO_NPU:
+        return f"{name.split('::')[-1]} {NO_NPU[name]}"
     if name not in LOWERINGS:
         return f"{name} has no TOSA lowering"
     reason = _tensor_reason(plan, call)
