@@ -477,4 +477,95 @@ def map_loop_program(sizes: list[int], scalar_type: ScalarType = ScalarType.CHAR
         operators=[Operator(n, o) for n, o in names],
         non_const_buffer_sizes=[0, 2 * whole_bytes + (whole_bytes or 16)],
     )
+def pool_program(
+    op: str,
+    sizes: list[int],
+    scalars: dict[str, object],
+    out_sizes: list[int],
+    *,
+    dim_order: list[int] | None = None,
+    scratch_sizes: list[int] | None = None,
+) -> Program:
+    """One cortex_m::quantized_avg_pool2d / quantized_max_pool2d call (or _nhwc): value 0 the
+    int8 input (arena offset 0; NHWC memory: dim order 0,2,3,1 for the legacy op, contiguous
+    for _nhwc, unless `dim_order`), the list arguments as Int items then their IntList, bools
+    as Bool, ints as Int, in schema order; the scratch a BYTE tensor (scratch_sizes, [0] by
+    default) and out (`out_sizes`, the input's kind of layout) planned after the input,
+    16-byte aligned."""
+    from torchmcu import ops
+
+    definition = ops.get(f"{op}.out")
+    nhwc_sizes = op.endswith("_nhwc")
+    layout = [0, 1, 2, 3] if nhwc_sizes else [0, 2, 3, 1]
+    order = layout if dim_order is None else list(dim_order)
+    scratch_sizes = [0] if scratch_sizes is None else list(scratch_sizes)
+    out_offset = (_numel(sizes) + 15) // 16 * 16
+    scratch_offset = (out_offset + _numel(out_sizes) + 15) // 16 * 16
+    tensors = {
+        "input": Tensor(ScalarType.CHAR, list(sizes), order, allocation=Allocation(1, 0)),
+        "scratch": Tensor(ScalarType.BYTE, scratch_sizes, list(range(len(scratch_sizes))),
+                          allocation=Allocation(1, scratch_offset)),
+        "out": Tensor(ScalarType.CHAR, list(out_sizes), layout, allocation=Allocation(1, out_offset)),
+    }
+    values: list = []
+    args = []
+    for a in definition.schema.args:
+        value = tensors.get(a.name, scalars.get(a.name))
+        if isinstance(value, list):
+            first = len(values)
+            values.extend(Int(int(v)) for v in value)
+            value = IntList(list(range(first, len(values))))
+        elif isinstance(value, bool):
+            value = Bool(value)
+        elif isinstance(value, int):
+            value = Int(value)
+        args.append(len(values))
+        values.append(value)
+    call = KernelCall(0, [*args, args[-1]])
+    arena = scratch_offset + _numel(scratch_sizes)
+    plan = one_call_plan(values, call, op, arena)
+    return Program(execution_plan=[plan], constants=[b""])
+
+
+def quantize_program(
+    op: str,
+    sizes: list[int],
+    scalars: dict[str, object],
+    *,
+    in_type: ScalarType | None = None,
+    out_type: ScalarType | None = None,
+    dim_order: list[int] | None = None,
+    out_sizes: list[int] | None = None,
+    out_dim_order: list[int] | None = None,
+) -> Program:
+    """One cortex_m::quantize_per_tensor or dequantize_per_tensor call: value 0 the input
+    (arena offset 0; float32 for quantize, `dtype` for dequantize, unless in_type), the
+    scalars by name in schema order (a float as Double, an int as Int), then out (`dtype` for
+    quantize, float32 for dequantize unless out_type; the input's sizes and dim order unless
+    told otherwise; 16-byte aligned after the input)."""
+    from torchmcu import ops
+    from torchmcu.pte.program import ELEMENT_SIZE
+
+    definition = ops.get(f"{op}.out")
+    quantize = op == "cortex_m::quantize_per_tensor"
+    dtype = ScalarType(int(scalars["dtype"]))  # type: ignore[call-overload]
+    in_type = in_type if in_type is not None else (ScalarType.FLOAT if quantize else dtype)
+    out_type = out_type if out_type is not None else (dtype if quantize else ScalarType.FLOAT)
+    order = list(range(len(sizes))) if dim_order is None else list(dim_order)
+    out_sizes = list(sizes) if out_sizes is None else list(out_sizes)
+    out_order = order if out_dim_order is None else list(out_dim_order)
+    out_offset = (ELEMENT_SIZE[in_type] * _numel(sizes) + 15) // 16 * 16
+    tensors = {
+        "input": Tensor(in_type, list(sizes), order, allocation=Allocation(1, 0)),
+        "out": Tensor(out_type, out_sizes, out_order, allocation=Allocation(1, out_offset)),
+    }
+    values: list = []
+    for a in definition.schema.args:
+        value = tensors.get(a.name, scalars.get(a.name))
+        values.append(Double(value) if isinstance(value, float) else
+                      Int(value) if isinstance(value, int) else value)
+    args = list(range(len(values)))
+    call = KernelCall(0, [*args, args[-1]])
+    arena = out_offset + ELEMENT_SIZE[out_type] * _numel(out_sizes)
+    plan = one_call_plan(values, call, op, arena)
     return Program(execution_plan=[plan], constants=[b""])

@@ -58,7 +58,7 @@ def _avg_pool_like_executorch_python(ties: list[int]):
     def pool(x, kernel_size, stride, padding, ceil_mode, zero_point, multiplier, shift, scratch=None):
         k, s, p = (ops_pool.pair(v, n) for v, n in ((kernel_size, "kernel"), (stride, "stride"),
                                                       (padding, "padding")))
-        win, valid = ops_pool._windows(np.asarray(x, dtype=np.int64), k, s, p, bool(ceil_mode))
+        win, valid = ops_pool.windows(np.asarray(x, dtype=np.int64), k, s, p, bool(ceil_mode))
         total = np.where(valid[None, :, :, :, :, None], win, 0).sum(axis=(3, 4))
         count = np.broadcast_to(valid.sum(axis=(2, 3))[None, :, :, None], total.shape)
         ties.append(int(np.sum(2 * np.mod(total, count) == count)))

@@ -1,4 +1,4 @@
-"""quantize/dequantize/add/mul kernels vs the reference, bit-exact."""
+"""add/mul kernels vs the reference, bit-exact (quantize: tests/ops/test_quantize_per_tensor.py)."""
 
 from __future__ import annotations
 
@@ -12,36 +12,6 @@ from torchmcu import reference as ref
 from test_kernels_common import activation_range, channels, int8, legacy, seeds, zero_points
 
 shapes = st.lists(st.integers(1, 9), min_size=1, max_size=4).map(tuple)
-
-
-@settings(max_examples=40, deadline=None)
-@given(seed=seeds, shape=shapes, scale=st.floats(1e-3, 10.0), zp=zero_points, rng_=activation_range())
-def test_quantize_per_tensor(seed, shape, scale, zp, rng_):
-    rng = np.random.default_rng(seed)
-    x = (rng.standard_normal(shape) * 200 * scale).astype(np.float32)
-    # Exact ties of the scaled value, the case where half-to-even matters.
-    x.flat[0] = np.float32(2.5) * np.float32(scale)
-    qmin, qmax = rng_
-    out = np.zeros(shape, np.int8)
-    native.call_kernel("cortex_m::quantize_per_tensor", [x, scale, zp, qmin, qmax, 1, out])
-    np.testing.assert_array_equal(out, ref.quantize_per_tensor(x, scale, zp, qmin, qmax, np.int8))
-
-
-def test_quantize_specials():
-    x = np.array([np.nan, np.inf, -np.inf, 0.5, 1.5, -0.5, -1.5, 1e30], np.float32)
-    out = np.zeros(x.shape, np.int8)
-    native.call_kernel("cortex_m::quantize_per_tensor", [x, 1.0, 3, -128, 127, 1, out])
-    np.testing.assert_array_equal(out, [3, 127, -128, 3, 5, 3, 1, 127])
-    np.testing.assert_array_equal(out, ref.quantize_per_tensor(x, 1.0, 3, -128, 127, np.int8))
-
-
-@settings(max_examples=25, deadline=None)
-@given(seed=seeds, shape=shapes, scale=st.floats(1e-4, 10.0), zp=zero_points)
-def test_dequantize_per_tensor(seed, shape, scale, zp):
-    q = int8(np.random.default_rng(seed), shape)
-    out = np.zeros(shape, np.float32)
-    native.call_kernel("cortex_m::dequantize_per_tensor", [q, scale, zp, -128, 127, 1, out])
-    np.testing.assert_array_equal(out, ref.dequantize_per_tensor(q, scale, zp, -128, 127, np.int8))
 
 
 def _add_params(rng, s1, s2, so, negate):

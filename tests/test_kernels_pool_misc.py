@@ -1,4 +1,4 @@
-"""avg/max pool, softmax, pad and transpose kernels vs the reference, bit-exact."""
+"""softmax, pad and transpose kernels vs the reference, bit-exact (the pools: tests/ops/test_pool.py)."""
 
 from __future__ import annotations
 
@@ -8,54 +8,14 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-
+from test_kernels_common import (
+    int8,
+    legacy,
+    seeds,
+    zero_points,
+)
 from torchmcu import native
 from torchmcu import reference as ref
-from torchmcu.reference.ops_pool import pool_output_size
-from test_kernels_common import activation, activation_range, channels, int8, legacy, scratch, seeds, zero_points
-
-pool_geometry = st.fixed_dictionaries({
-    "h": st.integers(1, 9), "w": st.integers(1, 9), "kh": st.integers(1, 4), "kw": st.integers(1, 4),
-    "sh": st.integers(1, 3), "sw": st.integers(1, 3), "ph": st.integers(0, 2), "pw": st.integers(0, 2),
-})
-
-
-def _pool_out(g, ceil_mode):
-    return (pool_output_size(g["h"], g["kh"], g["sh"], g["ph"], ceil_mode),
-            pool_output_size(g["w"], g["kw"], g["sw"], g["pw"], ceil_mode))
-
-
-@settings(max_examples=40, deadline=None)
-@given(seed=seeds, g=pool_geometry, n=st.integers(1, 2), c=channels, ceil_mode=st.booleans(), nhwc=st.booleans())
-def test_quantized_avg_pool2d(seed, g, n, c, ceil_mode, nhwc):
-    assume(g["ph"] <= g["kh"] // 2 and g["pw"] <= g["kw"] // 2)
-    oh, ow = _pool_out(g, ceil_mode)
-    assume(oh >= 1 and ow >= 1)
-    rng = np.random.default_rng(seed)
-    x = int8(rng, (n, g["h"], g["w"], c))
-    if seed % 3 == 0:  # small values make exact .5 averages (the rounding ties) common
-        x = rng.integers(-2, 3, size=x.shape, dtype=np.int8)
-    out = np.zeros((n, oh, ow, c), np.int8)
-    geo = ([g["kh"], g["kw"]], [g["sh"], g["sw"]], [g["ph"], g["pw"]])
-    m, s = ref.quantize_multiplier(0.02)
-    op = "cortex_m::quantized_avg_pool2d_nhwc" if nhwc else "cortex_m::quantized_avg_pool2d"
-    native.call_kernel(op, [activation(x, nhwc), *geo, ceil_mode, 3, m, s, scratch(), activation(out, nhwc)])
-    np.testing.assert_array_equal(out, ref.quantized_avg_pool2d(x, *geo, ceil_mode, 3, m, s))
-
-
-@settings(max_examples=40, deadline=None)
-@given(seed=seeds, g=pool_geometry, n=st.integers(1, 2), c=channels, act=activation_range(), zp=zero_points,
-       nhwc=st.booleans())
-def test_quantized_max_pool2d(seed, g, n, c, act, zp, nhwc):
-    assume(g["ph"] <= g["kh"] // 2 and g["pw"] <= g["kw"] // 2)
-    oh, ow = _pool_out(g, False)
-    assume(oh >= 1 and ow >= 1)
-    x = int8(np.random.default_rng(seed), (n, g["h"], g["w"], c))
-    out = np.zeros((n, oh, ow, c), np.int8)
-    geo = ([g["kh"], g["kw"]], [g["sh"], g["sw"]], [g["ph"], g["pw"]], [1, 1])
-    op = "cortex_m::quantized_max_pool2d_nhwc" if nhwc else "cortex_m::quantized_max_pool2d"
-    native.call_kernel(op, [activation(x, nhwc), *geo, False, zp, zp, act[0], act[1], activation(out, nhwc)])
-    np.testing.assert_array_equal(out, ref.quantized_max_pool2d(x, *geo, False, zp, zp, *act))
 
 
 def softmax_params(scale: float) -> tuple[int, int, int]:

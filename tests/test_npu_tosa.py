@@ -22,7 +22,8 @@ from torchmcu.npu.tosa.lower import (
     npu_support,
     run_tosa_reference,
 )
-from torchmcu.npu.tosa.ops_pool import divisor, tosa_double_round
+from torchmcu.ops.defs.pool import divisor
+from torchmcu.ops.intmath import tosa_double_round
 from torchmcu.plan import BufferRequest, plan_memory
 from torchmcu.pte import program as pm
 from torchmcu.reference.interpreter import run_program
@@ -408,7 +409,7 @@ def test_global_even_pool_sums_strips(shape, k, family, monkeypatch):
     # axis of a regrouping of the positions) + REDUCE_SUM, or for long rows the positions
     # transposed into channels and summed by a 1x1 CONV2D; half away from zero at ties.
     from torchmcu.npu.tosa.graph import Graph
-    from torchmcu.npu.tosa.ops_pool import STRIP_MAX
+    from torchmcu.ops.defs.pool import STRIP_MAX
 
     ops: list[tuple[str, list[tuple[int, ...]]]] = []
     real_op = Graph.op
@@ -796,7 +797,7 @@ def test_pad_folds_into_convolution(pad_value, folds, monkeypatch):
 
 
 def test_avg_pool_paths():
-    from torchmcu.npu.tosa.ops_pool import avg_pool_is_exact
+    from torchmcu.ops.defs.pool import avg_pool_is_exact
 
     # Odd tap counts: TOSA AVG_POOL2D itself is exact (no ties); even ones are not.
     assert all(avg_pool_is_exact(c) for c in (1, 3, 9, 25, 49, 125))

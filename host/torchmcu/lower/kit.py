@@ -18,7 +18,7 @@ import torch.fx
 from torchmcu.lower import context, layout, requant
 from torchmcu.lower.context import Ctx
 from torchmcu.lower.errors import LoweringError, UnsupportedOpError, unsupported
-from torchmcu.lower.graph import named_arg, shape_of
+from torchmcu.lower.graph import named_arg, pair, shape_of
 from torchmcu.lower.values import LValue
 from torchmcu.ops.core import OpDef, Pattern
 from torchmcu.quantize import targets
@@ -59,6 +59,7 @@ class Kit:
     aten_arg = staticmethod(named_arg)  # (node, name, default): an aten argument by its name
 
     shape_of = staticmethod(shape_of)
+    pair = staticmethod(pair)  # (h, w) of an int or int list aten argument, with a default
 
     @staticmethod
     def unsupported(node: torch.fx.Node, why: str = "") -> UnsupportedOpError:
@@ -125,6 +126,13 @@ class Kit:
 
     def int_list(self, values: Sequence[int]) -> int:
         return self.ctx.b.int_list(list(values))
+
+    def bool_(self, value: bool) -> int:
+        return self.ctx.b.bool_(value)
+
+    def kernel_scratch(self, hint: str, op: OpDef, x: LValue, *shapes: tuple[int, ...]) -> int:
+        """A planned byte buffer of the size `op`'s scratch contract gives for NHWC input x."""
+        return context.kernel_scratch(self.ctx, hint, op.schema.name, x, *shapes)
 
     # -- the call
     def call(self, op: OpDef, node: torch.fx.Node | None, /, **named: int) -> None:

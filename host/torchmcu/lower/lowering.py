@@ -30,7 +30,6 @@ from torchmcu.lower.requant import ACTIVATIONS
 from torchmcu.lower.rules_control import CONTROL_FLOW_EMITTERS, check_control_flow
 from torchmcu.lower.rules_float import FLOAT_EMITTERS
 from torchmcu.lower.rules_linear_conv import emit_conv2d, emit_linear
-from torchmcu.lower.rules_pool import emit_avg_pool2d, emit_global_pool, emit_max_pool2d
 from torchmcu.ops import views
 from torchmcu.plan.check import PlanError
 from torchmcu.pte.program import Program
@@ -46,10 +45,6 @@ _aten = torch.ops.aten
 _LEGACY_EMITTERS: dict[Any, Callable[[Ctx, torch.fx.Node], None]] = {
     _aten.conv2d.default: emit_conv2d,
     _aten.linear.default: emit_linear,
-    _aten.max_pool2d.default: emit_max_pool2d,
-    _aten.avg_pool2d.default: emit_avg_pool2d,
-    _aten.adaptive_avg_pool2d.default: emit_global_pool,
-    _aten.mean.dim: emit_global_pool,
     **CONTROL_FLOW_EMITTERS,
 }
 EMITTERS: dict[Any, Callable[[Ctx, torch.fx.Node], None]] = {

@@ -25,6 +25,7 @@ import torch.fx
 from torchmcu.lower.context import Ctx
 from torchmcu.npu.config import NpuTarget
 from torchmcu.ops import views
+from torchmcu.ops.defs.quantize import DEQUANTIZE, QUANTIZE
 from torchmcu.pte import program as pm
 from torchmcu.quantize.annotation import META_KEY, read_annotation
 from torchmcu.quantize.qdq import is_dq, is_q
@@ -113,12 +114,12 @@ def _boundary_reason(op: str, source: torch.fx.Node | None) -> str | None:
     dequantize the graph returns) stay on the CPU: told by the graph, not by dtypes."""
     if source is None:
         return None
-    if op == "cortex_m::quantize_per_tensor" and is_q(source):
+    if op == QUANTIZE.qualified and is_q(source):
         src = source.args[0]
         if isinstance(src, torch.fx.Node) and src.op == "placeholder":
             return "program input quantize (float32 -> int8) runs on the CPU"
     returned = any(user.op == "output" for user in source.users)
-    if op == "cortex_m::dequantize_per_tensor" and is_dq(source) and returned:
+    if op == DEQUANTIZE.qualified and is_dq(source) and returned:
         return "program output dequantize (int8 -> float32) runs on the CPU"
     return None
 

@@ -88,3 +88,65 @@ def binary_broadcast(a: pm.Tensor, b: pm.Tensor, out: pm.Tensor) -> tuple[int, i
     if nhwc_out and b_full and _channel_vector(a, channels):
         return channels, numel
     return "other" if a_full else "self"
+
+
+MAX_DIMS = 6  # TM_MAX_DIMS (firmware/runtime/include/torchmcu/types.h)
+
+
+def tensor_arg(v: pm.EValue, scalar_type: int | None, min_rank: int = 0,
+               max_rank: int = MAX_DIMS) -> pm.Tensor | None:
+    """tm_tensor_arg: v as a tensor of `scalar_type` (None: any) with rank in [min_rank,
+    max_rank], a valid dim order and no negative size; None otherwise."""
+    if not isinstance(v, pm.Tensor) or (scalar_type is not None and v.scalar_type != scalar_type):
+        return None
+    rank = len(v.sizes)
+    if not min_rank <= rank <= min(max_rank, MAX_DIMS) or sorted(v.dim_order) != list(range(rank)):
+        return None
+    return v if all(s >= 0 for s in v.sizes) else None
+
+
+def activation_dims(v: pm.EValue, nhwc_sizes: bool) -> tuple[int, int, int, int] | None:
+    """tm_activation_arg: (N, H, W, C) of a 4-D int8 activation with NHWC bytes (legacy
+    [N, C, H, W] sizes, or [N, H, W, C] sizes for the _nhwc ops), else None."""
+    t = tensor_arg(v, pm.ScalarType.CHAR, 4, 4)
+    if t is None:
+        return None
+    if nhwc_sizes:
+        if not laid_out_as(t.sizes, t.dim_order, range(4)):
+            return None
+        n, h, w, c = t.sizes
+    else:
+        if not laid_out_as(t.sizes, t.dim_order, NHWC):
+            return None
+        n, c, h, w = t.sizes
+    return int(n), int(h), int(w), int(c)
+
+
+def pair(values: Sequence[int] | int, name: str = "value") -> tuple[int, int]:
+    """A 1- or 2-item int list (or an int) as (h, w)."""
+    items = [int(v) for v in (values if isinstance(values, (list, tuple)) else [values])]
+    if len(items) == 1:
+        return items[0], items[0]
+    if len(items) != 2:
+        raise ValueError(f"{name} must have 1 or 2 items, got {items}")
+    return items[0], items[1]
+
+
+def pool_output_size(size: int, kernel: int, stride: int, pad: int, ceil_mode: bool) -> int:
+    """torch's pooling output size (dilation 1), including its ceil_mode rule
+    (tm_pool_out_size, which gives 0 where this is negative)."""
+    span = size + 2 * pad - kernel
+    out = (span + (stride - 1 if ceil_mode else 0)) // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + pad:
+        out -= 1
+    return out
+
+
+def fit_window(
+    size: int, out: int, kernel: int, stride: int, dilation: int, pad_before: int
+) -> tuple[int, int]:
+    """(pad_after, crop) so that TOSA's exact rule (size - crop) + pad_before + pad_after -
+    dilation*(kernel-1) - 1 == (out - 1) * stride holds: rows past the last window are cropped
+    instead of padded. Both are >= 0."""
+    need = (out - 1) * stride + dilation * (kernel - 1) + 1 - size - pad_before
+    return (need, 0) if need >= 0 else (0, -need)

@@ -32,6 +32,10 @@ def control_ops() -> dict[tuple[str, str], OpDef]:
     """(qualified name, overload) -> definition of the control ops (torch.cond predicates and
     torch.map loops), as a plan's Operator names them."""
     return {(o.qualified, o.schema.overload): o for o in ops.ops("control")}
+def scratch_bytes() -> dict[str, Callable[..., int]]:
+    """SCRATCH_BYTES' part: qualified name -> the op's scratch size (NHWC input dims, then the
+    op's own shapes), for the ops with a scratch argument."""
+    return {o.qualified: o.scratch_bytes for o in ops.ops() if o.scratch_bytes is not None}
 
 
 def npu_lowerings(adapt: Callable[[OpDef], T]) -> dict[str, T]:

@@ -58,12 +58,8 @@ BINARY_TARGETS = views.annotations(resolve_target, "binary")
 # The clamps fused into their producer (relu, relu6, hardtanh, clamp): target -> {}, from
 # their patterns (torchmcu/ops/defs/activations.py)
 ACTIVATION_TARGETS = views.annotations(resolve_target, "activation")
-POOL_TARGETS = (
-    _aten.max_pool2d.default,
-    _aten.avg_pool2d.default,
-    _aten.adaptive_avg_pool2d.default,
-    _aten.mean.dim,
-)
+# pools (output shares the input's qparams): from their definitions (torchmcu/ops/defs/pool.py)
+POOL_TARGETS = views.annotations(resolve_target, "anchor")
 # softmax: from its definition (torchmcu/ops/defs/softmax.py); no params
 SOFTMAX_TARGETS = views.annotations(resolve_target, "softmax")
 # Table activations (int8 LUT): target -> {"kind", "fixed_qparams"}, from their definitions

@@ -21,8 +21,7 @@ import numpy as np
 from torchmcu.ops import views
 from torchmcu.ops.core import ArgError, Bound, OpDef, scalar_value
 from torchmcu.pte import program as pm
-from torchmcu.reference import ops_elementwise as ew
-from torchmcu.reference import ops_layout, ops_linear_conv, ops_pool
+from torchmcu.reference import ops_layout, ops_linear_conv
 from torchmcu.reference.float_calls import FLOAT_OPS, run_float_call
 
 _DTYPES = {
@@ -196,28 +195,13 @@ def _conv(call: _Call, nhwc: bool, depthwise: bool) -> np.ndarray:
                                             act_min, act_max)
 
 
-def _quantize(call: _Call, fn) -> np.ndarray:
-    scale, zp, qmin, qmax, dtype = (call.scalar(i) for i in range(1, 6))
-    return fn(call.physical(0), scale, zp, qmin, qmax, _DTYPES[pm.ScalarType(dtype)])
-
-
 _LEGACY_HANDLERS: dict[str, _Handler] = {
-    "cortex_m::quantize_per_tensor": lambda c: _quantize(c, ew.quantize_per_tensor),
-    "cortex_m::dequantize_per_tensor": lambda c: _quantize(c, ew.dequantize_per_tensor),
     "cortex_m::quantized_linear": lambda c: ops_linear_conv.quantized_linear(
         c.physical(0), c.physical(1), c.physical(2), c.physical(3), *(c.scalar(i) for i in range(4, 11))),
     "cortex_m::quantized_conv2d": lambda c: _conv(c, False, False),
     "cortex_m::quantized_conv2d_nhwc": lambda c: _conv(c, True, False),
     "cortex_m::quantized_depthwise_conv2d": lambda c: _conv(c, False, True),
     "cortex_m::quantized_depthwise_conv2d_nhwc": lambda c: _conv(c, True, True),
-    "cortex_m::quantized_avg_pool2d": lambda c: ops_pool.quantized_avg_pool2d(
-        c.nhwc(0, False), *(c.scalar(i) for i in range(1, 8))),
-    "cortex_m::quantized_avg_pool2d_nhwc": lambda c: ops_pool.quantized_avg_pool2d(
-        c.nhwc(0, True), *(c.scalar(i) for i in range(1, 8))),
-    "cortex_m::quantized_max_pool2d": lambda c: ops_pool.quantized_max_pool2d(
-        c.nhwc(0, False), *(c.scalar(i) for i in range(1, 10))),
-    "cortex_m::quantized_max_pool2d_nhwc": lambda c: ops_pool.quantized_max_pool2d(
-        c.nhwc(0, True), *(c.scalar(i) for i in range(1, 10))),
 }
 # Registry ops first; the others until their family is defined in torchmcu.ops (step 6).
 _HANDLERS: dict[str, _Handler] = {**views.references(_from_registry), **_LEGACY_HANDLERS}

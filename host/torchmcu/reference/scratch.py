@@ -8,6 +8,8 @@ target (one .pte runs on host and device).
 
 from __future__ import annotations
 
+from torchmcu.ops import views
+
 CONV_MVE_COLUMNS = 4  # output pixels the MVE conv computes at once (quantized_conv2d.c)
 
 
@@ -32,16 +34,11 @@ def quantized_depthwise_conv2d_scratch_bytes(
     return 0
 
 
-def quantized_avg_pool2d_scratch_bytes(input_nhwc: tuple[int, int, int, int]) -> int:
-    del input_nhwc
-    return 0
-
-
-SCRATCH_BYTES = {
+# Registry ops first (torchmcu/ops/defs: the pools); the others until their family moves.
+_LEGACY_SCRATCH_BYTES = {
     "cortex_m::quantized_conv2d": quantized_conv2d_scratch_bytes,
     "cortex_m::quantized_conv2d_nhwc": quantized_conv2d_scratch_bytes,
     "cortex_m::quantized_depthwise_conv2d": quantized_depthwise_conv2d_scratch_bytes,
     "cortex_m::quantized_depthwise_conv2d_nhwc": quantized_depthwise_conv2d_scratch_bytes,
-    "cortex_m::quantized_avg_pool2d": quantized_avg_pool2d_scratch_bytes,
-    "cortex_m::quantized_avg_pool2d_nhwc": quantized_avg_pool2d_scratch_bytes,
 }
+SCRATCH_BYTES = {**views.scratch_bytes(), **_LEGACY_SCRATCH_BYTES}

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from torchmcu.ops.core import Bound, OpDef
+from torchmcu.ops.layout import fit_window  # noqa: F401  (the op families use it from here)
 from torchmcu.pte import program as pm
 from torchmcu.reference import ops_layout
 
@@ -230,6 +231,63 @@ class Graph:
         a = attr("ClampAttribute", lo_b, hi_b, ts().NanPropagationMode.PROPAGATE)
         return self.op("CLAMP", [x], x.shape, x.dtype, a)
 
+    # -- window operators (int32 accumulators, zero points as one-element constants) ------------
+    def conv2d(
+        self,
+        x: Tensor,
+        weight: np.ndarray,
+        bias: np.ndarray,
+        out_shape: Sequence[int],
+        pad: Sequence[int] = (0, 0, 0, 0),
+        stride: Sequence[int] = (1, 1),
+        dilation: Sequence[int] = (1, 1),
+        input_zp: int = 0,
+        depthwise: bool = False,
+    ) -> Tensor:
+        """CONV2D of an int8 NHWC x by an int8 OHWI weight (DEPTHWISE_CONV2D: [KH, KW, C, M])
+        into int32, with an int32 bias; pad is (top, bottom, left, right)."""
+        inputs = [
+            x,
+            self.const(weight.astype(np.int8), "INT8"),
+            self.const(bias.astype(np.int32), "INT32"),
+            self.scalar(input_zp, "INT8"),
+            self.scalar(0, "INT8"),
+        ]
+        a = attr(
+            "DepthwiseConv2dAttribute" if depthwise else "Conv2dAttribute",
+            [int(p) for p in pad],
+            [int(s) for s in stride],
+            [int(d) for d in dilation],
+            False,
+            ts().DType.INT32,
+        )
+        return self.op("DEPTHWISE_CONV2D" if depthwise else "CONV2D", inputs, out_shape, "INT32", a)
+
+    def avg_pool2d(
+        self, x: Tensor, kernel: Sequence[int], stride: Sequence[int], out_shape: Sequence[int],
+        zero_point: int,
+    ) -> Tensor:
+        """AVG_POOL2D of an int8 NHWC x (no padding), input and output zero point `zero_point`."""
+        zps = [self.scalar(zero_point, "INT8"), self.scalar(zero_point, "INT8")]
+        a = attr("AvgPool2dAttribute", list(kernel), list(stride), [0, 0, 0, 0], ts().DType.INT32)
+        return self.op("AVG_POOL2D", [x, *zps], out_shape, "INT8", a)
+
+    def max_pool2d(
+        self, x: Tensor, kernel: Sequence[int], stride: Sequence[int], pad: Sequence[int],
+        out_shape: Sequence[int],
+    ) -> Tensor:
+        """MAX_POOL2D of an int8 NHWC x; pad is (top, bottom, left, right)."""
+        a = attr(
+            "MaxPool2dAttribute", list(kernel), list(stride), list(pad),
+            ts().NanPropagationMode.PROPAGATE,
+        )
+        return self.op("MAX_POOL2D", [x], out_shape, "INT8", a)
+
+    def reduce_sum(self, x: Tensor, axis: int) -> Tensor:
+        """REDUCE_SUM of an int32 x along `axis` (kept, as size 1)."""
+        shape = tuple(1 if k == axis else s for k, s in enumerate(x.shape))
+        return self.op("REDUCE_SUM", [x], shape, x.dtype, attr("ReduceSumAttribute", axis))
+
 
 class Args:
     """Argument access for one KernelCall of a sub-Program."""
@@ -331,13 +389,3 @@ def pair(values: Sequence[int] | int) -> tuple[int, int]:
     if len(items) == 1:
         return items[0], items[0]
     return items[0], items[1]
-
-
-def fit_window(
-    size: int, out: int, kernel: int, stride: int, dilation: int, pad_before: int
-) -> tuple[int, int]:
-    """(pad_after, crop) so that TOSA's exact rule (size - crop) + pad_before + pad_after -
-    dilation*(kernel-1) - 1 == (out - 1) * stride holds: rows past the last window are cropped
-    instead of padded. Both are >= 0."""
-    need = (out - 1) * stride + dilation * (kernel - 1) + 1 - size - pad_before
-    return (need, 0) if need >= 0 else (0, -need)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from torchmcu.npu.tosa import ops_conv, ops_pool
+from torchmcu.npu.tosa import ops_conv
 from torchmcu.npu.tosa.graph import Args, BoundArgs, Graph, Tensor
 from torchmcu.ops import views
 from torchmcu.ops.core import OpDef
@@ -32,9 +32,5 @@ _LEGACY_LOWERINGS: dict[str, Lowering] = {
     "cortex_m::quantized_depthwise_conv2d": ops_conv.depthwise_conv2d,
     "cortex_m::quantized_depthwise_conv2d_nhwc": ops_conv.depthwise_conv2d,
     "cortex_m::quantized_linear": ops_conv.linear,
-    "cortex_m::quantized_avg_pool2d": ops_pool.avg_pool2d,
-    "cortex_m::quantized_avg_pool2d_nhwc": ops_pool.avg_pool2d,
-    "cortex_m::quantized_max_pool2d": ops_pool.max_pool2d,
-    "cortex_m::quantized_max_pool2d_nhwc": ops_pool.max_pool2d,
 }
 LOWERINGS: dict[str, Lowering] = {**views.npu_lowerings(_from_registry), **_LEGACY_LOWERINGS}

@@ -18,25 +18,20 @@ which is not always what `vela --supported-ops-report` documents:
 
 from __future__ import annotations
 
+from torchmcu import ops
 from torchmcu.npu.tosa.lowerings import LOWERINGS
 from torchmcu.ops import views
 from torchmcu.ops.core import ArgError, bind
+from torchmcu.ops.npu_limits import DIM_MAX, FAMILIES, stride_reason
 from torchmcu.pte import program as pm
 
-FAMILIES = ("u55", "u65", "u85")
-STRIDE_LIMIT = {"u55": 3, "u65": 3}  # convolution and pooling strides (U85: none)
-POOL_KERNEL_Y_MAX = 256
-POOL_KERNEL_AREA_MAX = 65536
-DIM_MAX = 65536
-
-FLOAT_OPS = {"cortex_m::quantize_per_tensor", "cortex_m::dequantize_per_tensor"}
+# The ops that never run on an Ethos-U (quantize/dequantize: float tensors) and why
+NO_NPU = {o.qualified: o.no_npu for o in ops.ops() if o.no_npu is not None}
 CONV_OPS = {"cortex_m::quantized_conv2d", "cortex_m::quantized_conv2d_nhwc"}
 DEPTHWISE_OPS = {
     "cortex_m::quantized_depthwise_conv2d",
     "cortex_m::quantized_depthwise_conv2d_nhwc",
 }
-AVG_POOL_OPS = {"cortex_m::quantized_avg_pool2d", "cortex_m::quantized_avg_pool2d_nhwc"}
-MAX_POOL_OPS = {"cortex_m::quantized_max_pool2d", "cortex_m::quantized_max_pool2d_nhwc"}
 # The ops whose rule is their definition's: the argument check (its failure is the reason),
 # then npu.support. The branches below answer the others until their family moves (step 6).
 _DEFINED = views.npu_rules()
@@ -51,18 +46,6 @@ def _values(plan: pm.ExecutionPlan, call: pm.KernelCall, i: int):
     if isinstance(v, pm.IntList):
         return [plan.values[k].value for k in v.items]  # type: ignore[union-attr]
     return getattr(v, "value", None)
-
-
-def _stride_reason(
-    kind: str, family: str, stride: tuple[int, int], out_hw: tuple[int, int]
-) -> str | None:
-    limit = STRIDE_LIMIT.get(family)
-    if limit is None:
-        return None
-    for s, o in zip(stride, out_hw):
-        if s > limit and o > 1:
-            return f"{kind} stride {s} exceeds {family.upper()}'s limit of {limit}"
-    return None
 
 
 def _tensor_reason(plan: pm.ExecutionPlan, call: pm.KernelCall) -> str | None:
@@ -93,8 +76,8 @@ def npu_support(plan: pm.ExecutionPlan, instruction_index: int, family: str) -> 
     if not isinstance(call, pm.KernelCall):
         return f"{type(call).__name__} is not a kernel call"
     name = plan.operators[call.op_index].name
-    if name in FLOAT_OPS:
-        return f"{name.split('::')[-1]} works on float tensors; no Ethos-U runs float"
+    if name in NO_NPU:
+        return f"{name.split('::')[-1]} {NO_NPU[name]}"
     if name not in LOWERINGS:
         return f"{name} has no TOSA lowering"
     reason = _tensor_reason(plan, call)
@@ -126,29 +109,9 @@ def npu_support(plan: pm.ExecutionPlan, instruction_index: int, family: str) -> 
             cin = x.sizes[3] if nhwc else x.sizes[1]
             if weight.sizes[3] != cin:
                 return "grouped convolution is not lowered to the NPU"
-        return _stride_reason("convolution", family, _pair(_values(plan, call, 3)), out_hw)
+        return stride_reason("convolution", family, _pair(_values(plan, call, 3)), out_hw)
     if name == "cortex_m::quantized_linear":
         if _values(plan, call, 5) != 0:
             return "quantized_linear with a non-zero filter offset"
         return None
-    if name in AVG_POOL_OPS or name in MAX_POOL_OPS:
-        kind = "avg pool" if name in AVG_POOL_OPS else "max pool"
-        kh, kw = _pair(_values(plan, call, 1))
-        if kh > POOL_KERNEL_Y_MAX or kh * kw > POOL_KERNEL_AREA_MAX:
-            return f"{kind} kernel {kh}x{kw} exceeds the NPU's limit (height <= 256, area <= 65536)"
-        padding = _pair(_values(plan, call, 3))
-        if kind == "avg pool":
-            if any(padding):
-                return "avg pool with padding divides border windows by fewer taps (not exact on the NPU)"
-            x = plan.values[call.args[0]]
-            assert isinstance(x, pm.Tensor)
-            in_hw = (x.sizes[1], x.sizes[2]) if nhwc else (x.sizes[2], x.sizes[3])
-            sh, sw = _pair(_values(plan, call, 2))
-            if (out_hw[0] - 1) * sh + kh > in_hw[0] or (out_hw[1] - 1) * sw + kw > in_hw[1]:
-                return (
-                    "ceil-mode avg pool with a partial window (fewer taps) is not exact on the NPU"
-                )
-        elif _pair(_values(plan, call, 4)) != (1, 1) or _values(plan, call, 5):
-            return "max pool with dilation or ceil_mode"
-        return _stride_reason(kind, family, _pair(_values(plan, call, 2)), out_hw)
     return None
