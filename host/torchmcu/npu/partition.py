@@ -24,11 +24,15 @@ import torch.fx
 
 from torchmcu.lower.context import Ctx
 from torchmcu.npu.config import NpuTarget
+from torchmcu.ops import views
+from torchmcu.ops.core import bind
 from torchmcu.pte import program as pm
 from torchmcu.quantize.annotation import META_KEY, read_annotation
 from torchmcu.quantize.qdq import is_dq, is_q
 
 BACKEND_ID = "EthosUBackend"
+# The ops whose definition counts their multiply-accumulates (instruction_macs)
+_MACS = views.macs()
 
 
 class PartitionError(ValueError):
@@ -128,6 +132,9 @@ def _target_name(node: torch.fx.Node) -> str:
 def instruction_macs(plan: pm.ExecutionPlan, ins: pm.KernelCall) -> int:
     """Multiply-accumulates of one kernel call (conv, depthwise conv, linear; 0 otherwise)."""
     op = _op_name(plan, ins)
+    defined = _MACS.get(op)
+    if defined is not None:
+        return defined.macs(bind(defined, plan.values, ins.args))  # type: ignore[misc]
     vals = plan.values
 
     def t(i: int) -> pm.Tensor:
@@ -142,8 +149,6 @@ def instruction_macs(plan: pm.ExecutionPlan, ins: pm.KernelCall) -> int:
     if op.startswith("cortex_m::quantized_depthwise_conv2d"):
         w = t(1)  # [1, KH, KW, C]
         return out.numel * w.sizes[1] * w.sizes[2]
-    if op == "cortex_m::quantized_linear":
-        return out.numel * t(1).sizes[-1]
     return 0
 
 

@@ -38,6 +38,11 @@ def npu_rules() -> dict[str, OpDef]:
     return {o.qualified: o for o in ops.ops() if o.npu is not None and o.npu.lower is not None}
 
 
+def macs() -> dict[str, OpDef]:
+    """The ops whose MAC count their definition gives (the partitioner's instruction_macs)."""
+    return {o.qualified: o for o in ops.ops() if o.macs is not None}
+
+
 def emitters(resolve: Callable[[str], object], adapt: Callable[[Pattern], T]) -> dict[object, T]:
     """lowering's EMITTERS part: resolve(aten name) -> adapt(pattern), for the patterns with
     an int8 rule. `resolve` turns "aten::slice.Tensor" into the torch target (lower/ does it:

@@ -205,8 +205,6 @@ def _quantize(call: _Call, fn) -> np.ndarray:
 _LEGACY_HANDLERS: dict[str, _Handler] = {
     "cortex_m::quantize_per_tensor": lambda c: _quantize(c, ew.quantize_per_tensor),
     "cortex_m::dequantize_per_tensor": lambda c: _quantize(c, ew.dequantize_per_tensor),
-    "cortex_m::quantized_linear": lambda c: ops_linear_conv.quantized_linear(
-        c.physical(0), c.physical(1), c.physical(2), c.physical(3), *(c.scalar(i) for i in range(4, 11))),
     "cortex_m::quantized_conv2d": lambda c: _conv(c, False, False),
     "cortex_m::quantized_conv2d_nhwc": lambda c: _conv(c, True, False),
     "cortex_m::quantized_depthwise_conv2d": lambda c: _conv(c, False, True),

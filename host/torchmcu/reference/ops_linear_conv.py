@@ -12,61 +12,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from torchmcu.reference.ops_elementwise import _check_activation, _check_int
-from torchmcu.reference.quant import INT8_MAX, INT8_MIN, requantize
-
-
-def _check_offsets(input_offset: int | None, output_offset: int, filter_offset: int | None = None) -> None:
-    if input_offset is not None:
-        _check_int("input_offset", input_offset, -INT8_MAX, -INT8_MIN)
-    if filter_offset is not None:
-        _check_int("filter_offset", filter_offset, -INT8_MAX, -INT8_MIN)
-    _check_int("output_offset", output_offset, INT8_MIN, INT8_MAX)
-
-
-def _per_channel(values: Sequence[int] | np.ndarray, channels: int, name: str) -> np.ndarray:
-    arr = np.asarray(values, dtype=np.int64).reshape(-1)
-    if arr.size == 1:
-        return np.repeat(arr, channels)
-    if arr.size != channels:
-        raise ValueError(f"{name} has {arr.size} items, expected 1 or {channels}")
-    return arr
-
-
-def quantized_linear(
-    input: np.ndarray,
-    weights: np.ndarray,
-    bias: np.ndarray | None,
-    kernel_sum: np.ndarray | None,
-    input_offset: int,
-    filter_offset: int,
-    output_offset: int,
-    requantize_multipliers: Sequence[int],
-    requantize_shifts: Sequence[int],
-    activation_max: int,
-    activation_min: int,
-) -> np.ndarray:
-    """[..., K] x [N, K] -> [..., N]; kernel_sum, when given, replaces bias (CMSIS-NN MVE form)."""
-    _check_offsets(input_offset, output_offset, filter_offset)
-    _check_activation(activation_min, activation_max)
-    x = np.asarray(input, dtype=np.int64)
-    w = np.asarray(weights, dtype=np.int64)
-    n_out, k = w.shape
-    if x.shape[-1] != k:
-        raise ValueError(f"input's last dim {x.shape[-1]} != weights' in_features {k}")
-    rows = x.reshape(-1, k)
-    if kernel_sum is not None:
-        ks = np.asarray(kernel_sum, dtype=np.int64).reshape(-1)
-        acc = rows @ w.T + filter_offset * rows.sum(axis=1, keepdims=True) + ks
-    else:
-        acc = (rows + input_offset) @ (w + filter_offset).T
-        if bias is not None:
-            acc = acc + np.asarray(bias, dtype=np.int64).reshape(-1)
-    m = _per_channel(requantize_multipliers, n_out, "requantize_multipliers")
-    s = _per_channel(requantize_shifts, n_out, "requantize_shifts")
-    out = requantize(acc, m, s) + output_offset
-    out = np.clip(out, activation_min, activation_max).astype(np.int8)
-    return out.reshape(*x.shape[:-1], n_out)
+# quantized_linear is defined in torchmcu/ops/defs/linear.py; the stages import it from here
+from torchmcu.ops.defs.linear import check_offsets as _check_offsets
+from torchmcu.ops.defs.linear import quantized_linear  # noqa: F401
+from torchmcu.reference.ops_elementwise import _check_activation
+from torchmcu.reference.quant import requantize
 
 
 def conv_output_size(size: int, kernel: int, stride: int, pad: int, dilation: int) -> int:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from torchmcu.ops.core import Bound, OpDef
+from torchmcu.ops.core import ArgError, Bound, OpDef
 from torchmcu.pte import program as pm
 from torchmcu.reference import ops_layout
 
@@ -149,6 +149,37 @@ class Graph:
         shape = tuple(max(p, q) for p, q in zip(x.shape, y.shape))
         return self.op("MUL", [x, y, self.scalar(0, "INT8")], shape, "INT32", attr("MulAttribute"))
 
+    def conv(
+        self,
+        kind: str,
+        x: Tensor,
+        weight: np.ndarray,
+        bias: np.ndarray,
+        input_zp: int,
+        shape: Sequence[int],
+        pad: Sequence[int],
+        stride: Sequence[int],
+        dilation: Sequence[int],
+    ) -> Tensor:
+        """int8 CONV2D (OHWI weight) or DEPTHWISE_CONV2D ([KH, KW, C, M] weight): int32 bias
+        and accumulator, weight zero point 0."""
+        inputs = [
+            x,
+            self.const(weight.astype(np.int8), "INT8"),
+            self.const(bias, "INT32"),
+            self.scalar(input_zp, "INT8"),
+            self.scalar(0, "INT8"),
+        ]
+        a = attr(
+            _CONV_ATTRIBUTES[kind],
+            [int(p) for p in pad],
+            [int(s) for s in stride],
+            [int(d) for d in dilation],
+            False,
+            ts().DType.INT32,
+        )
+        return self.op(kind, inputs, tuple(shape), "INT32", a)
+
     def table(self, x: Tensor, lut: np.ndarray) -> Tensor:
         """TABLE of an int8 x through the 256-entry int8 lut."""
         return self.op("TABLE", [x, self.const(lut, "INT8")], x.shape, "INT8", attr("TableAttribute"))
@@ -229,6 +260,9 @@ class Graph:
         hi_b = list(np.array([hi], dtype=np.int8).view(np.uint8).tolist())
         a = attr("ClampAttribute", lo_b, hi_b, ts().NanPropagationMode.PROPAGATE)
         return self.op("CLAMP", [x], x.shape, x.dtype, a)
+
+
+_CONV_ATTRIBUTES = {"CONV2D": "Conv2dAttribute", "DEPTHWISE_CONV2D": "DepthwiseConv2dAttribute"}
 
 
 class Args:
@@ -324,6 +358,17 @@ class BoundArgs(Bound):
 
     def physical_shape(self, name: str) -> tuple[int, ...]:
         return physical_shape(self.tensor(name))
+
+    def checked(self) -> None:
+        """The operator's check, its ArgError raised as this lowering's error."""
+        try:
+            self.check()
+        except ArgError as exc:
+            raise self.error(str(exc)) from exc
+
+    def ints(self, name: str) -> list[int]:
+        """An int list or a constant int tensor argument (per-channel parameters)."""
+        return self.raw.ints(self.index(name))
 
 
 def pair(values: Sequence[int] | int) -> tuple[int, int]:

@@ -31,7 +31,6 @@ _LEGACY_LOWERINGS: dict[str, Lowering] = {
     "cortex_m::quantized_conv2d_nhwc": ops_conv.conv2d,
     "cortex_m::quantized_depthwise_conv2d": ops_conv.depthwise_conv2d,
     "cortex_m::quantized_depthwise_conv2d_nhwc": ops_conv.depthwise_conv2d,
-    "cortex_m::quantized_linear": ops_conv.linear,
     "cortex_m::quantized_avg_pool2d": ops_pool.avg_pool2d,
     "cortex_m::quantized_avg_pool2d_nhwc": ops_pool.avg_pool2d,
     "cortex_m::quantized_max_pool2d": ops_pool.max_pool2d,

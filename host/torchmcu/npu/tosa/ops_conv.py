@@ -1,9 +1,9 @@
-"""quantized_conv2d, quantized_depthwise_conv2d and quantized_linear as TOSA CONV2D /
-DEPTHWISE_CONV2D (int32 accumulator) followed by the requantizing RESCALE.
+"""quantized_conv2d and quantized_depthwise_conv2d as TOSA CONV2D / DEPTHWISE_CONV2D (int32
+accumulator) followed by the requantizing RESCALE (quantized_linear's: ops/defs/linear.py).
 
 Our accumulator is sum((x + input_offset) * w) + bias; TOSA's is sum((x - input_zp) *
 (w - weight_zp)) + bias, with padding taps contributing zero in both, so input_zp =
--input_offset. A linear layer is a 1x1 CONV2D over [1, 1, rows, K].
+-input_offset.
 """
 
 from __future__ import annotations
@@ -74,18 +74,9 @@ def conv2d(g: Graph, a: Args, read: Read) -> Tensor:
     _, oh, ow, _ = a.nhwc_shape(len(a.args) - 2)
     stride, padding, dilation = pair(a.scalar(3)), pair(a.scalar(4)), pair(a.scalar(5))
     x, pad, stride = _windowed_input(g, a, x, (oh, ow), (kh, kw), stride, dilation, padding, extra)
-    acc = g.op(
-        "CONV2D",
-        [
-            x,
-            g.const(weight.astype(np.int8), "INT8"),
-            g.const(_bias(a, 2, cout), "INT32"),
-            g.scalar(-int(a.scalar(6)), "INT8"),
-            g.scalar(0, "INT8"),
-        ],
-        (n, oh, ow, cout),
-        "INT32",
-        _conv_attr("Conv2dAttribute", pad, stride, dilation),
+    acc = g.conv(
+        "CONV2D", x, weight, _bias(a, 2, cout), -int(a.scalar(6)), (n, oh, ow, cout), pad, stride,
+        dilation,
     )
     return g.requantize(
         acc, a.ints(8), a.ints(9), int(a.scalar(7)), int(a.scalar(10)), int(a.scalar(11))
@@ -107,66 +98,10 @@ def depthwise_conv2d(g: Graph, a: Args, read: Read) -> Tensor:
     x, pad, stride = _windowed_input(g, a, x, (oh, ow), (kh, kw), stride, dilation, padding, extra)
     # Output channel c*M + m reads input channel c: exactly TOSA's [KH, KW, C, M] order.
     tosa_weight = weight.reshape(kh, kw, cin, multiplier).astype(np.int8)
-    acc = g.op(
-        "DEPTHWISE_CONV2D",
-        [
-            x,
-            g.const(tosa_weight, "INT8"),
-            g.const(_bias(a, 2, cout), "INT32"),
-            g.scalar(-int(a.scalar(7)), "INT8"),
-            g.scalar(0, "INT8"),
-        ],
-        (n, oh, ow, cout),
-        "INT32",
-        _conv_attr("DepthwiseConv2dAttribute", pad, stride, dilation),
+    acc = g.conv(
+        "DEPTHWISE_CONV2D", x, tosa_weight, _bias(a, 2, cout), -int(a.scalar(7)), (n, oh, ow, cout),
+        pad, stride, dilation,
     )
     return g.requantize(
         acc, a.ints(9), a.ints(10), int(a.scalar(8)), int(a.scalar(11)), int(a.scalar(12))
-    )
-
-
-def linear(g: Graph, a: Args, read: Read) -> Tensor:
-    x = read(0)
-    weight = a.constant(1)  # [N, K]
-    n_out, k = weight.shape
-    if x.shape[-1] != k:
-        raise a.error(f"input's last dim {x.shape[-1]} != weights' in_features {k}")
-    rows = int(np.prod(x.shape[:-1]))
-    input_offset, filter_offset = int(a.scalar(4)), int(a.scalar(5))
-    if filter_offset != 0:
-        raise a.error(f"filter_offset {filter_offset} != 0 (int8 weights are symmetric)")
-    if not a.is_none(3):
-        # kernel_sum = input_offset * sum(w) + bias already: the input is taken as is.
-        bias, input_zp = _bias(a, 3, n_out), 0
-    else:
-        bias, input_zp = _bias(a, 2, n_out), -input_offset
-    acc = g.op(
-        "CONV2D",
-        [
-            g.reshape(x, (1, 1, rows, k)),
-            g.const(weight.reshape(n_out, 1, 1, k).astype(np.int8), "INT8"),
-            g.const(bias, "INT32"),
-            g.scalar(input_zp, "INT8"),
-            g.scalar(0, "INT8"),
-        ],
-        (1, 1, rows, n_out),
-        "INT32",
-        _conv_attr("Conv2dAttribute", [0, 0, 0, 0], (1, 1), (1, 1)),
-    )
-    out = g.requantize(
-        acc, a.ints(7), a.ints(8), int(a.scalar(6)), int(a.scalar(10)), int(a.scalar(9))
-    )
-    return g.reshape(out, (*x.shape[:-1], n_out))
-
-
-def _conv_attr(kind: str, pad, stride, dilation):
-    from torchmcu.npu.tosa.graph import attr, ts
-
-    return attr(
-        kind,
-        [int(p) for p in pad],
-        [int(s) for s in stride],
-        [int(d) for d in dilation],
-        False,
-        ts().DType.INT32,
     )

@@ -127,10 +127,6 @@ def npu_support(plan: pm.ExecutionPlan, instruction_index: int, family: str) -> 
             if weight.sizes[3] != cin:
                 return "grouped convolution is not lowered to the NPU"
         return _stride_reason("convolution", family, _pair(_values(plan, call, 3)), out_hw)
-    if name == "cortex_m::quantized_linear":
-        if _values(plan, call, 5) != 0:
-            return "quantized_linear with a non-zero filter offset"
-        return None
     if name in AVG_POOL_OPS or name in MAX_POOL_OPS:
         kind = "avg pool" if name in AVG_POOL_OPS else "max pool"
         kh, kw = _pair(_values(plan, call, 1))
