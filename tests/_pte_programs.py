@@ -425,8 +425,8 @@ class Const:
 def call_program(key: str, args: dict[str, object]) -> Program:
     """One KernelCall of the registry op `key`, its arguments by schema name: a Planned is an
     arena tensor (planned one after another, 16-byte aligned), a Const a constant, an int an
-    Int, a list of ints an IntList, None a Null. Inputs: the Planned arguments that are neither
-    the out nor a byte (scratch) tensor, in schema order; output: the out."""
+    Int, a list of ints an IntList, None a Null. Inputs: the Planned arguments but the out and
+    the scratch, in schema order; output: the out."""
     from torchmcu import ops
 
     definition = ops.get(key)
@@ -439,7 +439,7 @@ def call_program(key: str, args: dict[str, object]) -> Program:
             order = list(range(len(v.sizes))) if v.dim_order is None else list(v.dim_order)
             t = Tensor(v.scalar_type, list(v.sizes), order, allocation=Allocation(1, offset))
             offset = (offset + t.nbytes + 15) // 16 * 16
-            if not a.mutable and v.scalar_type != ScalarType.BYTE:
+            if not a.mutable and a.name != "scratch":
                 inputs.append(len(values))
         elif isinstance(v, Const):
             order = list(range(len(v.sizes))) if v.dim_order is None else list(v.dim_order)

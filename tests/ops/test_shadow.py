@@ -15,7 +15,7 @@ import pytest
 import torch
 from torchmcu import native, ops
 from torchmcu.npu import partition, subprogram
-from torchmcu.npu.tosa import lowerings, ops_layout, support
+from torchmcu.npu.tosa import lowerings, support
 from torchmcu.ops.core import OpDef
 from torchmcu.pte import program as pm
 from torchmcu.reference import float_calls, interpreter, ops_predicate, scratch
@@ -112,10 +112,7 @@ def test_npu_support_sets_and_lowerings() -> None:
     legacy = _names([o for o in _npu_ops() if o.npu.lower is None])  # type: ignore[union-attr]
     assert set(lowerings._LEGACY_LOWERINGS) == legacy
     assert support.FLOAT_OPS == {o.qualified for o in ops.ops() if o.no_npu is not None}
-    assert (
-        support.CONV_OPS | support.DEPTHWISE_OPS | support.AVG_POOL_OPS | support.MAX_POOL_OPS
-        <= npu
-    )
+    assert support.AVG_POOL_OPS | support.MAX_POOL_OPS <= npu
     no_npu = [o for o in ops.ops() if o.no_npu]
     assert {o.no_npu for o in no_npu} == {"works on float tensors; no Ethos-U runs float"}
 
@@ -132,15 +129,13 @@ def test_legacy_emitters_hold_no_defined_pattern() -> None:
     assert all(e.key in keys for p in ops.patterns() for e in p.emits)
 
 
-def test_pad_fold_positions() -> None:
-    assert ops_layout._PAD_CONSUMERS == {
-        o.qualified: o.schema.A[o.npu.pad_fold] for o in _npu_ops() if o.npu and o.npu.pad_fold
-    }
-
-
 def test_scratch() -> None:
     with_scratch = [o for o in ops.ops() if o.kernel.scratch_c]
     assert set(scratch.SCRATCH_BYTES) == _names(with_scratch)
+    # SCRATCH_BYTES = {**views.scratch_bytes(), **_LEGACY_SCRATCH_BYTES}: the legacy part
+    # holds exactly the ops whose definition has no scratch rule yet
+    legacy = _names([o for o in with_scratch if o.scratch_bytes is None])
+    assert set(scratch._LEGACY_SCRATCH_BYTES) == legacy
     header = (KERNELS / "cortex_m" / "cortex_m_kernels.h").read_text()
     for o in with_scratch:
         assert o.kernel.scratch_c == "tm_" + scratch.SCRATCH_BYTES[o.qualified].__name__

@@ -66,6 +66,7 @@ class Kit:
         raise LoweringError(f"{schema.name} has no argument {name!r}")
 
     shape_of = staticmethod(shape_of)
+    pair = staticmethod(graph.pair)  # an aten int or int list as (h, w), with a default
 
     @staticmethod
     def unsupported(node: torch.fx.Node, why: str = "") -> UnsupportedOpError:
@@ -131,6 +132,13 @@ class Kit:
     def bias_int32(self, node: torch.fx.Node, bias_node: object, acc_scales: Any, cout: int) -> Any:
         """The bias as int32 at the accumulator scale (zeros when the op has none)."""
         return graph.bias_int32(self.ctx.gm, node, bias_node, acc_scales, cout)
+
+    def kernel_scratch(self, hint: str, op: OpDef, x: LValue, *shapes: tuple[int, ...]) -> int:
+        """A planned byte buffer of op.scratch_bytes for NHWC input x (and the other shapes
+        the op's scratch rule takes)."""
+        assert op.scratch_bytes is not None, op.key
+        n, c, h, w = x.sizes
+        return context.scratch_buffer(self.ctx, hint, int(op.scratch_bytes((n, h, w, c), *shapes)))
 
     def none(self) -> int:
         return self.ctx.b.none()

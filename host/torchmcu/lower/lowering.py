@@ -28,7 +28,6 @@ from torchmcu.lower.report import LoweringReport
 from torchmcu.lower.requant import ACTIVATIONS
 from torchmcu.lower.rules_control import CONTROL_FLOW_EMITTERS, check_control_flow
 from torchmcu.lower.rules_float import FLOAT_EMITTERS
-from torchmcu.lower.rules_linear_conv import emit_conv2d
 from torchmcu.lower.rules_misc import emit_view
 from torchmcu.lower.rules_pool import emit_avg_pool2d, emit_global_pool, emit_max_pool2d
 from torchmcu.ops import views
@@ -44,7 +43,6 @@ _aten = torch.ops.aten
 # aten target -> rule emitting its kernel call(s): the registry's patterns, then the rules of
 # the families not defined in torchmcu.ops yet (step 6)
 _LEGACY_EMITTERS: dict[Any, Callable[[Ctx, torch.fx.Node], None]] = {
-    _aten.conv2d.default: emit_conv2d,
     _aten.max_pool2d.default: emit_max_pool2d,
     _aten.avg_pool2d.default: emit_avg_pool2d,
     _aten.adaptive_avg_pool2d.default: emit_global_pool,

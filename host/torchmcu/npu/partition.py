@@ -130,26 +130,11 @@ def _target_name(node: torch.fx.Node) -> str:
 
 
 def instruction_macs(plan: pm.ExecutionPlan, ins: pm.KernelCall) -> int:
-    """Multiply-accumulates of one kernel call (conv, depthwise conv, linear; 0 otherwise)."""
-    op = _op_name(plan, ins)
-    defined = _MACS.get(op)
-    if defined is not None:
-        return defined.macs(bind(defined, plan.values, ins.args))  # type: ignore[misc]
-    vals = plan.values
-
-    def t(i: int) -> pm.Tensor:
-        v = vals[ins.args[i]]
-        assert isinstance(v, pm.Tensor)
-        return v
-
-    out = t(-2)
-    if op.startswith("cortex_m::quantized_conv2d"):
-        w = t(1)  # OHWI
-        return out.numel * w.sizes[1] * w.sizes[2] * w.sizes[3]
-    if op.startswith("cortex_m::quantized_depthwise_conv2d"):
-        w = t(1)  # [1, KH, KW, C]
-        return out.numel * w.sizes[1] * w.sizes[2]
-    return 0
+    """Multiply-accumulates of one kernel call (its definition's count; 0 for ops without)."""
+    defined = _MACS.get(_op_name(plan, ins))
+    if defined is None:
+        return 0
+    return defined.macs(bind(defined, plan.values, ins.args))  # type: ignore[misc]
 
 
 def is_barrier(

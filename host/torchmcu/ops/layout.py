@@ -88,3 +88,46 @@ def binary_broadcast(a: pm.Tensor, b: pm.Tensor, out: pm.Tensor) -> tuple[int, i
     if nhwc_out and b_full and _channel_vector(a, channels):
         return channels, numel
     return "other" if a_full else "self"
+
+
+def activation_dims(t: pm.Tensor, nhwc_sizes: bool) -> tuple[int, int, int, int] | None:
+    """tm_activation_dims: (N, H, W, C) of a 4-D int8 activation with NHWC memory (legacy
+    sizes N,C,H,W in dim order 0,2,3,1, or N,H,W,C contiguous when nhwc_sizes), else None."""
+    if len(t.sizes) != 4 or t.scalar_type != pm.ScalarType.CHAR:
+        return None
+    if nhwc_sizes:
+        if not laid_out_as(t.sizes, t.dim_order, range(4)):
+            return None
+        n, h, w, c = t.sizes
+    else:
+        if not laid_out_as(t.sizes, t.dim_order, NHWC):
+            return None
+        n, c, h, w = t.sizes
+    return int(n), int(h), int(w), int(c)
+
+
+def is_scratch(t: pm.EValue, needed: int) -> bool:
+    """tm_scratch_arg: a 1-D byte (uint8 or int8) tensor of at least `needed` bytes."""
+    return (
+        isinstance(t, pm.Tensor)
+        and len(t.sizes) == 1
+        and t.scalar_type in (pm.ScalarType.BYTE, pm.ScalarType.CHAR)
+        and t.nbytes >= needed
+    )
+
+
+def pair(values: Sequence[int] | int) -> tuple[int, int]:
+    items = [int(v) for v in (values if isinstance(values, (list, tuple)) else [values])]
+    if len(items) == 1:
+        return items[0], items[0]
+    return items[0], items[1]
+
+
+def fit_window(
+    size: int, out: int, kernel: int, stride: int, dilation: int, pad_before: int
+) -> tuple[int, int]:
+    """(pad_after, crop) so that TOSA's exact rule (size - crop) + pad_before + pad_after -
+    dilation*(kernel-1) - 1 == (out - 1) * stride holds: rows past the last window are cropped
+    instead of padded. Both are >= 0."""
+    need = (out - 1) * stride + dilation * (kernel - 1) + 1 - size - pad_before
+    return (need, 0) if need >= 0 else (0, -need)

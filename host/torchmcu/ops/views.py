@@ -38,6 +38,21 @@ def npu_rules() -> dict[str, OpDef]:
     return {o.qualified: o for o in ops.ops() if o.npu is not None and o.npu.lower is not None}
 
 
+def scratch_bytes() -> dict[str, Callable[..., int]]:
+    """reference.scratch.SCRATCH_BYTES' part: qualified name -> the op's scratch rule."""
+    return {o.qualified: o.scratch_bytes for o in ops.ops() if o.scratch_bytes is not None}
+
+
+def pad_folds() -> dict[str, int]:
+    """The convolutions a cortex_m::pad folds into: qualified name -> the position of the
+    argument the pad's value must match (npu.pad_fold)."""
+    return {
+        o.qualified: o.schema.A[o.npu.pad_fold]
+        for o in ops.ops()
+        if o.npu is not None and o.npu.pad_fold is not None
+    }
+
+
 def macs() -> dict[str, OpDef]:
     """The ops whose MAC count their definition gives (the partitioner's instruction_macs)."""
     return {o.qualified: o for o in ops.ops() if o.macs is not None}

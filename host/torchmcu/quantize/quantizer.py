@@ -51,9 +51,9 @@ WEIGHT_QMIN, WEIGHT_QMAX = -127, 127
 SOFTMAX_SCALE = 1.0 / 256.0
 SOFTMAX_ZERO_POINT = -128
 
-CONV_TARGETS = (_aten.conv2d.default,)
-# linear: target -> {"kind", "per_channel"} from its definition (torchmcu/ops/defs/linear.py);
-# per_channel says whether the weights may be per channel (the quantizer's option decides)
+# conv2d, linear: target -> {"kind", "per_channel"} from their definitions
+# (torchmcu/ops/defs/conv.py, linear.py); per_channel says whether the weights may be per
+# channel (the quantizer's option decides)
 WEIGHTED_TARGETS = views.annotations(resolve_target, "weighted")
 # add/mul: target -> {"kind"}, from their definitions (torchmcu/ops/defs/elementwise.py)
 BINARY_TARGETS = views.annotations(resolve_target, "binary")
@@ -169,9 +169,7 @@ class TorchmcuQuantizer(Quantizer):
             if node.op != "call_function" or _is_annotated(node) or node in self._float:
                 continue
             t = node.target
-            if t in CONV_TARGETS:
-                self._annotate_weighted(node, "conv2d", True)
-            elif t in WEIGHTED_TARGETS:
+            if t in WEIGHTED_TARGETS:
                 self._annotate_weighted(node, **WEIGHTED_TARGETS[t])
             elif t in BINARY_TARGETS:
                 self._annotate_binary(node, **BINARY_TARGETS[t])

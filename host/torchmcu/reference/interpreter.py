@@ -22,7 +22,7 @@ from torchmcu.ops import views
 from torchmcu.ops.core import ArgError, Bound, OpDef, scalar_value
 from torchmcu.pte import program as pm
 from torchmcu.reference import ops_elementwise as ew
-from torchmcu.reference import ops_layout, ops_linear_conv, ops_pool
+from torchmcu.reference import ops_layout, ops_pool
 from torchmcu.reference.float_calls import FLOAT_OPS, run_float_call
 from torchmcu.reference.ops_predicate import CONTROL_OPS, run_control_call
 
@@ -162,6 +162,8 @@ class _Bound(Bound):
     def nhwc(self, name: str, nhwc_sizes: bool) -> np.ndarray:
         return self.call.nhwc(self.index(name), nhwc_sizes)
 
+    data = physical  # the check reads values from memory
+
     def logical(self, name: str) -> np.ndarray:
         """The tensor in logical (sizes) order."""
         return self.call.memory.read_logical(self.value_index(name))
@@ -183,20 +185,6 @@ def _from_registry(op: OpDef) -> _Handler:
     return handler
 
 
-def _conv(call: _Call, nhwc: bool, depthwise: bool) -> np.ndarray:
-    n_scalar = 13 if depthwise else 12
-    scalars = [call.scalar(i) for i in range(3, n_scalar) if i not in (8 + depthwise, 9 + depthwise)]
-    mults, shifts = call.physical(8 + depthwise), call.physical(9 + depthwise)
-    x, w, b = call.nhwc(0, nhwc), call.physical(1), call.physical(2)
-    if depthwise:
-        stride, padding, dilation, dm, in_off, out_off, act_min, act_max = scalars
-        return ops_linear_conv.quantized_depthwise_conv2d(x, w, b, stride, padding, dilation, dm, in_off, out_off,
-                                                          mults, shifts, act_min, act_max)
-    stride, padding, dilation, in_off, out_off, act_min, act_max = scalars
-    return ops_linear_conv.quantized_conv2d(x, w, b, stride, padding, dilation, in_off, out_off, mults, shifts,
-                                            act_min, act_max)
-
-
 def _quantize(call: _Call, fn) -> np.ndarray:
     scale, zp, qmin, qmax, dtype = (call.scalar(i) for i in range(1, 6))
     return fn(call.physical(0), scale, zp, qmin, qmax, _DTYPES[pm.ScalarType(dtype)])
@@ -205,10 +193,6 @@ def _quantize(call: _Call, fn) -> np.ndarray:
 _LEGACY_HANDLERS: dict[str, _Handler] = {
     "cortex_m::quantize_per_tensor": lambda c: _quantize(c, ew.quantize_per_tensor),
     "cortex_m::dequantize_per_tensor": lambda c: _quantize(c, ew.dequantize_per_tensor),
-    "cortex_m::quantized_conv2d": lambda c: _conv(c, False, False),
-    "cortex_m::quantized_conv2d_nhwc": lambda c: _conv(c, True, False),
-    "cortex_m::quantized_depthwise_conv2d": lambda c: _conv(c, False, True),
-    "cortex_m::quantized_depthwise_conv2d_nhwc": lambda c: _conv(c, True, True),
     "cortex_m::quantized_avg_pool2d": lambda c: ops_pool.quantized_avg_pool2d(
         c.nhwc(0, False), *(c.scalar(i) for i in range(1, 8))),
     "cortex_m::quantized_avg_pool2d_nhwc": lambda c: ops_pool.quantized_avg_pool2d(

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from torchmcu.ops.core import ArgError, Bound, OpDef
+from torchmcu.ops.layout import fit_window, pair  # noqa: F401 (ops_pool reads them here)
 from torchmcu.pte import program as pm
 from torchmcu.reference import ops_layout
 
@@ -353,6 +354,11 @@ class BoundArgs(Bound):
     def constant(self, name: str) -> np.ndarray:
         return self.raw.constant(self.index(name))
 
+    def data(self, name: str) -> np.ndarray | None:
+        """A constant tensor's elements (None for a tensor in the arena)."""
+        t = self.value(name)
+        return self.constant(name) if isinstance(t, pm.Tensor) and t.data_buffer_idx > 0 else None
+
     def nhwc_shape(self, name: str) -> tuple[int, int, int, int]:
         return self.raw.nhwc_shape(self.index(name))
 
@@ -369,20 +375,3 @@ class BoundArgs(Bound):
     def ints(self, name: str) -> list[int]:
         """An int list or a constant int tensor argument (per-channel parameters)."""
         return self.raw.ints(self.index(name))
-
-
-def pair(values: Sequence[int] | int) -> tuple[int, int]:
-    items = [int(v) for v in (values if isinstance(values, (list, tuple)) else [values])]
-    if len(items) == 1:
-        return items[0], items[0]
-    return items[0], items[1]
-
-
-def fit_window(
-    size: int, out: int, kernel: int, stride: int, dilation: int, pad_before: int
-) -> tuple[int, int]:
-    """(pad_after, crop) so that TOSA's exact rule (size - crop) + pad_before + pad_after -
-    dilation*(kernel-1) - 1 == (out - 1) * stride holds: rows past the last window are cropped
-    instead of padded. Both are >= 0."""
-    need = (out - 1) * stride + dilation * (kernel - 1) + 1 - size - pad_before
-    return (need, 0) if need >= 0 else (0, -need)

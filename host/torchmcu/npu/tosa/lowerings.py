@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from torchmcu.npu.tosa import ops_conv, ops_pool
+from torchmcu.npu.tosa import ops_pool
 from torchmcu.npu.tosa.graph import Args, BoundArgs, Graph, Tensor
 from torchmcu.ops import views
 from torchmcu.ops.core import OpDef
@@ -27,10 +27,6 @@ def _from_registry(op: OpDef) -> Lowering:
 
 # Registry ops first; the others until their family is defined in torchmcu.ops (step 6).
 _LEGACY_LOWERINGS: dict[str, Lowering] = {
-    "cortex_m::quantized_conv2d": ops_conv.conv2d,
-    "cortex_m::quantized_conv2d_nhwc": ops_conv.conv2d,
-    "cortex_m::quantized_depthwise_conv2d": ops_conv.depthwise_conv2d,
-    "cortex_m::quantized_depthwise_conv2d_nhwc": ops_conv.depthwise_conv2d,
     "cortex_m::quantized_avg_pool2d": ops_pool.avg_pool2d,
     "cortex_m::quantized_avg_pool2d_nhwc": ops_pool.avg_pool2d,
     "cortex_m::quantized_max_pool2d": ops_pool.max_pool2d,

@@ -21,20 +21,15 @@ from __future__ import annotations
 from torchmcu.npu.tosa.lowerings import LOWERINGS
 from torchmcu.ops import views
 from torchmcu.ops.core import ArgError, bind
+from torchmcu.ops.npu_limits import stride_reason
 from torchmcu.pte import program as pm
 
 FAMILIES = ("u55", "u65", "u85")
-STRIDE_LIMIT = {"u55": 3, "u65": 3}  # convolution and pooling strides (U85: none)
 POOL_KERNEL_Y_MAX = 256
 POOL_KERNEL_AREA_MAX = 65536
 DIM_MAX = 65536
 
 FLOAT_OPS = {"cortex_m::quantize_per_tensor", "cortex_m::dequantize_per_tensor"}
-CONV_OPS = {"cortex_m::quantized_conv2d", "cortex_m::quantized_conv2d_nhwc"}
-DEPTHWISE_OPS = {
-    "cortex_m::quantized_depthwise_conv2d",
-    "cortex_m::quantized_depthwise_conv2d_nhwc",
-}
 AVG_POOL_OPS = {"cortex_m::quantized_avg_pool2d", "cortex_m::quantized_avg_pool2d_nhwc"}
 MAX_POOL_OPS = {"cortex_m::quantized_max_pool2d", "cortex_m::quantized_max_pool2d_nhwc"}
 # The ops whose rule is their definition's: the argument check (its failure is the reason),
@@ -51,18 +46,6 @@ def _values(plan: pm.ExecutionPlan, call: pm.KernelCall, i: int):
     if isinstance(v, pm.IntList):
         return [plan.values[k].value for k in v.items]  # type: ignore[union-attr]
     return getattr(v, "value", None)
-
-
-def _stride_reason(
-    kind: str, family: str, stride: tuple[int, int], out_hw: tuple[int, int]
-) -> str | None:
-    limit = STRIDE_LIMIT.get(family)
-    if limit is None:
-        return None
-    for s, o in zip(stride, out_hw):
-        if s > limit and o > 1:
-            return f"{kind} stride {s} exceeds {family.upper()}'s limit of {limit}"
-    return None
 
 
 def _tensor_reason(plan: pm.ExecutionPlan, call: pm.KernelCall) -> str | None:
@@ -117,16 +100,6 @@ def npu_support(plan: pm.ExecutionPlan, instruction_index: int, family: str) -> 
         if len(out.sizes) == 4
         else (1, 1)
     )
-    if name in CONV_OPS or name in DEPTHWISE_OPS:
-        weight = plan.values[call.args[1]]
-        assert isinstance(weight, pm.Tensor)
-        if name in CONV_OPS:
-            x = plan.values[call.args[0]]
-            assert isinstance(x, pm.Tensor)
-            cin = x.sizes[3] if nhwc else x.sizes[1]
-            if weight.sizes[3] != cin:
-                return "grouped convolution is not lowered to the NPU"
-        return _stride_reason("convolution", family, _pair(_values(plan, call, 3)), out_hw)
     if name in AVG_POOL_OPS or name in MAX_POOL_OPS:
         kind = "avg pool" if name in AVG_POOL_OPS else "max pool"
         kh, kw = _pair(_values(plan, call, 1))
@@ -146,5 +119,5 @@ def npu_support(plan: pm.ExecutionPlan, instruction_index: int, family: str) -> 
                 )
         elif _pair(_values(plan, call, 4)) != (1, 1) or _values(plan, call, 5):
             return "max pool with dilation or ceil_mode"
-        return _stride_reason(kind, family, _pair(_values(plan, call, 2)), out_hw)
+        return stride_reason(kind, family, _pair(_values(plan, call, 2)), out_hw)
     return None
