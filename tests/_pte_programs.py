@@ -7,6 +7,7 @@ numbers are chosen by hand (not produced by the code under test).
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 
 from torchmcu.pte.program import (
     Allocation,
@@ -477,6 +478,9 @@ def map_loop_program(sizes: list[int], scalar_type: ScalarType = ScalarType.CHAR
         operators=[Operator(n, o) for n, o in names],
         non_const_buffer_sizes=[0, 2 * whole_bytes + (whole_bytes or 16)],
     )
+    return Program(execution_plan=[plan], constants=[b""])
+
+
 def pool_program(
     op: str,
     sizes: list[int],
@@ -569,3 +573,63 @@ def quantize_program(
     arena = out_offset + ELEMENT_SIZE[out_type] * _numel(out_sizes)
     plan = one_call_plan(values, call, op, arena)
     return Program(execution_plan=[plan], constants=[b""])
+
+
+@dataclass(frozen=True)
+class Planned:
+    """An arena tensor argument of call_program (contiguous unless dim_order)."""
+
+    sizes: list[int]
+    dim_order: list[int] | None = None
+    scalar_type: ScalarType = ScalarType.CHAR
+
+
+@dataclass(frozen=True)
+class Const:
+    """A constant tensor argument of call_program: its bytes in memory order, its sizes and dim
+    order (contiguous unless dim_order)."""
+
+    data: bytes
+    sizes: list[int]
+    scalar_type: ScalarType
+    dim_order: list[int] | None = None
+
+
+def call_program(key: str, args: dict[str, object]) -> Program:
+    """One KernelCall of the registry op `key`, its arguments by schema name: a Planned is an
+    arena tensor (planned one after another, 16-byte aligned), a Const a constant, an int an
+    Int, a list of ints an IntList, None a Null. Inputs: the Planned arguments but the out and
+    the scratch, in schema order; output: the out."""
+    from torchmcu import ops
+
+    definition = ops.get(key)
+    values: list = []
+    constants = [b""]
+    offset, call_args, inputs = 0, [], []
+    for a in definition.schema.args:
+        v = args[a.name]
+        if isinstance(v, Planned):
+            order = list(range(len(v.sizes))) if v.dim_order is None else list(v.dim_order)
+            t = Tensor(v.scalar_type, list(v.sizes), order, allocation=Allocation(1, offset))
+            offset = (offset + t.nbytes + 15) // 16 * 16
+            if not a.mutable and a.name != "scratch":
+                inputs.append(len(values))
+        elif isinstance(v, Const):
+            order = list(range(len(v.sizes))) if v.dim_order is None else list(v.dim_order)
+            constants.append(v.data)
+            t = Tensor(v.scalar_type, list(v.sizes), order, data_buffer_idx=len(constants) - 1)
+        elif isinstance(v, list):
+            items = []
+            for item in v:
+                items.append(len(values))
+                values.append(Int(int(item)))
+            t = IntList(items)
+        elif v is None:
+            t = Null()
+        else:
+            t = Int(int(v))  # type: ignore[call-overload]
+        call_args.append(len(values))
+        values.append(t)
+    call = KernelCall(0, [*call_args, call_args[-1]])
+    plan = one_call_plan(values, call, definition.qualified, offset, inputs=tuple(inputs))
+    return Program(execution_plan=[plan], constants=constants)

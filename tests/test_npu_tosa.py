@@ -606,34 +606,6 @@ def test_max_pool_padding_and_clamp():
     assert_tosa_matches(net.finish([out]), samples=4)
 
 
-def test_linear_bias_kernel_sum_and_rank3():
-    rng = np.random.default_rng(6)
-    for kernel_sum in (False, True):
-        net = Net()
-        x = net.input([2, 3, 24], nhwc=False)
-        out = net.act([2, 3, 10], nhwc=False)
-        w = rng.integers(-127, 128, (10, 24)).astype(np.int8)
-        bias = rng.integers(-2000, 2000, 10).astype(np.int32)
-        b = net.b
-        ks = (bias + 9 * w.astype(np.int64).sum(axis=1)).astype(np.int32) if kernel_sum else None
-        mults, shifts = requant_params(rng, 10)
-        args = [
-            x,
-            b.constant(w),
-            b.none() if kernel_sum else b.constant(bias),
-            b.constant(ks) if kernel_sum else b.none(),
-            b.int_(9),
-            b.int_(0),
-            b.int_(-4),
-            b.int_list(mults),
-            b.int_list(shifts),
-            b.int_(120),
-            b.int_(-110),
-        ]
-        b.call("cortex_m::quantized_linear", args, out)
-        assert_tosa_matches(net.finish([out]), samples=3)
-
-
 @pytest.mark.parametrize("family", [None, "u55", "u85"])
 def test_pad_and_transpose(family):
     net = Net()

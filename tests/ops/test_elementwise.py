@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from _arg_checks import assert_every_stage_names
+from _intref import requantize_int
 from _pte_programs import binary_program
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -24,21 +25,6 @@ from torchmcu.reference.interpreter import run_program
 ADD = ops.get("cortex_m::quantized_add.out")
 MUL = ops.get("cortex_m::quantized_mul.out")
 NHWC = [0, 2, 3, 1]
-
-
-def _requantize_int(x: int, m: int, shift: int) -> int:
-    """CMSIS-NN's arm_nn_requantize on Python ints: left shift, doubling high mul, rounding
-    right shift (an independent spelling of ops.intmath.requantize)."""
-    left, right = max(shift, 0), max(-shift, 0)
-    v = x * (1 << left)
-    prod = v * m
-    nudge = (1 << 30) if prod >= 0 else 1 - (1 << 30)
-    high = (prod + nudge) // (1 << 31) if prod + nudge >= 0 else -((-(prod + nudge)) // (1 << 31))
-    if right == 0:
-        return high
-    mask = (1 << right) - 1
-    remainder, threshold = high & mask, (mask >> 1) + (1 if high < 0 else 0)
-    return (high >> right) + (1 if remainder > threshold else 0)
 
 
 def _add_params(rng, negate=False) -> dict[str, int]:
@@ -73,9 +59,9 @@ def test_add_reference_is_cmsis_nn_on_python_ints(seed, negate):
                         p["output_zero_point"], p["output_multiplier"], p["output_shift"],
                         p["activation_min"], p["activation_max"])
     for x, y, r in zip(a.tolist(), b.tolist(), got.tolist()):
-        u = _requantize_int((x - p["self_zero_point"]) << 20, p["self_multiplier"], p["self_shift"])
-        v = _requantize_int((y - p["other_zero_point"]) << 20, p["other_multiplier"], p["other_shift"])
-        want = _requantize_int(u + v, p["output_multiplier"], p["output_shift"]) + p["output_zero_point"]
+        u = requantize_int((x - p["self_zero_point"]) << 20, p["self_multiplier"], p["self_shift"])
+        v = requantize_int((y - p["other_zero_point"]) << 20, p["other_multiplier"], p["other_shift"])
+        want = requantize_int(u + v, p["output_multiplier"], p["output_shift"]) + p["output_zero_point"]
         assert r == min(max(want, p["activation_min"]), p["activation_max"])
 
 
@@ -89,7 +75,7 @@ def test_mul_reference_is_cmsis_nn_on_python_ints(seed):
                         p["output_multiplier"], p["output_shift"])
     for x, y, r in zip(a.tolist(), b.tolist(), got.tolist()):
         prod = (x - p["self_zero_point"]) * (y - p["other_zero_point"])
-        want = _requantize_int(prod, p["output_multiplier"], p["output_shift"]) + p["output_zero_point"]
+        want = requantize_int(prod, p["output_multiplier"], p["output_shift"]) + p["output_zero_point"]
         assert r == min(max(want, -128), 127)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 from torchmcu import native, ops
-from torchmcu.npu.tosa import lowerings, ops_layout, support
+from torchmcu.npu.tosa import lowerings, support
 from torchmcu.ops.core import OpDef
 from torchmcu.reference import float_calls, interpreter, scratch
 
@@ -42,11 +42,10 @@ def test_native_kernel_names() -> None:
 
 
 def test_interpreter_handlers() -> None:
-    # _SCHEMA_ARGS is a view (ops.views.schema_args); _HANDLERS is one for the ops with a
-    # reference, and the legacy part must hold exactly the others
+    # _SCHEMA_ARGS and _HANDLERS are views (ops.views): every int8 op has a reference
     int8 = ops.ops("int8")
     assert set(interpreter._HANDLERS) == _names(int8)
-    assert set(interpreter._LEGACY_HANDLERS) == _names([o for o in int8 if o.reference is None])
+    assert all(o.reference is not None for o in int8)
     assert {o.schema.overload for o in int8} == {"out"}  # the interpreter runs .out only
 
 
@@ -79,37 +78,28 @@ def test_method_c_loop_roles() -> None:
 def test_npu_support_sets_and_lowerings() -> None:
     npu = _names(_npu_ops())
     assert set(lowerings.LOWERINGS) == npu
-    legacy = _names([o for o in _npu_ops() if o.npu.lower is None])  # type: ignore[union-attr]
-    assert set(lowerings._LEGACY_LOWERINGS) == legacy
-    assert support.CONV_OPS | support.DEPTHWISE_OPS <= npu
+    assert all(o.npu.lower is not None for o in _npu_ops())  # type: ignore[union-attr]
+    assert set(support.NO_NPU) == _names([o for o in ops.ops() if o.no_npu])
     no_npu = [o for o in ops.ops() if o.no_npu]
     assert {o.no_npu for o in no_npu} == {"works on float tensors; no Ethos-U runs float"}
 
 
-def test_legacy_emitters_hold_no_defined_pattern() -> None:
-    # EMITTERS = {**views.emitters(...), **_LEGACY_EMITTERS}: a pattern that moved into a
-    # definition must leave the legacy part in the same commit, and every emitted op exists
+def test_emitters_are_the_patterns() -> None:
+    # EMITTERS = the patterns' int8 rules, then the torch.cond/torch.map lowering; every
+    # emitted op exists
     from torchmcu.lower import kit, lowering
+    from torchmcu.lower.rules_control import CONTROL_FLOW_EMITTERS
 
     defined = {kit.resolve_target(t) for p in ops.patterns() if p.lower for t in p.aten}
-    assert not defined & set(lowering._LEGACY_EMITTERS)
-    assert defined <= set(lowering.EMITTERS)
+    assert set(lowering.EMITTERS) == defined | set(CONTROL_FLOW_EMITTERS)
     keys = {o.key for o in ops.ops()}
     assert all(e.key in keys for p in ops.patterns() for e in p.emits)
-
-
-def test_pad_fold_positions() -> None:
-    assert ops_layout._PAD_CONSUMERS == {
-        o.qualified: o.schema.A[o.npu.pad_fold] for o in _npu_ops() if o.npu and o.npu.pad_fold
-    }
 
 
 def test_scratch() -> None:
     with_scratch = [o for o in ops.ops() if o.kernel.scratch_c]
     assert set(scratch.SCRATCH_BYTES) == _names(with_scratch)
-    # SCRATCH_BYTES = {**views.scratch_bytes(), **_LEGACY_SCRATCH_BYTES}
-    legacy = _names([o for o in with_scratch if o.scratch_bytes is None])
-    assert set(scratch._LEGACY_SCRATCH_BYTES) == legacy
+    assert all(o.scratch_bytes is not None for o in with_scratch)  # SCRATCH_BYTES is a view
     header = (KERNELS / "cortex_m" / "cortex_m_kernels.h").read_text()
     for o in with_scratch:
         assert o.kernel.scratch_c == "tm_" + scratch.SCRATCH_BYTES[o.qualified].__name__

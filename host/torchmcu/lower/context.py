@@ -109,12 +109,8 @@ def alias(ctx: Ctx, v: LValue, sizes: Sequence[int], nhwc: bool, **kw: Any) -> L
     return v.with_(vi=vi, sizes=sizes, nhwc=nhwc, flatten_chw=kw.get("flatten_chw"))
 
 
-def kernel_scratch(ctx: Ctx, hint: str, op: str, x: LValue, *shapes: tuple[int, ...]) -> int:
-    """A planned byte buffer sized by the kernels' scratch contract for op on NHWC input x."""
-    from torchmcu.reference.scratch import SCRATCH_BYTES
-
-    n, c, h, w = x.sizes
-    nbytes = int(SCRATCH_BYTES[f"cortex_m::{op}"]((n, h, w, c), *shapes))
+def scratch_buffer(ctx: Ctx, hint: str, nbytes: int) -> int:
+    """A planned byte buffer of nbytes, the scratch of the call `hint` names."""
     key = ctx.b.new_buffer(f"{hint}.scratch", nbytes)
     return ctx.b.planned(key, ScalarType.BYTE, [nbytes])
 

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 import torch.fx
 
-from torchmcu.lower.errors import LoweringError, describe_node
+from torchmcu.lower.errors import LoweringError, describe_node, unsupported
 from torchmcu.quantize.qdq import DQ_PER_CHANNEL, is_dq
 
 
@@ -77,6 +77,50 @@ def quantized_constant(gm: torch.fx.GraphModule, node: object, what: str) -> Qua
     scale = _scalar(gm, node.args[1])
     zp = int(_scalar(gm, node.args[2]))
     return QuantizedConstant(values, np.array([scale]), np.array([zp]), None)
+
+
+def int8_weights(
+    gm: torch.fx.GraphModule, node: torch.fx.Node, w_node: object, cout: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(int8 weight values, one scale per output channel) of a weighted op (conv2d, linear);
+    rejects what the kernels can't run."""
+    if not is_dq(w_node):
+        raise unsupported(node, "its weight is not an int8 quantized constant")
+    qc = quantized_constant(gm, w_node, "weight")
+    if qc.values.dtype != np.int8:
+        raise unsupported(node, f"weight dtype {qc.values.dtype} (int8 required)")
+    if np.any(qc.zero_points != 0):
+        raise unsupported(node, "asymmetric weights (weight zero point must be 0)")
+    if qc.axis is not None and qc.axis != 0:
+        raise unsupported(node, f"per-channel weight scales along axis {qc.axis}")
+    scales = qc.scales if qc.scales.size == cout else np.full(cout, qc.scales[0])
+    return qc.values, scales
+
+
+def bias_int32(
+    gm: torch.fx.GraphModule,
+    node: torch.fx.Node,
+    bias_node: object,
+    acc_scales: np.ndarray,
+    cout: int,
+) -> np.ndarray:
+    """A weighted op's bias as int32 at the accumulator scale (zeros when it has none)."""
+    if bias_node is None:
+        return np.zeros(cout, dtype=np.int32)
+    if is_dq(bias_node):
+        qc = quantized_constant(gm, bias_node, "bias")
+        if qc.values.dtype == np.int32 and np.allclose(
+                np.broadcast_to(qc.scales, acc_scales.shape), acc_scales, rtol=1e-6, atol=0):
+            return qc.values.reshape(-1).astype(np.int32)
+        # A bias shared by several calls (an LSTM's recurrent linear at every step) is
+        # quantized once, at the first call's scale: re-round it to this call's.
+        real = (qc.values.astype(np.float64) - qc.zero_points) * qc.scales
+    elif isinstance(bias_node, torch.fx.Node) and bias_node.op == "get_attr":
+        real = attr_tensor(gm, bias_node).double().numpy()
+    else:
+        raise unsupported(node, "bias is not a constant")
+    q = np.round(real.reshape(-1) / acc_scales)
+    return np.clip(q, -(2**31), 2**31 - 1).astype(np.int32)
 
 
 def arg(node: torch.fx.Node, index: int, name: str, default: object) -> object:

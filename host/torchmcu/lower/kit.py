@@ -15,7 +15,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from torchmcu.lower import context, layout, requant
+from torchmcu.lower import context, graph, layout, requant
 from torchmcu.lower.context import Ctx
 from torchmcu.lower.errors import LoweringError, UnsupportedOpError, unsupported
 from torchmcu.lower.graph import named_arg, pair, shape_of
@@ -86,6 +86,8 @@ class Kit:
 
     same_qparams = staticmethod(requant.same_qparams)
     activation_range = staticmethod(requant.activation_range)  # (act_min, act_max) of a fused act
+    # (multipliers, shifts) of acc (in_scale * w_scales) -> out_scale, one pair per channel
+    per_channel_requant = staticmethod(requant.per_channel_requant)
     q8 = staticmethod(requant.q8)  # a float value quantized with the output's qparams
 
     def bind_output(self, qs: list[torch.fx.Node], act: torch.fx.Node | None, out: LValue) -> None:
@@ -117,6 +119,29 @@ class Kit:
         else:
             self.ctx.env[node] = out
 
+    @property
+    def opts(self) -> Any:
+        """The run's LoweringOptions."""
+        return self.ctx.opts
+
+    def weights(self, node: torch.fx.Node, w_node: object, cout: int) -> tuple[Any, Any]:
+        """(int8 weight values, one scale per output channel) of a weighted op."""
+        return graph.int8_weights(self.ctx.gm, node, w_node, cout)
+
+    def bias_int32(self, node: torch.fx.Node, bias_node: object, acc_scales: Any, cout: int) -> Any:
+        """The bias as int32 at the accumulator scale (zeros when the op has none)."""
+        return graph.bias_int32(self.ctx.gm, node, bias_node, acc_scales, cout)
+
+    def kernel_scratch(self, hint: str, op: OpDef, x: LValue, *shapes: tuple[int, ...]) -> int:
+        """A planned byte buffer of op.scratch_bytes for NHWC input x (and the other shapes
+        the op's scratch rule takes)."""
+        assert op.scratch_bytes is not None, op.key
+        n, c, h, w = x.sizes
+        return context.scratch_buffer(self.ctx, hint, int(op.scratch_bytes((n, h, w, c), *shapes)))
+
+    def none(self) -> int:
+        return self.ctx.b.none()
+
     def int_(self, value: int) -> int:
         return self.ctx.b.int_(value)
 
@@ -129,10 +154,6 @@ class Kit:
 
     def bool_(self, value: bool) -> int:
         return self.ctx.b.bool_(value)
-
-    def kernel_scratch(self, hint: str, op: OpDef, x: LValue, *shapes: tuple[int, ...]) -> int:
-        """A planned byte buffer of the size `op`'s scratch contract gives for NHWC input x."""
-        return context.kernel_scratch(self.ctx, hint, op.schema.name, x, *shapes)
 
     # -- the call
     def call(self, op: OpDef, node: torch.fx.Node | None, /, **named: int) -> None:

@@ -29,7 +29,6 @@ from torchmcu.lower.report import LoweringReport
 from torchmcu.lower.requant import ACTIVATIONS
 from torchmcu.lower.rules_control import CONTROL_FLOW_EMITTERS, check_control_flow
 from torchmcu.lower.rules_float import FLOAT_EMITTERS
-from torchmcu.lower.rules_linear_conv import emit_conv2d, emit_linear
 from torchmcu.ops import views
 from torchmcu.plan.check import PlanError
 from torchmcu.pte.program import Program
@@ -40,16 +39,11 @@ __all__ = ["EMITTERS", "LoweringOptions", "finish_lowering", "lower_graph", "low
 
 _aten = torch.ops.aten
 
-# aten target -> rule emitting its kernel call(s): the registry's patterns, then the rules of
-# the families not defined in torchmcu.ops yet (step 6)
-_LEGACY_EMITTERS: dict[Any, Callable[[Ctx, torch.fx.Node], None]] = {
-    _aten.conv2d.default: emit_conv2d,
-    _aten.linear.default: emit_linear,
-    **CONTROL_FLOW_EMITTERS,
-}
+# aten target -> rule emitting its kernel call(s): the registry's patterns, then the
+# torch.cond/torch.map lowering (a stage concern: it emits the control definitions' calls)
 EMITTERS: dict[Any, Callable[[Ctx, torch.fx.Node], None]] = {
     **views.emitters(resolve_target, pattern_rule),
-    **_LEGACY_EMITTERS,
+    **CONTROL_FLOW_EMITTERS,
 }
 
 

@@ -26,6 +26,7 @@ from torchmcu.lower.context import Ctx
 from torchmcu.npu.config import NpuTarget
 from torchmcu.ops import views
 from torchmcu.ops.defs.quantize import DEQUANTIZE, QUANTIZE
+from torchmcu.ops.core import bind
 from torchmcu.pte import program as pm
 from torchmcu.quantize.annotation import META_KEY, read_annotation
 from torchmcu.quantize.qdq import is_dq, is_q
@@ -33,6 +34,8 @@ from torchmcu.quantize.qdq import is_dq, is_q
 BACKEND_ID = "EthosUBackend"
 # (name, overload) -> definition of the torch.cond/torch.map ops (torchmcu/ops/defs/control.py)
 _CONTROL = views.control_ops()
+# The ops whose definition counts their multiply-accumulates (instruction_macs)
+_MACS = views.macs()
 
 
 class PartitionError(ValueError):
@@ -130,25 +133,11 @@ def _target_name(node: torch.fx.Node) -> str:
 
 
 def instruction_macs(plan: pm.ExecutionPlan, ins: pm.KernelCall) -> int:
-    """Multiply-accumulates of one kernel call (conv, depthwise conv, linear; 0 otherwise)."""
-    op = _op_name(plan, ins)
-    vals = plan.values
-
-    def t(i: int) -> pm.Tensor:
-        v = vals[ins.args[i]]
-        assert isinstance(v, pm.Tensor)
-        return v
-
-    out = t(-2)
-    if op.startswith("cortex_m::quantized_conv2d"):
-        w = t(1)  # OHWI
-        return out.numel * w.sizes[1] * w.sizes[2] * w.sizes[3]
-    if op.startswith("cortex_m::quantized_depthwise_conv2d"):
-        w = t(1)  # [1, KH, KW, C]
-        return out.numel * w.sizes[1] * w.sizes[2]
-    if op == "cortex_m::quantized_linear":
-        return out.numel * t(1).sizes[-1]
-    return 0
+    """Multiply-accumulates of one kernel call (its definition's count; 0 for ops without)."""
+    defined = _MACS.get(_op_name(plan, ins))
+    if defined is None:
+        return 0
+    return defined.macs(bind(defined, plan.values, ins.args))  # type: ignore[misc]
 
 
 def is_barrier(

@@ -561,11 +561,32 @@ class Bound:
             raise self.reject(name, f"expected an int in [{lo}, {hi}]")
         return v.value
 
+    def pair_in(self, name: str, lo: int, hi: int, allow_single: bool = False) -> tuple[int, int]:
+        """tm_pair_arg: argument `name` as an int list of 2 items (or 1, used for both, if
+        allow_single), each in [lo, hi], as (h, w) (else its ArgError)."""
+        v = self.value(name)
+        items = scalar_value(self.values, v) if isinstance(v, pm.IntList) else None
+        if not (
+            items is not None
+            and (1 if allow_single else 2) <= len(items) <= 2
+            and lo <= items[0] <= hi
+            and lo <= items[-1] <= hi
+        ):
+            raise self.reject(name, f"expected {'1 or ' if allow_single else ''}2 ints in [{lo}, {hi}]")
+        return int(items[0]), int(items[-1])
+
     def tensor(self, name: str) -> pm.Tensor:
         v = self.value(name)
         if not isinstance(v, pm.Tensor):
             raise self.reject(name, f"expected a Tensor, got {type(v).__name__}")
         return v
+
+    def data(self, name: str) -> Any:
+        """Tensor `name`'s elements in memory order where the stage can read them (the
+        interpreter its memory, the TOSA lowering its constants), else None: a check then
+        leaves the rules on values to the kernel."""
+        del name
+        return None
 
     def check(self) -> None:
         """The operator's argument check (raises ArgError); nothing if it has none."""

@@ -142,6 +142,16 @@ def pool_output_size(size: int, kernel: int, stride: int, pad: int, ceil_mode: b
     return out
 
 
+def is_scratch(t: pm.EValue, needed: int) -> bool:
+    """tm_scratch_arg: a 1-D byte (uint8 or int8) tensor of at least `needed` bytes."""
+    return (
+        isinstance(t, pm.Tensor)
+        and len(t.sizes) == 1
+        and t.scalar_type in (pm.ScalarType.BYTE, pm.ScalarType.CHAR)
+        and t.nbytes >= needed
+    )
+
+
 def fit_window(
     size: int, out: int, kernel: int, stride: int, dilation: int, pad_before: int
 ) -> tuple[int, int]:

@@ -32,6 +32,8 @@ def control_ops() -> dict[tuple[str, str], OpDef]:
     """(qualified name, overload) -> definition of the control ops (torch.cond predicates and
     torch.map loops), as a plan's Operator names them."""
     return {(o.qualified, o.schema.overload): o for o in ops.ops("control")}
+
+
 def scratch_bytes() -> dict[str, Callable[..., int]]:
     """SCRATCH_BYTES' part: qualified name -> the op's scratch size (NHWC input dims, then the
     op's own shapes), for the ops with a scratch argument."""
@@ -46,6 +48,21 @@ def npu_lowerings(adapt: Callable[[OpDef], T]) -> dict[str, T]:
 def npu_rules() -> dict[str, OpDef]:
     """The ops whose NPU support the registry answers: check, then npu.support."""
     return {o.qualified: o for o in ops.ops() if o.npu is not None and o.npu.lower is not None}
+
+
+def pad_folds() -> dict[str, int]:
+    """The convolutions a cortex_m::pad folds into: qualified name -> the position of the
+    argument the pad's value must match (npu.pad_fold)."""
+    return {
+        o.qualified: o.schema.A[o.npu.pad_fold]
+        for o in ops.ops()
+        if o.npu is not None and o.npu.pad_fold is not None
+    }
+
+
+def macs() -> dict[str, OpDef]:
+    """The ops whose MAC count their definition gives (the partitioner's instruction_macs)."""
+    return {o.qualified: o for o in ops.ops() if o.macs is not None}
 
 
 def emitters(resolve: Callable[[str], object], adapt: Callable[[Pattern], T]) -> dict[object, T]:

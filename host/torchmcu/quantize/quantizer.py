@@ -51,8 +51,10 @@ WEIGHT_QMIN, WEIGHT_QMAX = -127, 127
 SOFTMAX_SCALE = 1.0 / 256.0
 SOFTMAX_ZERO_POINT = -128
 
-CONV_TARGETS = (_aten.conv2d.default,)
-LINEAR_TARGETS = (_aten.linear.default,)
+# conv2d, linear: target -> {"kind", "per_channel"} from their definitions
+# (torchmcu/ops/defs/conv.py, linear.py); per_channel says whether the weights may be per
+# channel (the quantizer's option decides)
+WEIGHTED_TARGETS = views.annotations(resolve_target, "weighted")
 # add/mul: target -> {"kind"}, from their definitions (torchmcu/ops/defs/elementwise.py)
 BINARY_TARGETS = views.annotations(resolve_target, "binary")
 # The clamps fused into their producer (relu, relu6, hardtanh, clamp): target -> {}, from
@@ -143,10 +145,8 @@ class TorchmcuQuantizer(Quantizer):
             if node.op != "call_function" or _is_annotated(node) or node in self._float:
                 continue
             t = node.target
-            if t in CONV_TARGETS:
-                self._annotate_weighted(node, "conv2d", self.per_channel)
-            elif t in LINEAR_TARGETS:
-                self._annotate_weighted(node, "linear", False)
+            if t in WEIGHTED_TARGETS:
+                self._annotate_weighted(node, **WEIGHTED_TARGETS[t])
             elif t in BINARY_TARGETS:
                 self._annotate_binary(node, **BINARY_TARGETS[t])
             elif t in POOL_TARGETS:
@@ -193,6 +193,9 @@ class TorchmcuQuantizer(Quantizer):
         write_annotation(act, TorchmcuAnnotation(pattern=pattern, role="activation"))
 
     def _annotate_weighted(self, node: Node, kind: str, per_channel: bool) -> None:
+        """`per_channel`: the op's weights may be quantized per output channel (they are if
+        the quantizer is per_channel)."""
+        per_channel = per_channel and self.per_channel
         x, w = node.args[0], node.args[1]
         b = node.args[2] if len(node.args) > 2 else None
         if not isinstance(x, Node) or not isinstance(w, Node):

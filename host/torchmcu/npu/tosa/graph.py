@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from torchmcu.ops.core import Bound, OpDef
-from torchmcu.ops.layout import fit_window  # noqa: F401  (the op families use it from here)
+from torchmcu.ops.core import ArgError, Bound, OpDef
+from torchmcu.ops.layout import fit_window, pair  # noqa: F401 (ops_pool reads them here)
 from torchmcu.pte import program as pm
 from torchmcu.reference import ops_layout
 
@@ -150,6 +150,37 @@ class Graph:
         shape = tuple(max(p, q) for p, q in zip(x.shape, y.shape))
         return self.op("MUL", [x, y, self.scalar(0, "INT8")], shape, "INT32", attr("MulAttribute"))
 
+    def conv(
+        self,
+        kind: str,
+        x: Tensor,
+        weight: np.ndarray,
+        bias: np.ndarray,
+        input_zp: int,
+        shape: Sequence[int],
+        pad: Sequence[int],
+        stride: Sequence[int],
+        dilation: Sequence[int],
+    ) -> Tensor:
+        """int8 CONV2D (OHWI weight) or DEPTHWISE_CONV2D ([KH, KW, C, M] weight): int32 bias
+        and accumulator, weight zero point 0."""
+        inputs = [
+            x,
+            self.const(weight.astype(np.int8), "INT8"),
+            self.const(bias, "INT32"),
+            self.scalar(input_zp, "INT8"),
+            self.scalar(0, "INT8"),
+        ]
+        a = attr(
+            _CONV_ATTRIBUTES[kind],
+            [int(p) for p in pad],
+            [int(s) for s in stride],
+            [int(d) for d in dilation],
+            False,
+            ts().DType.INT32,
+        )
+        return self.op(kind, inputs, tuple(shape), "INT32", a)
+
     def table(self, x: Tensor, lut: np.ndarray) -> Tensor:
         """TABLE of an int8 x through the 256-entry int8 lut."""
         return self.op("TABLE", [x, self.const(lut, "INT8")], x.shape, "INT8", attr("TableAttribute"))
@@ -232,37 +263,6 @@ class Graph:
         return self.op("CLAMP", [x], x.shape, x.dtype, a)
 
     # -- window operators (int32 accumulators, zero points as one-element constants) ------------
-    def conv2d(
-        self,
-        x: Tensor,
-        weight: np.ndarray,
-        bias: np.ndarray,
-        out_shape: Sequence[int],
-        pad: Sequence[int] = (0, 0, 0, 0),
-        stride: Sequence[int] = (1, 1),
-        dilation: Sequence[int] = (1, 1),
-        input_zp: int = 0,
-        depthwise: bool = False,
-    ) -> Tensor:
-        """CONV2D of an int8 NHWC x by an int8 OHWI weight (DEPTHWISE_CONV2D: [KH, KW, C, M])
-        into int32, with an int32 bias; pad is (top, bottom, left, right)."""
-        inputs = [
-            x,
-            self.const(weight.astype(np.int8), "INT8"),
-            self.const(bias.astype(np.int32), "INT32"),
-            self.scalar(input_zp, "INT8"),
-            self.scalar(0, "INT8"),
-        ]
-        a = attr(
-            "DepthwiseConv2dAttribute" if depthwise else "Conv2dAttribute",
-            [int(p) for p in pad],
-            [int(s) for s in stride],
-            [int(d) for d in dilation],
-            False,
-            ts().DType.INT32,
-        )
-        return self.op("DEPTHWISE_CONV2D" if depthwise else "CONV2D", inputs, out_shape, "INT32", a)
-
     def avg_pool2d(
         self, x: Tensor, kernel: Sequence[int], stride: Sequence[int], out_shape: Sequence[int],
         zero_point: int,
@@ -287,6 +287,9 @@ class Graph:
         """REDUCE_SUM of an int32 x along `axis` (kept, as size 1)."""
         shape = tuple(1 if k == axis else s for k, s in enumerate(x.shape))
         return self.op("REDUCE_SUM", [x], shape, x.dtype, attr("ReduceSumAttribute", axis))
+
+
+_CONV_ATTRIBUTES = {"CONV2D": "Conv2dAttribute", "DEPTHWISE_CONV2D": "DepthwiseConv2dAttribute"}
 
 
 class Args:
@@ -377,15 +380,24 @@ class BoundArgs(Bound):
     def constant(self, name: str) -> np.ndarray:
         return self.raw.constant(self.index(name))
 
+    def data(self, name: str) -> np.ndarray | None:
+        """A constant tensor's elements (None for a tensor in the arena)."""
+        t = self.value(name)
+        return self.constant(name) if isinstance(t, pm.Tensor) and t.data_buffer_idx > 0 else None
+
     def nhwc_shape(self, name: str) -> tuple[int, int, int, int]:
         return self.raw.nhwc_shape(self.index(name))
 
     def physical_shape(self, name: str) -> tuple[int, ...]:
         return physical_shape(self.tensor(name))
 
+    def checked(self) -> None:
+        """The operator's check, its ArgError raised as this lowering's error."""
+        try:
+            self.check()
+        except ArgError as exc:
+            raise self.error(str(exc)) from exc
 
-def pair(values: Sequence[int] | int) -> tuple[int, int]:
-    items = [int(v) for v in (values if isinstance(values, (list, tuple)) else [values])]
-    if len(items) == 1:
-        return items[0], items[0]
-    return items[0], items[1]
+    def ints(self, name: str) -> list[int]:
+        """An int list or a constant int tensor argument (per-channel parameters)."""
+        return self.raw.ints(self.index(name))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from torchmcu.npu.tosa import ops_conv
 from torchmcu.npu.tosa.graph import Args, BoundArgs, Graph, Tensor
 from torchmcu.ops import views
 from torchmcu.ops.core import OpDef
@@ -25,12 +24,5 @@ def _from_registry(op: OpDef) -> Lowering:
     return lowering
 
 
-# Registry ops first; the others until their family is defined in torchmcu.ops (step 6).
-_LEGACY_LOWERINGS: dict[str, Lowering] = {
-    "cortex_m::quantized_conv2d": ops_conv.conv2d,
-    "cortex_m::quantized_conv2d_nhwc": ops_conv.conv2d,
-    "cortex_m::quantized_depthwise_conv2d": ops_conv.depthwise_conv2d,
-    "cortex_m::quantized_depthwise_conv2d_nhwc": ops_conv.depthwise_conv2d,
-    "cortex_m::quantized_linear": ops_conv.linear,
-}
-LOWERINGS: dict[str, Lowering] = {**views.npu_lowerings(_from_registry), **_LEGACY_LOWERINGS}
+# A dict (tests monkeypatch it): every operator with a TOSA lowering in its definition.
+LOWERINGS: dict[str, Lowering] = views.npu_lowerings(_from_registry)

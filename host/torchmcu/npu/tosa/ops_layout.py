@@ -4,18 +4,14 @@ dim-ordered shapes of our tensors; pad's and transpose's lowerings are their def
 from __future__ import annotations
 
 from torchmcu.npu.tosa.graph import Args
+from torchmcu.ops import views
 from torchmcu.ops.defs.pad import PAD
 from torchmcu.ops.layout import is_channels_last, pad_dims
 
 A = PAD.schema.A
 
-# The consumers a pad folds into, with the argument index of their input_offset.
-_PAD_CONSUMERS = {
-    "cortex_m::quantized_conv2d": 6,
-    "cortex_m::quantized_conv2d_nhwc": 6,
-    "cortex_m::quantized_depthwise_conv2d": 7,
-    "cortex_m::quantized_depthwise_conv2d_nhwc": 7,
-}
+# The consumers a pad folds into, with the argument index of their input_offset (npu.pad_fold).
+_PAD_CONSUMERS = views.pad_folds()
 
 
 def foldable_pad(pad_args: Args, consumer: Args) -> tuple[int, int, int, int] | None:

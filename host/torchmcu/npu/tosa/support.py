@@ -22,30 +22,14 @@ from torchmcu import ops
 from torchmcu.npu.tosa.lowerings import LOWERINGS
 from torchmcu.ops import views
 from torchmcu.ops.core import ArgError, bind
-from torchmcu.ops.npu_limits import DIM_MAX, FAMILIES, stride_reason
+from torchmcu.ops.npu_limits import DIM_MAX, FAMILIES
 from torchmcu.pte import program as pm
 
 # The ops that never run on an Ethos-U (quantize/dequantize: float tensors) and why
 NO_NPU = {o.qualified: o.no_npu for o in ops.ops() if o.no_npu is not None}
-CONV_OPS = {"cortex_m::quantized_conv2d", "cortex_m::quantized_conv2d_nhwc"}
-DEPTHWISE_OPS = {
-    "cortex_m::quantized_depthwise_conv2d",
-    "cortex_m::quantized_depthwise_conv2d_nhwc",
-}
-# The ops whose rule is their definition's: the argument check (its failure is the reason),
-# then npu.support. The branches below answer the others until their family moves (step 6).
+# Each op's rule is its definition's: the argument check (its failure is the reason), then
+# npu.support.
 _DEFINED = views.npu_rules()
-
-
-def _pair(v: list[int]) -> tuple[int, int]:
-    return (v[0], v[0]) if len(v) == 1 else (v[0], v[1])
-
-
-def _values(plan: pm.ExecutionPlan, call: pm.KernelCall, i: int):
-    v = plan.values[call.args[i]]
-    if isinstance(v, pm.IntList):
-        return [plan.values[k].value for k in v.items]  # type: ignore[union-attr]
-    return getattr(v, "value", None)
 
 
 def _tensor_reason(plan: pm.ExecutionPlan, call: pm.KernelCall) -> str | None:
@@ -83,35 +67,11 @@ def npu_support(plan: pm.ExecutionPlan, instruction_index: int, family: str) -> 
     reason = _tensor_reason(plan, call)
     if reason:
         return reason
-    defined = _DEFINED.get(name)
-    if defined is not None:
-        b = bind(defined, plan.values, call.args)
-        try:
-            b.check()
-        except ArgError as exc:
-            return f"{name}: {exc}"
-        rule = defined.npu.support if defined.npu is not None else None
-        return rule(b, family) if rule is not None else None
-    nhwc = name.endswith("_nhwc")
-    out = plan.values[call.args[-2]]
-    assert isinstance(out, pm.Tensor)
-    out_hw = (
-        ((out.sizes[1], out.sizes[2]) if nhwc else (out.sizes[2], out.sizes[3]))
-        if len(out.sizes) == 4
-        else (1, 1)
-    )
-    if name in CONV_OPS or name in DEPTHWISE_OPS:
-        weight = plan.values[call.args[1]]
-        assert isinstance(weight, pm.Tensor)
-        if name in CONV_OPS:
-            x = plan.values[call.args[0]]
-            assert isinstance(x, pm.Tensor)
-            cin = x.sizes[3] if nhwc else x.sizes[1]
-            if weight.sizes[3] != cin:
-                return "grouped convolution is not lowered to the NPU"
-        return stride_reason("convolution", family, _pair(_values(plan, call, 3)), out_hw)
-    if name == "cortex_m::quantized_linear":
-        if _values(plan, call, 5) != 0:
-            return "quantized_linear with a non-zero filter offset"
-        return None
-    return None
+    defined = _DEFINED[name]  # every lowered op is defined in torchmcu.ops
+    b = bind(defined, plan.values, call.args)
+    try:
+        b.check()
+    except ArgError as exc:
+        return f"{name}: {exc}"
+    rule = defined.npu.support if defined.npu is not None else None
+    return rule(b, family) if rule is not None else None

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from torchmcu.ops.core import Annotate, ArgError, Bound, Kernel, Npu, op, pattern
+from torchmcu.ops.core import Annotate, Bound, Kernel, Npu, op, pattern
 from torchmcu.ops.layout import same_layout
 from torchmcu.pte import program as pm
 
@@ -80,10 +80,7 @@ def reference(b: Any) -> np.ndarray:
 
 def lower_tosa(g: Any, a: Any, read: Callable[[int], Any]) -> Any:
     """TOSA's int8 TABLE is the operator exactly (g: tosa Graph, a: its Bound)."""
-    try:
-        a.check()
-    except ArgError as exc:
-        raise a.error(str(exc)) from exc
+    a.checked()
     lut = a.constant("lut").reshape(-1)
     return g.table(read(a.index("input")), lut)
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from torchmcu.ops.core import Annotate, ArgError, Bound, Kernel, Npu, op, pattern
+from torchmcu.ops.core import Annotate, Bound, Kernel, Npu, op, pattern
 from torchmcu.ops.layout import NHWC, disjoint, is_channels_last, laid_out_as, pad_dims
 from torchmcu.pte import program as pm
 
@@ -162,10 +162,7 @@ def reference(b: Any) -> np.ndarray:
 
 def lower_tosa(g: Any, a: Any, read: Callable[[int], Any]) -> Any:
     """TOSA PAD of the input's pad dims (g: tosa Graph, a: its Bound)."""
-    try:
-        a.check()
-    except ArgError as exc:
-        raise a.error(str(exc)) from exc
+    a.checked()
     t, out = a.tensor("input"), a.tensor("out")
     nhwc = is_channels_last(t.sizes, t.dim_order)
     dims = pad_dims(t.sizes, t.dim_order, nhwc)

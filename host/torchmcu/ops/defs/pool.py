@@ -58,6 +58,8 @@ SHIFT_MIN, SHIFT_MAX = -31, 31
 
 
 # -- the numpy references (NHWC arrays)
+_NO_PAD = (0, 0, 0, 0)  # a TOSA window's padding: top, bottom, left, right
+
 def windows(x: np.ndarray, kernel_size: Sequence[int], stride: Sequence[int],
             padding: Sequence[int], ceil_mode: bool) -> tuple[np.ndarray, np.ndarray]:
     """(N, OH, OW, KH, KW, C) windows of x and a matching (OH, OW, KH, KW) in-bounds mask."""
@@ -344,8 +346,8 @@ def lower_tosa_avg(g: Any, a: Any, read: Callable[[int], Any]) -> Any:
     if oh == 1 and ow == 1:
         return _global_sum_pool(g, x, weight, multiplier, shift)
     ones = np.full((kh, kw, c, 1), weight, dtype=np.int8)
-    acc = g.conv2d(x, ones, np.zeros(c, dtype=np.int32), (n, oh, ow, c), stride=[sh, sw],
-                   depthwise=True)
+    zeros = np.zeros(c, dtype=np.int32)
+    acc = g.conv("DEPTHWISE_CONV2D", x, ones, zeros, 0, (n, oh, ow, c), _NO_PAD, [sh, sw], [1, 1])
     return g.rescale(acc, "INT8", [multiplier], [shift])
 
 
@@ -371,22 +373,31 @@ def _global_sum_pool(g: Any, x: Any, weight: int, multiplier: int, shift: int) -
         grid, kernel, axis = (h, w), (1, w), 1
     if max(kernel) <= STRIP_MAX:
         strips_shape = (n, 1, grid[1], c) if axis == 2 else (n, grid[0], 1, c)
-        acc = g.conv2d(
+        acc = g.conv(
+            "DEPTHWISE_CONV2D",
             g.reshape(x, (n, *grid, c)),
             np.full((*kernel, c, 1), weight, dtype=np.int8),
             np.zeros(c, dtype=np.int32),
+            0,
             strips_shape,
-            depthwise=True,
+            _NO_PAD,
+            [1, 1],
+            [1, 1],
         )
         if acc.shape != (n, 1, 1, c):
             acc = g.reduce_sum(acc, axis)
         return g.rescale(acc, "INT8", [multiplier], [shift])
     by_channel = g.transpose(g.reshape(x, (n, h * w, c)), [0, 2, 1])
-    acc = g.conv2d(
+    acc = g.conv(
+        "CONV2D",
         g.reshape(by_channel, (n, c, 1, h * w)),
         np.full((1, 1, 1, h * w), weight, dtype=np.int8),
         np.zeros(1, dtype=np.int32),
+        0,
         (n, c, 1, 1),
+        _NO_PAD,
+        [1, 1],
+        [1, 1],
     )
     mean = g.rescale(acc, "INT8", [multiplier], [shift])
     return g.reshape(mean, (n, 1, 1, c))

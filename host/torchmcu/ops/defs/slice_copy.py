@@ -126,10 +126,7 @@ def lower_tosa(g: Any, a: Any, read: Callable[[int], Any]) -> Any:
         raise a.error("slice_copy of a tensor that is not contiguous")
     if a.step != 1:
         raise a.error(f"slice step {a.step} (TOSA SLICE takes step 1)")
-    try:
-        check(a)  # so the out's physical shape is the slice's
-    except ArgError as exc:
-        raise a.error(str(exc)) from exc
+    a.checked()  # so the out's physical shape is the slice's
     begin = [0] * rank
     begin[a.dim] = a.start
     return g.slice(read(a.index("self")), begin, out_sizes(t.sizes, a.dim, a.start, a.end, 1))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from torchmcu.ops.core import Annotate, ArgError, Bound, Kernel, Npu, op, pattern
+from torchmcu.ops.core import Annotate, Bound, Kernel, Npu, op, pattern
 from torchmcu.ops.layout import disjoint
 from torchmcu.pte import program as pm
 
@@ -127,10 +127,7 @@ def collapsed_transpose(
 def lower_tosa(g: Any, a: Any, read: Callable[[int], Any]) -> Any:
     """TOSA TRANSPOSE of the physical shapes (g: tosa Graph, a: its Bound); a reshape when
     only size-1 axes move."""
-    try:
-        a.check()
-    except ArgError as exc:
-        raise a.error(str(exc)) from exc
+    a.checked()
     x = read(a.index("input"))
     perm = physical_perm(a)
     shape = tuple(x.shape[p] for p in perm)
