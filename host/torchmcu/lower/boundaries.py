@@ -12,6 +12,7 @@ from torchmcu.lower.float_nodes import is_float_node
 from torchmcu.lower.graph import QParams, qparams_of, shape_of
 from torchmcu.lower.layout import as_contiguous
 from torchmcu.lower.requant import INT8_MAX, INT8_MIN, same_qparams
+from torchmcu.ops.defs.quantize import DEQUANTIZE, QUANTIZE
 from torchmcu.pte.program import ScalarType
 from torchmcu.quantize.qdq import is_dq, is_q
 
@@ -53,7 +54,7 @@ def lower_placeholder(ctx: Ctx, node: torch.fx.Node) -> None:
         fvi = b.planned(key, ScalarType.FLOAT, sizes)
         ctx.inputs.append(fvi)
         value = new_int8(ctx, f"{node.name}.q", sizes, qp, nhwc=False)
-        call(ctx, "cortex_m::quantize_per_tensor", _qdq_args(b, fvi, qp), value.vi, users[0])
+        call(ctx, QUANTIZE.qualified, _qdq_args(b, fvi, qp), value.vi, users[0])
     ctx.io_info["inputs"].append(
         {"name": node.name, "sizes": sizes, "scale": qp.scale, "zero_point": qp.zero_point,
          "dtype": _io_dtype(ctx.opts.int8_io)}
@@ -102,7 +103,7 @@ def lower_output(ctx: Ctx, node: torch.fx.Node) -> None:
         else:
             key = b.new_buffer(f"{item.name}.out", nbytes_of(ScalarType.FLOAT, v.sizes))
             out_vi = b.planned(key, ScalarType.FLOAT, v.sizes)
-            call(ctx, "cortex_m::dequantize_per_tensor", _qdq_args(b, v.vi, qp), out_vi, item)
+            call(ctx, DEQUANTIZE.qualified, _qdq_args(b, v.vi, qp), out_vi, item)
         ctx.outputs.append(out_vi)
         ctx.io_info["outputs"].append(
             {"name": item.name, "sizes": list(v.sizes), "scale": qp.scale,
@@ -119,7 +120,7 @@ def lower_q(ctx: Ctx, node: torch.fx.Node) -> None:
         v = ctx.env[src]
         qp = qparams_of(ctx.gm, node)
         out = new_int8(ctx, node.name, v.sizes, qp, nhwc=False)
-        call(ctx, "cortex_m::quantize_per_tensor", _qdq_args(ctx.b, v.vi, qp), out.vi, node)
+        call(ctx, QUANTIZE.qualified, _qdq_args(ctx.b, v.vi, qp), out.vi, node)
         ctx.env[node] = out
         return
     if is_dq(src) and src.args[0] in ctx.env:  # type: ignore[union-attr]

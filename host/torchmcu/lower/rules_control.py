@@ -31,16 +31,14 @@ import torch.fx
 from torchmcu.lower.context import Ctx, _record
 from torchmcu.lower.errors import LoweringError, unsupported
 from torchmcu.lower.graph import qparams_of
+from torchmcu.lower.kit import resolve_target
 from torchmcu.lower.layout import as_contiguous, as_nhwc
 from torchmcu.lower.requant import same_qparams
 from torchmcu.lower.values import LValue
+from torchmcu.ops import views
 from torchmcu.ops.core import OpDef
 from torchmcu.ops.defs.control import (
     ET_COPY_INDEX,
-    GE,
-    GT,
-    LE,
-    LT,
     PRIM_ADD,
     PRIM_EQ,
     PRIM_SUB,
@@ -53,8 +51,10 @@ from torchmcu.quantize.qdq import is_dq, is_q
 
 _aten = torch.ops.aten
 COND = torch.ops.higher_order.cond
-_REDUCE = {_aten.mean.default: "mean", _aten.sum.default: "sum"}
-_COMPARE = {_aten.gt.Scalar: GT, _aten.ge.Scalar: GE, _aten.lt.Scalar: LT, _aten.le.Scalar: LE}
+# the predicate parts, from their patterns (torchmcu/ops/defs/control.py)
+_PARTS = views.cond_parts(resolve_target)
+_REDUCE = {t: p.params["cond"] for t, p in _PARTS.items() if p.params["cond"] != "compare"}
+_COMPARE = {t: p.emits[0] for t, p in _PARTS.items() if p.params["cond"] == "compare"}
 _PREDICATE_FORM = ("a torch.cond predicate must be x.mean() or x.sum() of an int8 tensor compared "
                    "(>, >=, <, <=) with a constant")
 

@@ -34,6 +34,12 @@ def control_ops() -> dict[tuple[str, str], OpDef]:
     return {(o.qualified, o.schema.overload): o for o in ops.ops("control")}
 
 
+def cond_parts(resolve: Callable[[str], object]) -> dict[object, Pattern]:
+    """The torch.cond predicate parts: resolve(aten name) -> its pattern (params["cond"] is
+    "mean", "sum" or "compare"; emits the control op it becomes)."""
+    return {resolve(t): p for p in ops.patterns() if "cond" in p.params for t in p.aten}
+
+
 def scratch_bytes() -> dict[str, Callable[..., int]]:
     """SCRATCH_BYTES' part: qualified name -> the op's scratch size (NHWC input dims, then the
     op's own shapes), for the ops with a scratch argument."""

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from torchmcu.ops.core import ArgError, Bound, Kernel, OpDef, op
+from torchmcu.ops.core import ArgError, Bound, Kernel, OpDef, op, pattern
 from torchmcu.ops.layout import same_layout
 from torchmcu.pte import program as pm
 
@@ -135,6 +135,17 @@ GT = _compare("gt", ">", np.greater, 33)
 GE = _compare("ge", ">=", np.greater_equal, 34)
 LT = _compare("lt", "<", np.less, 35)
 LE = _compare("le", "<=", np.less_equal, 36)
+
+# The torch.cond predicates the cond lowering (lower/rules_control.py) takes: mean() or sum()
+# of an int8 tensor, compared with a constant, become SUM then one comparison of the sum
+# against an integer threshold. The patterns give the cond lowering its aten targets; it
+# keeps the rule (params["cond"]: the reduction, or "compare").
+pattern("aten::mean.default", emits=(SUM,), params={"cond": "mean"})
+pattern("aten::sum.default", emits=(SUM,), params={"cond": "sum"})
+for _compare_op in (GT, GE, LT, LE):
+    pattern(
+        f"aten::{_compare_op.schema.name}.Scalar", emits=(_compare_op,), params={"cond": "compare"}
+    )
 
 
 # -- the torch.map loop (ExecuTorch's emitter's form): dim 0 of contiguous tensors
