@@ -3,7 +3,11 @@
 - firmware/kernels/kernels.json: operator -> C entry point and translation unit (CMake's
   selective build and torchmcu.selective read it);
 - firmware/kernels/op_args.h: one enum of argument positions per operator, so C and Python
-  share one numbering.
+  share one numbering;
+- firmware/kernels/kernel_entries.h: every kernel's TM_DECLARE_KERNEL and the prototypes of
+  the scratch-size functions (Kernel.scratch_c, as its translation unit defines it);
+- firmware/runtime/src/control_ops.inc: the loop kernels the runtime runs as loop
+  instructions (method.c's LOOP_OPS: the ops whose call is a loop role).
 
     python -m torchmcu.ops.generate            # rewrite the stale ones
     python -m torchmcu.ops.generate --check    # exit 1, naming them, if any is stale
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +28,9 @@ from torchmcu.ops.core import OpDef
 SOURCE_ROOT = Path(__file__).resolve().parents[3]
 KERNELS_JSON = Path("firmware/kernels/kernels.json")
 OP_ARGS_H = Path("firmware/kernels/op_args.h")
+KERNEL_ENTRIES_H = Path("firmware/kernels/kernel_entries.h")
+CONTROL_OPS_INC = Path("firmware/runtime/src/control_ops.inc")
+KERNELS_DIR = Path("firmware/kernels")
 COMMAND = "python -m torchmcu.ops.generate"
 
 # The table's fixed parts, as cmake/selective.cmake reads them.
@@ -34,7 +42,7 @@ _ABOUT = (
     " _nhwc alias shares its operator's translation unit (same kernel body): registered only"
     " when selected, its small unused entry point is dropped by --gc-sections."
 )
-_HEADERS = ("cortex_m/cortex_m_kernels.h", "portable/portable_kernels.h")
+_HEADERS = ("kernel_entries.h",)  # what the generated registry includes
 _COMMON_SOURCES = ("cortex_m/kernel_args.c",)
 
 
@@ -102,10 +110,85 @@ def op_args_h(definitions: Sequence[OpDef]) -> str:
     return _OP_ARGS_HEAD + "".join(f"\n{_enum(o)}\n" for o in definitions) + "\n#endif\n"
 
 
-def generated(definitions: Sequence[OpDef] | None = None) -> dict[Path, str]:
+_DO_NOT_EDIT = f"Generated from host/torchmcu/ops/defs by `{COMMAND}`: do not edit."
+
+_KERNEL_ENTRIES_HEAD = f"""\
+/* Entry points of every kernel (the registry's Kernel.symbol), for the kernel registry and the
+ * kernels' own translation units, then the scratch-size functions of the kernels with a scratch
+ * argument. Hand-written helpers stay in cortex_m/cortex_m_kernels.h and
+ * portable/portable_kernels.h, which include this.
+ *
+ * {_DO_NOT_EDIT}
+ */
+#ifndef TM_KERNEL_ENTRIES_H
+#define TM_KERNEL_ENTRIES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "torchmcu/types.h"
+
+#define TM_DECLARE_KERNEL(name) tm_status name(tm_kernel_context *ctx, tm_value *const *args, size_t nargs)
+
+"""
+
+
+def scratch_prototype(name: str, source: str, root: Path = SOURCE_ROOT) -> str:
+    """`size_t <name>(<parameters>)` as firmware/kernels/<source> defines it: the parameters
+    are the C kernel's (the registry holds only the name)."""
+    path = root / KERNELS_DIR / source
+    text = path.read_text(encoding="utf-8")
+    found = re.search(rf"^size_t {re.escape(name)}\(([^)]*)\)\s*\{{", text, re.MULTILINE)
+    if found is None:
+        raise ValueError(f"{path} does not define `size_t {name}(...) {{`")
+    return f"size_t {name}({' '.join(found.group(1).split())})"
+
+
+def kernel_entries_h(definitions: Sequence[OpDef], root: Path = SOURCE_ROOT) -> str:
+    """kernel_entries.h: the declarations in registry order, each scratch function once."""
+    lines = [f"TM_DECLARE_KERNEL({o.kernel.symbol}); /* {o.key} */" for o in definitions]
+    scratch = {o.kernel.scratch_c: o.kernel.source for o in definitions if o.kernel.scratch_c}
+    lines += [
+        "",
+        "/* Bytes a kernel's `scratch` argument must hold (0 for the scalar paths); mirrored by",
+        " * torchmcu.reference.scratch. */",
+        *(f"{scratch_prototype(n, src, root)};" for n, src in scratch.items()),
+    ]
+    return _KERNEL_ENTRIES_HEAD + "\n".join(lines) + "\n\n#endif\n"
+
+
+def _loop_entry(o: OpDef) -> str:
+    name, overload = o.key.rsplit(".", 1)
+    role = "LOOP_" + o.call.removeprefix("loop_").upper()
+    # The value a loop_scalar kernel writes: a Bool for a bool-returning op, else an Int.
+    result = "TM_VALUE_NONE"
+    if o.call == "loop_scalar":
+        result = "TM_VALUE_BOOL" if o.schema.returns[0].type == "bool" else "TM_VALUE_INT"
+    return f'{{"{name}", "{overload}", {role}, {result}}},'
+
+
+def control_ops_inc(definitions: Sequence[OpDef]) -> str:
+    """control_ops.inc: method.c's LOOP_OPS rows (name, overload, role, scalar result tag)."""
+    rows = [_loop_entry(o) for o in definitions if o.call.startswith("loop_")]
+    head = (
+        "/* The loop kernels (registry ops whose call is loop_scalar, loop_select or\n"
+        " * loop_copy_index): name, overload, role, the tag of the value a loop_scalar one\n"
+        f" * writes. Rows of method.c's LOOP_OPS.\n *\n * {_DO_NOT_EDIT}\n */\n"
+    )
+    return head + "".join(f"    {r}\n" for r in rows)
+
+
+def generated(
+    definitions: Sequence[OpDef] | None = None, root: Path = SOURCE_ROOT
+) -> dict[Path, str]:
     """Path relative to the source root -> its generated text."""
     definitions = ops.ops() if definitions is None else definitions
-    return {KERNELS_JSON: kernels_json(definitions), OP_ARGS_H: op_args_h(definitions)}
+    return {
+        KERNELS_JSON: kernels_json(definitions),
+        OP_ARGS_H: op_args_h(definitions),
+        KERNEL_ENTRIES_H: kernel_entries_h(definitions, root),
+        CONTROL_OPS_INC: control_ops_inc(definitions),
+    }
 
 
 def stale(root: Path = SOURCE_ROOT) -> list[Path]:
@@ -129,6 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1 if outdated else 0
     texts = generated()
     for p in outdated:
+        (args.root / p).parent.mkdir(parents=True, exist_ok=True)
         (args.root / p).write_text(texts[p], encoding="utf-8")
         print(f"wrote {p}")
     return 0
