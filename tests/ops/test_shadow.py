@@ -16,6 +16,7 @@ import torch
 from torchmcu import native, ops
 from torchmcu.npu import partition, subprogram
 from torchmcu.npu.tosa import lowerings, ops_layout, support
+from torchmcu.ops import generate
 from torchmcu.ops.core import OpDef
 from torchmcu.pte import program as pm
 from torchmcu.reference import float_calls, interpreter, ops_predicate, scratch
@@ -128,7 +129,7 @@ def test_pad_fold_positions() -> None:
 def test_scratch() -> None:
     with_scratch = [o for o in ops.ops() if o.kernel.scratch_c]
     assert set(scratch.SCRATCH_BYTES) == _names(with_scratch)
-    header = (KERNELS / "kernel_entries.h").read_text()
+    header = generate.generated()[generate.KERNEL_ENTRIES_H]
     for o in with_scratch:
         assert o.kernel.scratch_c == "tm_" + scratch.SCRATCH_BYTES[o.qualified].__name__
         assert re.search(rf"\bsize_t {o.kernel.scratch_c}\(", header), o.kernel.scratch_c
@@ -138,7 +139,7 @@ def test_scratch() -> None:
 @pytest.mark.parametrize("definition", ops.ops(), ids=lambda o: o.key)
 def test_kernel_declared_and_defined(definition: OpDef) -> None:
     k = definition.kernel
-    headers = (KERNELS / "kernel_entries.h").read_text()
+    headers = generate.generated()[generate.KERNEL_ENTRIES_H]
     assert re.search(rf"\b{k.symbol}\b", headers), f"{k.symbol} is not declared"
     assert re.search(rf"^tm_status {k.symbol}\(", (KERNELS / k.source).read_text(), re.MULTILINE), (
         f"{k.symbol} is not defined in {k.source}"

@@ -1,16 +1,18 @@
-"""The files generated from the operator registry, checked in beside the code that reads them:
+"""The C tables generated from the operator registry. No copy is kept in the tree: CMake writes
+them at configure time into <build>/generated (cmake/ops.cmake, tm_generate_op_tables), so none
+can be stale.
 
-- firmware/kernels/kernels.json: operator -> C entry point and translation unit (CMake's
-  selective build and torchmcu.selective read it);
-- firmware/kernels/op_args.h: one enum of argument positions per operator, so C and Python
-  share one numbering;
-- firmware/kernels/kernel_entries.h: every kernel's TM_DECLARE_KERNEL and the prototypes of
-  the scratch-size functions (Kernel.scratch_c, as its translation unit defines it);
-- firmware/runtime/src/control_ops.inc: the loop kernels the runtime runs as loop
-  instructions (method.c's LOOP_OPS: the ops whose call is a loop role).
+- kernels.json: operator -> C entry point and translation unit (cmake/selective.cmake compiles
+  and registers the selected kernels from it; torchmcu.selective reads it with --table);
+- op_args.h: one enum of argument positions per operator, so C and Python share one numbering;
+- kernel_entries.h: every kernel's TM_DECLARE_KERNEL and the prototypes of the scratch-size
+  functions (Kernel.scratch_c, as its translation unit defines it);
+- control_ops.inc: the loop kernels the runtime runs as loop instructions
+  (firmware/runtime/src/method.c's LOOP_OPS: the ops whose call is a loop role).
 
-    python -m torchmcu.ops.generate            # rewrite the stale ones
-    python -m torchmcu.ops.generate --check    # exit 1, naming them, if any is stale
+    python -m torchmcu.ops.generate --out DIR                # write those that differ into DIR
+    python -m torchmcu.ops.generate --out DIR --check        # exit 1, naming them, if any differs
+    python -m torchmcu.ops.generate --out DIR --inputs FILE  # and list the files read in FILE
 """
 
 from __future__ import annotations
@@ -26,21 +28,23 @@ from torchmcu import ops
 from torchmcu.ops.core import OpDef
 
 SOURCE_ROOT = Path(__file__).resolve().parents[3]
-KERNELS_JSON = Path("firmware/kernels/kernels.json")
-OP_ARGS_H = Path("firmware/kernels/op_args.h")
-KERNEL_ENTRIES_H = Path("firmware/kernels/kernel_entries.h")
-CONTROL_OPS_INC = Path("firmware/runtime/src/control_ops.inc")
+KERNELS_JSON = "kernels.json"
+OP_ARGS_H = "op_args.h"
+KERNEL_ENTRIES_H = "kernel_entries.h"
+CONTROL_OPS_INC = "control_ops.inc"
 KERNELS_DIR = Path("firmware/kernels")
 COMMAND = "python -m torchmcu.ops.generate"
 
 # The table's fixed parts, as cmake/selective.cmake reads them.
 _ABOUT = (
     "The kernels of the tree: operator 'namespace::name.overload' -> C entry point and the"
-    " translation unit holding it. cmake/selective.cmake compiles the sources of the selected"
-    " operators (all of them without TORCHMCU_OPS_YAML) plus common_sources, and generates the"
-    " registry from this table; every .c under the kernel directories must be listed here. An"
-    " _nhwc alias shares its operator's translation unit (same kernel body): registered only"
-    " when selected, its small unused entry point is dropped by --gc-sections."
+    " translation unit holding it (relative to firmware/kernels), generated from the operator"
+    " registry (host/torchmcu/ops) by `" + COMMAND + "`. cmake/selective.cmake compiles the"
+    " sources of the selected operators (all of them without TORCHMCU_OPS_YAML) plus"
+    " common_sources, and generates the registry from this table; every .c under the kernel"
+    " directories must be listed here. An _nhwc alias shares its operator's translation unit"
+    " (same kernel body): registered only when selected, its small unused entry point is"
+    " dropped by --gc-sections."
 )
 _HEADERS = ("kernel_entries.h",)  # what the generated registry includes
 _COMMON_SOURCES = ("cortex_m/kernel_args.c",)
@@ -72,8 +76,7 @@ _OP_ARGS_HEAD = f"""\
  * pre_pad in a cortex_m::pad.out call, TM_NARGS(CORTEX_M_PAD) the number of schema arguments;
  * a KernelCall passes one returned value after them when the schema returns one.
  *
- * Generated from host/torchmcu/ops/defs by `{COMMAND}`: do not edit.
- * tests/ops/test_generated.py fails when this copy is stale.
+ * Generated from host/torchmcu/ops/defs by `{COMMAND}` (cmake/ops.cmake, at configure time).
  */
 #ifndef TM_OP_ARGS_H
 #define TM_OP_ARGS_H
@@ -110,7 +113,7 @@ def op_args_h(definitions: Sequence[OpDef]) -> str:
     return _OP_ARGS_HEAD + "".join(f"\n{_enum(o)}\n" for o in definitions) + "\n#endif\n"
 
 
-_DO_NOT_EDIT = f"Generated from host/torchmcu/ops/defs by `{COMMAND}`: do not edit."
+_DO_NOT_EDIT = f"Generated from host/torchmcu/ops/defs by `{COMMAND}` (cmake/ops.cmake)."
 
 _KERNEL_ENTRIES_HEAD = f"""\
 /* Entry points of every kernel (the registry's Kernel.symbol), for the kernel registry and the
@@ -180,8 +183,9 @@ def control_ops_inc(definitions: Sequence[OpDef]) -> str:
 
 def generated(
     definitions: Sequence[OpDef] | None = None, root: Path = SOURCE_ROOT
-) -> dict[Path, str]:
-    """Path relative to the source root -> its generated text."""
+) -> dict[str, str]:
+    """File name -> its generated text (the kernel sources of the scratch prototypes are read
+    under `root`)."""
     definitions = ops.ops() if definitions is None else definitions
     return {
         KERNELS_JSON: kernels_json(definitions),
@@ -191,30 +195,52 @@ def generated(
     }
 
 
-def stale(root: Path = SOURCE_ROOT) -> list[Path]:
-    """The generated files whose copy under `root` differs from the registry's."""
+def stale(out: Path, texts: dict[str, str]) -> list[str]:
+    """The names of `texts` whose file in `out` is missing or differs."""
     return [
-        p
-        for p, text in generated().items()
-        if not (root / p).is_file() or (root / p).read_text(encoding="utf-8") != text
+        name
+        for name, text in texts.items()
+        if not (out / name).is_file() or (out / name).read_text(encoding="utf-8") != text
     ]
+
+
+def inputs(definitions: Sequence[OpDef] | None = None, root: Path = SOURCE_ROOT) -> list[Path]:
+    """The files the tables are made from: the torchmcu modules imported (the registry, its
+    definitions, what they import) and the kernel sources of the scratch prototypes. CMake
+    regenerates when one of them changes."""
+    definitions = ops.ops() if definitions is None else definitions
+    host = root / "host"
+    modules = {
+        Path(m.__file__).resolve()
+        for m in list(sys.modules.values())
+        if getattr(m, "__file__", None) and Path(m.__file__).resolve().is_relative_to(host)
+    }
+    sources = {
+        (root / KERNELS_DIR / o.kernel.source).resolve() for o in definitions if o.kernel.scratch_c
+    }
+    return sorted(modules | sources)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True, help="directory of the tables")
     parser.add_argument("--check", action="store_true", help="only report stale files (exit 1)")
-    parser.add_argument("--root", type=Path, default=SOURCE_ROOT, help="source tree (%(default)s)")
+    parser.add_argument("--inputs", type=Path, help="write the files read there, one a line")
     args = parser.parse_args(argv)
-    outdated = stale(args.root)
-    if args.check:
-        for p in outdated:
-            print(f"{p} is stale: run `{COMMAND}`", file=sys.stderr)
-        return 1 if outdated else 0
     texts = generated()
-    for p in outdated:
-        (args.root / p).parent.mkdir(parents=True, exist_ok=True)
-        (args.root / p).write_text(texts[p], encoding="utf-8")
-        print(f"wrote {p}")
+    outdated = stale(args.out, texts)
+    if args.check:
+        for name in outdated:
+            print(f"{args.out / name} is stale: run `{COMMAND} --out {args.out}`", file=sys.stderr)
+        return 1 if outdated else 0
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name in outdated:
+        (args.out / name).write_text(texts[name], encoding="utf-8")
+        print(f"wrote {name}")
+    if args.inputs is not None:
+        listed = "".join(f"{p.as_posix()}\n" for p in inputs())
+        if not args.inputs.is_file() or args.inputs.read_text(encoding="utf-8") != listed:
+            args.inputs.write_text(listed, encoding="utf-8")
     return 0
 
 
