@@ -151,16 +151,14 @@ def test_control_ops_inc_rows() -> None:
     # method.c's LOOP_OPS as it was kept by hand, with the Bool result of eq that it named.
     method_c = (ROOT / "firmware" / "runtime" / "src" / "method.c").read_text()
     assert re.search(r'LOOP_OPS\[\] = \{\n#include "control_ops.inc"\n\};', method_c)
-    rows = [
-        line.strip()
-        for line in generate.generated()[generate.CONTROL_OPS_INC].splitlines()
-        if line.startswith("    {")
-    ]
+    text = generate.generated()[generate.CONTROL_OPS_INC]
+    rows = [line.strip() for line in text.splitlines() if line.startswith("    {")]
     assert rows == [
-        '{"aten::sym_size", "int", LOOP_SCALAR, TM_VALUE_INT},',
-        '{"aten::select_copy", "int_out", LOOP_SELECT, TM_VALUE_NONE},',
-        '{"executorch_prim::et_copy_index", "tensor", LOOP_COPY_INDEX, TM_VALUE_NONE},',
-        '{"executorch_prim::add", "Scalar", LOOP_SCALAR, TM_VALUE_INT},',
-        '{"executorch_prim::sub", "Scalar", LOOP_SCALAR, TM_VALUE_INT},',
-        '{"executorch_prim::eq", "Scalar", LOOP_SCALAR, TM_VALUE_BOOL},',
+        '{"aten::sym_size", "int", LOOP_SCALAR},',
+        '{"aten::select_copy", "int_out", LOOP_SELECT},',
+        '{"executorch_prim::et_copy_index", "tensor", LOOP_COPY_INDEX},',
+        '{"executorch_prim::add", "Scalar", LOOP_SCALAR},',
+        '{"executorch_prim::sub", "Scalar", LOOP_SCALAR},',
+        '{"executorch_prim::eq", "Scalar", LOOP_SCALAR},',
     ]
+    assert '#define TM_LOOP_BOOL_OP "executorch_prim::eq"\n' in text

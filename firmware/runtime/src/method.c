@@ -250,14 +250,14 @@ static bool same_text(const char *s, uint32_t len, const char *literal) {
 }
 
 /* The loop kernels ExecuTorch's emitter uses for torch.map (the registry's ops with a loop call,
- * generated into control_ops.inc). They change Int/Bool values (an index, a count, the loop
- * condition: LOOP_SCALAR, writing a value of tag `result`) or write a tensor slot at a changing
- * index (LOOP_COPY_INDEX), so they run with every argument checked on every call. */
+ * generated into control_ops.inc, which also names TM_LOOP_BOOL_OP). They change Int/Bool values
+ * (an index, a count, the loop condition: LOOP_SCALAR; a Bool for TM_LOOP_BOOL_OP) or write a
+ * tensor slot at a changing index (LOOP_COPY_INDEX), so they run with every argument checked on
+ * every call. */
 typedef enum { LOOP_SCALAR, LOOP_SELECT, LOOP_COPY_INDEX } loop_role;
 static const struct {
   const char *name, *overload;
   loop_role role;
-  uint8_t result;
 } LOOP_OPS[] = {
 #include "control_ops.inc"
 };
@@ -300,7 +300,8 @@ static tm_status classify_loop_ops(tm_method *m, const tm_program *program, uint
       m->diag.instruction = (int32_t)i;
       bool ok = LOOP_OPS[k].role == LOOP_SELECT || ins->nargs == 3u;
       if (ok && LOOP_OPS[k].role == LOOP_SCALAR) {
-        ok = ins->args[2]->tag == LOOP_OPS[k].result;
+        const uint8_t want = same_text(name, nlen, TM_LOOP_BOOL_OP) ? TM_VALUE_BOOL : TM_VALUE_INT;
+        ok = ins->args[2]->tag == want;
       } else if (ok && LOOP_OPS[k].role == LOOP_COPY_INDEX) {
         ok = ins->args[0]->tag == TM_VALUE_TENSOR && ins->args[0]->u.tensor->data != NULL &&
              in_arena(ins->args[0]->u.tensor, arena, arena_bytes);

@@ -162,23 +162,26 @@ def kernel_entries_h(definitions: Sequence[OpDef], root: Path = SOURCE_ROOT) -> 
 
 def _loop_entry(o: OpDef) -> str:
     name, overload = o.key.rsplit(".", 1)
-    role = "LOOP_" + o.call.removeprefix("loop_").upper()
-    # The value a loop_scalar kernel writes: a Bool for a bool-returning op, else an Int.
-    result = "TM_VALUE_NONE"
-    if o.call == "loop_scalar":
-        result = "TM_VALUE_BOOL" if o.schema.returns[0].type == "bool" else "TM_VALUE_INT"
-    return f'{{"{name}", "{overload}", {role}, {result}}},'
+    return f'{{"{name}", "{overload}", LOOP_{o.call.removeprefix("loop_").upper()}}},'
 
 
 def control_ops_inc(definitions: Sequence[OpDef]) -> str:
-    """control_ops.inc: method.c's LOOP_OPS rows (name, overload, role, scalar result tag)."""
-    rows = [_loop_entry(o) for o in definitions if o.call.startswith("loop_")]
+    """control_ops.inc: method.c's LOOP_OPS rows (name, overload, role) and TM_LOOP_BOOL_OP,
+    the qualified name of the one loop_scalar op that writes a Bool (the others write an Int).
+    method.c tests that name as it tested its hand-written literal, so its code and data, and
+    the instruction counts of a method's preparation, are what they were."""
+    loops = [o for o in definitions if o.call.startswith("loop_")]
+    bools = [o for o in loops if o.call == "loop_scalar" and o.schema.returns[0].type == "bool"]
+    if len(bools) != 1:
+        raise ValueError(f"method.c takes one Bool-writing loop_scalar op, not {len(bools)}")
     head = (
         "/* The loop kernels (registry ops whose call is loop_scalar, loop_select or\n"
-        " * loop_copy_index): name, overload, role, the tag of the value a loop_scalar one\n"
-        f" * writes. Rows of method.c's LOOP_OPS.\n *\n * {_DO_NOT_EDIT}\n */\n"
+        " * loop_copy_index): name, overload, role. Rows of method.c's LOOP_OPS; the loop_scalar\n"
+        f" * op that writes a Bool (the others an Int) is TM_LOOP_BOOL_OP.\n *\n * {_DO_NOT_EDIT}\n"
+        " */\n"
+        f'#define TM_LOOP_BOOL_OP "{bools[0].qualified}"\n'
     )
-    return head + "".join(f"    {r}\n" for r in rows)
+    return head + "".join(f"    {_loop_entry(o)}\n" for o in loops)
 
 
 def generated(
