@@ -58,8 +58,9 @@ for _o in ops.ops():
 
 
 def test_every_kernel_source_is_scanned() -> None:
+    # (no count: a new operator adds its translation unit without touching this file)
     assert set(BY_SOURCE) <= set(SOURCES)
-    assert len(BY_SOURCE) == 32  # 14 cortex_m translation units, 18 portable ones
+    assert {s.split("/")[0] for s in BY_SOURCE} == {"cortex_m", "portable"}
 
 
 @pytest.mark.parametrize("source", SOURCES)
