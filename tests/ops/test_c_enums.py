@@ -1,8 +1,7 @@
-"""The kernels' local argument enums (`enum { A_INPUT, ..., A_OUT, N_SCHEMA };` in their .c
-files) against the registry's schemas: the same count, and the out where the C names it.
-
-The kernels do not use op_args.h yet (docs/design/operator-registry.md, step 10); until they
-do, this is what keeps the two numberings equal."""
+"""The C kernels take their argument positions from op_args.h (generated from the registry's
+schemas), so C and Python share one numbering: no kernel keeps a local argument enum
+(`enum { A_INPUT, ..., A_OUT, N_SCHEMA };`) or reads an argument by a literal position, and each
+kernel's translation unit includes op_args.h and names its own operators' positions."""
 
 from __future__ import annotations
 
@@ -16,75 +15,73 @@ from torchmcu.ops.core import OpDef
 KERNELS = Path(__file__).resolve().parents[2] / "firmware" / "kernels"
 # An enum whose last member counts the ones before it (N_SCHEMA, N_ARGS, N_SUM...).
 _ENUM = re.compile(r"enum\s*\{([^}]*)\}\s*;")
-# predicate.c holds two operators' enums, told apart by their count's name.
-_NAMED_COUNTS = {
-    "N_SUM": ("aten::sum.IntList_out",),
-    "N_CMP": (
-        "aten::gt.Scalar_out",
-        "aten::ge.Scalar_out",
-        "aten::lt.Scalar_out",
-        "aten::le.Scalar_out",
-    ),
-}
+# An argument read by its number, or an argument count given as a number.
+_LITERAL = re.compile(r"\bargs\[\s*\d|\btm_check_arg_count\([^;]*,\s*\d+u?\s*\)")
+_POSITION = re.compile(r"\bTM_N?ARGS?\(\s*([A-Z0-9_]+)")
+_INCLUDE = re.compile(r'^#include "op_args\.h"$', re.MULTILINE)
+
+
+def _code(source: str) -> str:
+    """`source` without its comments."""
+    return re.sub(r"/\*.*?\*/|//[^\n]*", "", source, flags=re.DOTALL)
 
 
 def argument_enums(source: str) -> list[tuple[list[str], str]]:
     """(members before the count, count name) of each counting enum of a C source."""
-    text = re.sub(r"/\*.*?\*/|//[^\n]*", "", source, flags=re.DOTALL)
     found = []
-    for body in _ENUM.findall(text):
+    for body in _ENUM.findall(_code(source)):
         members = [m.strip().split("=")[0].strip() for m in body.split(",") if m.strip()]
         if members and members[-1].startswith("N_"):
             found.append((members[:-1], members[-1]))
     return found
 
 
-def test_argument_enums_parse() -> None:
+def literal_positions(source: str) -> list[str]:
+    return [m.group(0) for m in _LITERAL.finditer(_code(source))]
+
+
+def test_the_scanners_find_what_they_look_for() -> None:
     src = (
-        "/* enum { X, N_X }; */\nenum { A_SELF, A_DIM, /* the out */ A_OUT,\n N_SCHEMA };\n"
+        "/* enum { X, N_X }; args[0] */\nenum { A_SELF, A_DIM, /* the out */ A_OUT,\n N_SCHEMA };\n"
         "enum { DW_SET_ALL, DW_SETS };\n"
+        "x = args[2]->u.i; y = args[A(DIM)]; st = tm_check_arg_count(ctx, args, nargs, 4u);\n"
+        "st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(PORTABLE_MM));\n"
     )
     assert argument_enums(src) == [(["A_SELF", "A_DIM", "A_OUT"], "N_SCHEMA")]
+    assert literal_positions(src) == ["args[2", "tm_check_arg_count(ctx, args, nargs, 4u)"]
 
 
-def _ops_of(source: str) -> list[OpDef]:
-    return [o for o in ops.ops() if o.kernel.source == source]
+SOURCES = sorted(p.relative_to(KERNELS).as_posix() for p in KERNELS.glob("*/*.[ch]"))
+BY_SOURCE: dict[str, list[OpDef]] = {}
+for _o in ops.ops():
+    BY_SOURCE.setdefault(_o.kernel.source, []).append(_o)
 
 
-def _cases() -> list[tuple[str, OpDef, list[str], str]]:
-    cases = []
-    for path in sorted(KERNELS.glob("*/*.c")):
-        rel = path.relative_to(KERNELS).as_posix()
-        for members, count in argument_enums(path.read_text()):
-            named = _NAMED_COUNTS.get(count)
-            for o in _ops_of(rel):
-                if named is None or o.key in named:
-                    cases.append((rel, o, members, count))
-    return cases
+def test_every_kernel_source_is_scanned() -> None:
+    # (no count: a new operator adds its translation unit without touching this file)
+    assert set(BY_SOURCE) <= set(SOURCES)
+    assert {s.split("/")[0] for s in BY_SOURCE} == {"cortex_m", "portable"}
 
 
-CASES = _cases()
+@pytest.mark.parametrize("source", SOURCES)
+def test_no_local_argument_enum_or_literal_position(source: str) -> None:
+    text = (KERNELS / source).read_text()
+    assert argument_enums(text) == [], f"{source}: use op_args.h's TM_ARG/TM_NARGS"
+    assert literal_positions(text) == [], f"{source}: name the argument (op_args.h)"
 
 
-def test_every_cortex_m_kernel_with_a_local_enum_is_checked() -> None:
-    with_enum = {rel for rel, *_ in CASES if rel.startswith("cortex_m/")}
-    cortex_m = {o.kernel.source for o in ops.ops() if o.kernel.source.startswith("cortex_m/")}
-    assert with_enum == cortex_m  # all 14 translation units of the 18 cortex_m kernels
-    assert len({rel for rel, *_ in CASES}) == 26  # and 12 portable ones
-
-
-@pytest.mark.parametrize(
-    "source, definition, members, count", CASES, ids=[f"{o.key}" for _, o, _, _ in CASES]
-)
-def test_local_enum_matches_the_schema(
-    source: str, definition: OpDef, members: list[str], count: str
-) -> None:
-    schema = definition.schema
-    # N_ARGS (native_layer_norm.c) also counts the returned TensorList; the others only the
-    # schema's arguments, which is op_args.h's NARGS.
-    expected = schema.n_call_args if count == "N_ARGS" else len(schema.args)
-    assert len(members) == expected, f"{source}: {members} for {schema}"
-    for out in schema.outs:
-        c_name = f"A_{out.name.upper()}"
-        if c_name in members:
-            assert members.index(c_name) == out.index, f"{source}: {c_name}"
+@pytest.mark.parametrize("source", sorted(BY_SOURCE))
+def test_kernel_names_its_own_operators_positions(source: str) -> None:
+    code = _code((KERNELS / source).read_text())
+    assert _INCLUDE.search(code), f"{source} does not include op_args.h"
+    defined = BY_SOURCE[source]
+    own = {o.kernel.c_name for o in defined}
+    every = {o.kernel.c_name for o in ops.ops()}
+    used = {name for name in _POSITION.findall(code) if name in every}
+    assert used and used <= own, f"{source} reads {sorted(used - own)} positions"
+    for o in defined:
+        # An _nhwc alias shares its operator's body, so its positions are that operator's.
+        names = {o.kernel.c_name}
+        if o.variant_of is not None:
+            names.add(ops.get(o.variant_of).kernel.c_name)
+        assert any(re.search(rf"\b{n}\b", code) for n in names), f"{source}: {o.key}"

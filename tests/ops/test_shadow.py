@@ -14,6 +14,7 @@ import pytest
 import torch
 from torchmcu import native, ops
 from torchmcu.npu.tosa import lowerings, support
+from torchmcu.ops import generate
 from torchmcu.ops.core import OpDef
 from torchmcu.reference import float_calls, interpreter, scratch
 
@@ -62,17 +63,6 @@ def test_float_calls() -> None:
             assert (outs > 1) == (o.call == "multi_out"), o.key
 
 
-def test_method_c_loop_roles() -> None:
-    text = (ROOT / "firmware" / "runtime" / "src" / "method.c").read_text()
-    rows = re.findall(r'\{"([\w:]+)", "(\w+)", (LOOP_\w+)\}', text)
-    role = {
-        "LOOP_SCALAR_OUT": "loop_scalar",
-        "LOOP_SELECT": "loop_select",
-        "LOOP_COPY_INDEX": "loop_copy_index",
-    }
-    assert {(name, overload): role[r] for name, overload, r in rows} == {
-        (o.qualified, o.schema.overload): o.call for o in ops.ops() if o.call.startswith("loop_")
-    }
 
 
 def test_npu_support_sets_and_lowerings() -> None:
@@ -100,7 +90,7 @@ def test_scratch() -> None:
     with_scratch = [o for o in ops.ops() if o.kernel.scratch_c]
     assert set(scratch.SCRATCH_BYTES) == _names(with_scratch)
     assert all(o.scratch_bytes is not None for o in with_scratch)  # SCRATCH_BYTES is a view
-    header = (KERNELS / "cortex_m" / "cortex_m_kernels.h").read_text()
+    header = generate.generated()[generate.KERNEL_ENTRIES_H]
     for o in with_scratch:
         assert o.kernel.scratch_c == "tm_" + scratch.SCRATCH_BYTES[o.qualified].__name__
         assert re.search(rf"\bsize_t {o.kernel.scratch_c}\(", header), o.kernel.scratch_c
@@ -110,10 +100,7 @@ def test_scratch() -> None:
 @pytest.mark.parametrize("definition", ops.ops(), ids=lambda o: o.key)
 def test_kernel_declared_and_defined(definition: OpDef) -> None:
     k = definition.kernel
-    headers = "".join(
-        (KERNELS / h).read_text()
-        for h in ("cortex_m/cortex_m_kernels.h", "portable/portable_kernels.h")
-    )
+    headers = generate.generated()[generate.KERNEL_ENTRIES_H]
     assert re.search(rf"\b{k.symbol}\b", headers), f"{k.symbol} is not declared"
     assert re.search(rf"^tm_status {k.symbol}\(", (KERNELS / k.source).read_text(), re.MULTILINE), (
         f"{k.symbol} is not defined in {k.source}"

@@ -5,27 +5,28 @@
 #include "kernel_args.h"
 
 #include "mve_float.h"
+#include "op_args.h"
 
-enum { A_INPUT, A_SCALE, A_ZERO_POINT, A_QMIN, A_QMAX, A_DTYPE, A_OUT, N_SCHEMA };
+#define A(x) TM_ARG(CORTEX_M_DEQUANTIZE_PER_TENSOR, x)
 
 tm_status tm_cortex_m_dequantize_per_tensor_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
+  tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_DEQUANTIZE_PER_TENSOR));
   if (st != TM_OK) {
     return st;
   }
   int32_t dtype = 0;
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_DTYPE, TM_CHAR, TM_SHORT, &dtype), A_DTYPE);
-  const tm_tensor *in = tm_tensor_arg(args, A_INPUT, dtype, 0, TM_MAX_DIMS);
-  TM_ARG_CHECK(ctx, in != NULL, A_INPUT);
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(DTYPE), TM_CHAR, TM_SHORT, &dtype), A(DTYPE));
+  const tm_tensor *in = tm_tensor_arg(args, A(INPUT), dtype, 0, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, in != NULL, A(INPUT));
   double scale = 0.0;
-  TM_ARG_CHECK(ctx, tm_double_arg(args, A_SCALE, &scale) && isfinite(scale) && scale > 0.0, A_SCALE);
+  TM_ARG_CHECK(ctx, tm_double_arg(args, A(SCALE), &scale) && isfinite(scale) && scale > 0.0, A(SCALE));
   int32_t zp = 0, qmin = 0, qmax = 0;
-  st = tm_qparams_args(ctx, args, A_ZERO_POINT, dtype, &zp, &qmin, &qmax);
+  st = tm_qparams_args(ctx, args, A(ZERO_POINT), dtype, &zp, &qmin, &qmax);
   if (st != TM_OK) {
     return st;
   }
-  tm_tensor *out = tm_tensor_arg(args, A_OUT, TM_FLOAT, 0, TM_MAX_DIMS);
-  TM_ARG_CHECK(ctx, out != NULL && tm_same_layout(in, out), A_OUT);
+  tm_tensor *out = tm_tensor_arg(args, A(OUT), TM_FLOAT, 0, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, out != NULL && tm_same_layout(in, out), A(OUT));
 
   const float s = (float)scale;
   float *dst = (float *)out->data;

@@ -12,8 +12,9 @@
 
 #include "cortex_m_kernels.h"
 #include "kernel_args.h"
+#include "op_args.h"
 
-enum { A_INPUT, A_PRE_PAD, A_POST_PAD, A_PAD_VALUE, A_OUT, N_SCHEMA };
+#define A(x) TM_ARG(CORTEX_M_PAD, x)
 
 static const uint8_t kNhwcOrder[4] = {0, 2, 3, 1};
 
@@ -40,30 +41,30 @@ static void pad_dims(const tm_tensor *t, bool nhwc, int32_t dims[4]) {
 }
 
 tm_status tm_cortex_m_pad_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
+  tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_PAD));
   if (st != TM_OK) {
     return st;
   }
-  const tm_tensor *in = tm_tensor_arg(args, A_INPUT, TM_CHAR, 1, 4);
-  TM_ARG_CHECK(ctx, in != NULL, A_INPUT);
+  const tm_tensor *in = tm_tensor_arg(args, A(INPUT), TM_CHAR, 1, 4);
+  TM_ARG_CHECK(ctx, in != NULL, A(INPUT));
   const bool nhwc = channels_last(in);
   const tm_layout layout = nhwc ? TM_LAYOUT_NHWC_LEGACY : TM_LAYOUT_CONTIGUOUS;
-  TM_ARG_CHECK(ctx, tm_has_layout(in, layout), A_INPUT);
+  TM_ARG_CHECK(ctx, tm_has_layout(in, layout), A(INPUT));
   const int lead = 4 - in->dim;
   const int64_t *pre = NULL, *post = NULL;
   uint32_t len = 0;
-  TM_ARG_CHECK(ctx, tm_int_list_arg(args, A_PRE_PAD, 4, 4, &pre, &len), A_PRE_PAD);
-  TM_ARG_CHECK(ctx, tm_int_list_arg(args, A_POST_PAD, 4, 4, &post, &len), A_POST_PAD);
+  TM_ARG_CHECK(ctx, tm_int_list_arg(args, A(PRE_PAD), 4, 4, &pre, &len), A(PRE_PAD));
+  TM_ARG_CHECK(ctx, tm_int_list_arg(args, A(POST_PAD), 4, 4, &post, &len), A(POST_PAD));
   int32_t in_dims[4], out_dims[4], got[4];
   pad_dims(in, nhwc, in_dims);
   for (int k = 0; k < 4; ++k) {
-    TM_ARG_CHECK(ctx, pre[k] >= 0 && pre[k] <= INT16_MAX && (k >= lead || pre[k] == 0), A_PRE_PAD);
-    TM_ARG_CHECK(ctx, post[k] >= 0 && post[k] <= INT16_MAX && (k >= lead || post[k] == 0), A_POST_PAD);
+    TM_ARG_CHECK(ctx, pre[k] >= 0 && pre[k] <= INT16_MAX && (k >= lead || pre[k] == 0), A(PRE_PAD));
+    TM_ARG_CHECK(ctx, post[k] >= 0 && post[k] <= INT16_MAX && (k >= lead || post[k] == 0), A(POST_PAD));
     out_dims[k] = in_dims[k] + (int32_t)pre[k] + (int32_t)post[k];
   }
   int32_t value = 0;
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_PAD_VALUE, INT8_MIN, INT8_MAX, &value), A_PAD_VALUE);
-  tm_tensor *out = tm_tensor_arg(args, A_OUT, TM_CHAR, in->dim, in->dim);
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(PAD_VALUE), INT8_MIN, INT8_MAX, &value), A(PAD_VALUE));
+  tm_tensor *out = tm_tensor_arg(args, A(OUT), TM_CHAR, in->dim, in->dim);
   /* out is filled with the pad value before the rows are copied: it must not overlap in */
   bool out_ok = out != NULL && tm_has_layout(out, layout) && tm_tensors_disjoint(in, out);
   if (out_ok) {
@@ -72,7 +73,7 @@ tm_status tm_cortex_m_pad_out(tm_kernel_context *ctx, tm_value *const *args, siz
       out_ok = out_ok && got[k] == out_dims[k];
     }
   }
-  TM_ARG_CHECK(ctx, out_ok, A_OUT);
+  TM_ARG_CHECK(ctx, out_ok, A(OUT));
 
   const int8_t *src = (const int8_t *)in->data;
   int8_t *dst = (int8_t *)out->data;

@@ -4,9 +4,10 @@
  * output share it. */
 #include "cortex_m_kernels.h"
 #include "kernel_args.h"
+#include "op_args.h"
 #include "mve_requantize.h" /* TM_KERNELS_USE_MVE, TM_MAYBE_UNUSED, <arm_mve.h> on Helium */
 
-enum { A_INPUT, A_LUT, A_OUT, N_SCHEMA };
+#define A(x) TM_ARG(CORTEX_M_QUANTIZED_ACTIVATION, x)
 
 TM_MAYBE_UNUSED static void table_scalar(const int8_t *in, const int8_t *lut, int8_t *out, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i) {
@@ -28,20 +29,20 @@ static void table_mve(const int8_t *in, const int8_t *lut, int8_t *out, uint32_t
 #endif
 
 tm_status tm_cortex_m_quantized_activation_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
+  tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_QUANTIZED_ACTIVATION));
   if (st != TM_OK) {
     return st;
   }
-  const tm_tensor *in = tm_tensor_arg(args, A_INPUT, TM_CHAR, 0, TM_MAX_DIMS);
-  TM_ARG_CHECK(ctx, in != NULL, A_INPUT);
-  const tm_tensor *lut = tm_tensor_arg(args, A_LUT, TM_CHAR, 1, TM_MAX_DIMS);
-  TM_ARG_CHECK(ctx, lut != NULL && lut->numel == 256, A_LUT);
-  tm_tensor *out = tm_tensor_arg(args, A_OUT, TM_CHAR, in->dim, in->dim);
+  const tm_tensor *in = tm_tensor_arg(args, A(INPUT), TM_CHAR, 0, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, in != NULL, A(INPUT));
+  const tm_tensor *lut = tm_tensor_arg(args, A(LUT), TM_CHAR, 1, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, lut != NULL && lut->numel == 256, A(LUT));
+  tm_tensor *out = tm_tensor_arg(args, A(OUT), TM_CHAR, in->dim, in->dim);
   bool same = out != NULL && tm_same_layout(in, out);
   for (int k = 0; same && k < in->dim; ++k) {
     same = out->sizes[k] == in->sizes[k];
   }
-  TM_ARG_CHECK(ctx, same, A_OUT);
+  TM_ARG_CHECK(ctx, same, A(OUT));
 #if TM_KERNELS_USE_MVE
   table_mve((const int8_t *)in->data, (const int8_t *)lut->data, (int8_t *)out->data, in->numel);
   return TM_OK;

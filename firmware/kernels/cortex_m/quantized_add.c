@@ -3,24 +3,9 @@
 #include "kernel_args.h"
 #include "requantize.h"
 #include "mve_requantize.h"
+#include "op_args.h"
 
-enum {
-  A_SELF,
-  A_SELF_ZP,
-  A_SELF_MULT,
-  A_SELF_SHIFT,
-  A_OTHER,
-  A_OTHER_ZP,
-  A_OTHER_MULT,
-  A_OTHER_SHIFT,
-  A_OUT_ZP,
-  A_OUT_MULT,
-  A_OUT_SHIFT,
-  A_ACT_MIN,
-  A_ACT_MAX,
-  A_OUT,
-  N_SCHEMA
-};
+#define A(x) TM_ARG(CORTEX_M_QUANTIZED_ADD, x)
 
 #define ADD_INPUT_LEFT_SHIFT 20
 
@@ -216,29 +201,29 @@ TM_MAYBE_UNUSED static void add_scalar(const int8_t *a, const int8_t *b, int8_t 
 }
 
 tm_status tm_cortex_m_quantized_add_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
+  tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_QUANTIZED_ADD));
   if (st != TM_OK) {
     return st;
   }
   add_params p;
-  const tm_tensor *a = tm_tensor_arg(args, A_SELF, TM_CHAR, 0, TM_MAX_DIMS);
-  TM_ARG_CHECK(ctx, a != NULL, A_SELF);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_SELF_ZP, INT8_MIN, INT8_MAX, &p.a_zp), A_SELF_ZP);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_SELF_MULT, INT32_MIN, INT32_MAX, &p.a_mult), A_SELF_MULT);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_SELF_SHIFT, -31, 31, &p.a_shift), A_SELF_SHIFT);
-  const tm_tensor *b = tm_tensor_arg(args, A_OTHER, TM_CHAR, 0, TM_MAX_DIMS);
-  TM_ARG_CHECK(ctx, b != NULL, A_OTHER);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_OTHER_ZP, INT8_MIN, INT8_MAX, &p.b_zp), A_OTHER_ZP);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_OTHER_MULT, INT32_MIN, INT32_MAX, &p.b_mult), A_OTHER_MULT);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_OTHER_SHIFT, -31, 31, &p.b_shift), A_OTHER_SHIFT);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_OUT_ZP, INT8_MIN, INT8_MAX, &p.out_zp), A_OUT_ZP);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_OUT_MULT, INT32_MIN, INT32_MAX, &p.out_mult), A_OUT_MULT);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_OUT_SHIFT, -31, 31, &p.out_shift), A_OUT_SHIFT);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_ACT_MIN, INT8_MIN, INT8_MAX, &p.act_min), A_ACT_MIN);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_ACT_MAX, p.act_min, INT8_MAX, &p.act_max), A_ACT_MAX);
+  const tm_tensor *a = tm_tensor_arg(args, A(SELF), TM_CHAR, 0, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, a != NULL, A(SELF));
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(SELF_ZERO_POINT), INT8_MIN, INT8_MAX, &p.a_zp), A(SELF_ZERO_POINT));
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(SELF_MULTIPLIER), INT32_MIN, INT32_MAX, &p.a_mult), A(SELF_MULTIPLIER));
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(SELF_SHIFT), -31, 31, &p.a_shift), A(SELF_SHIFT));
+  const tm_tensor *b = tm_tensor_arg(args, A(OTHER), TM_CHAR, 0, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, b != NULL, A(OTHER));
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(OTHER_ZERO_POINT), INT8_MIN, INT8_MAX, &p.b_zp), A(OTHER_ZERO_POINT));
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(OTHER_MULTIPLIER), INT32_MIN, INT32_MAX, &p.b_mult), A(OTHER_MULTIPLIER));
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(OTHER_SHIFT), -31, 31, &p.b_shift), A(OTHER_SHIFT));
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(OUTPUT_ZERO_POINT), INT8_MIN, INT8_MAX, &p.out_zp), A(OUTPUT_ZERO_POINT));
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(OUTPUT_MULTIPLIER), INT32_MIN, INT32_MAX, &p.out_mult), A(OUTPUT_MULTIPLIER));
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(OUTPUT_SHIFT), -31, 31, &p.out_shift), A(OUTPUT_SHIFT));
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(ACTIVATION_MIN), INT8_MIN, INT8_MAX, &p.act_min), A(ACTIVATION_MIN));
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(ACTIVATION_MAX), p.act_min, INT8_MAX, &p.act_max), A(ACTIVATION_MAX));
   tm_tensor *out = NULL;
   tm_binary_shape shape;
-  st = tm_binary_out_arg(ctx, args, A_SELF, A_OTHER, A_OUT, &out, &shape);
+  st = tm_binary_out_arg(ctx, args, A(SELF), A(OTHER), A(OUT), &out, &shape);
   if (st != TM_OK) {
     return st;
   }

@@ -3,22 +3,11 @@
 #include "cortex_m_kernels.h"
 #include "kernel_args.h"
 #include "requantize.h"
+#include "op_args.h"
 
 #include "mve_requantize.h" /* TM_KERNELS_USE_MVE */
 
-enum {
-  A_INPUT,
-  A_KERNEL_SIZE,
-  A_STRIDE,
-  A_PADDING,
-  A_CEIL_MODE,
-  A_ZERO_POINT,
-  A_MULTIPLIER,
-  A_SHIFT,
-  A_SCRATCH,
-  A_OUT,
-  N_SCHEMA
-};
+#define A(x) TM_ARG(CORTEX_M_QUANTIZED_AVG_POOL2D, x)
 
 size_t tm_quantized_avg_pool2d_scratch_bytes(const int32_t input_nhwc[4]) {
   (void)input_nhwc;
@@ -217,28 +206,28 @@ static void avg_pool_scalar(const pool_params *p) {
 }
 
 static tm_status avg_pool_entry(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes) {
-  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
+  tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_QUANTIZED_AVG_POOL2D));
   if (st != TM_OK) {
     return st;
   }
   pool_params p;
-  const tm_tensor *in = tm_activation_arg(args, A_INPUT, nhwc_sizes, p.in_dims);
-  TM_ARG_CHECK(ctx, in != NULL, A_INPUT);
-  st = tm_pool_window_args(ctx, args, A_KERNEL_SIZE, &p.kh, &p.kw, &p.win);
+  const tm_tensor *in = tm_activation_arg(args, A(INPUT), nhwc_sizes, p.in_dims);
+  TM_ARG_CHECK(ctx, in != NULL, A(INPUT));
+  st = tm_pool_window_args(ctx, args, A(KERNEL_SIZE), &p.kh, &p.kw, &p.win);
   if (st != TM_OK) {
     return st;
   }
   bool ceil_mode = false;
-  TM_ARG_CHECK(ctx, tm_bool_arg(args, A_CEIL_MODE, &ceil_mode), A_CEIL_MODE);
+  TM_ARG_CHECK(ctx, tm_bool_arg(args, A(CEIL_MODE), &ceil_mode), A(CEIL_MODE));
   int32_t unused = 0;
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_ZERO_POINT, INT8_MIN, INT8_MAX, &unused), A_ZERO_POINT);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_MULTIPLIER, INT32_MIN, INT32_MAX, &unused), A_MULTIPLIER);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_SHIFT, -31, 31, &unused), A_SHIFT);
-  TM_ARG_CHECK(ctx, tm_scratch_arg(args, A_SCRATCH, tm_quantized_avg_pool2d_scratch_bytes(p.in_dims)), A_SCRATCH);
-  tm_tensor *out = tm_activation_arg(args, A_OUT, nhwc_sizes, p.out_dims);
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(ZERO_POINT), INT8_MIN, INT8_MAX, &unused), A(ZERO_POINT));
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(MULTIPLIER), INT32_MIN, INT32_MAX, &unused), A(MULTIPLIER));
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(SHIFT), -31, 31, &unused), A(SHIFT));
+  TM_ARG_CHECK(ctx, tm_scratch_arg(args, A(SCRATCH), tm_quantized_avg_pool2d_scratch_bytes(p.in_dims)), A(SCRATCH));
+  tm_tensor *out = tm_activation_arg(args, A(OUT), nhwc_sizes, p.out_dims);
   const int32_t oh = tm_pool_out_size(p.in_dims[1], p.kh, p.win.stride_h, p.win.pad_h, ceil_mode);
   const int32_t ow = tm_pool_out_size(p.in_dims[2], p.kw, p.win.stride_w, p.win.pad_w, ceil_mode);
-  TM_ARG_CHECK(ctx, out != NULL && tm_window_out_dims(p.out_dims, p.in_dims[0], oh, ow, p.in_dims[3]), A_OUT);
+  TM_ARG_CHECK(ctx, out != NULL && tm_window_out_dims(p.out_dims, p.in_dims[0], oh, ow, p.in_dims[3]), A(OUT));
   p.input = (const int8_t *)in->data;
   p.out = (int8_t *)out->data;
 

@@ -5,24 +5,9 @@
 #include "mve_gemm.h"
 #include "mve_requantize.h"
 #include "requantize.h"
+#include "op_args.h"
 
-enum {
-  A_INPUT,
-  A_WEIGHT,
-  A_BIAS,
-  A_STRIDE,
-  A_PADDING,
-  A_DILATION,
-  A_INPUT_OFFSET,
-  A_OUTPUT_OFFSET,
-  A_MULTIPLIERS,
-  A_SHIFTS,
-  A_ACT_MIN,
-  A_ACT_MAX,
-  A_SCRATCH,
-  A_OUT,
-  N_SCHEMA
-};
+#define A(x) TM_ARG(CORTEX_M_QUANTIZED_CONV2D, x)
 
 typedef struct {
   const int8_t *input;
@@ -242,40 +227,40 @@ static void conv_mve(const conv_params *p, uint8_t *scratch) {
 #endif
 
 static tm_status conv_entry(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes) {
-  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
+  tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_QUANTIZED_CONV2D));
   if (st != TM_OK) {
     return st;
   }
   conv_params p;
-  const tm_tensor *in = tm_activation_arg(args, A_INPUT, nhwc_sizes, p.in_dims);
-  TM_ARG_CHECK(ctx, in != NULL, A_INPUT);
-  const tm_tensor *wt = tm_tensor_arg(args, A_WEIGHT, TM_CHAR, 4, 4);
-  TM_ARG_CHECK(ctx, wt != NULL && tm_has_layout(wt, TM_LAYOUT_CONTIGUOUS), A_WEIGHT);
+  const tm_tensor *in = tm_activation_arg(args, A(INPUT), nhwc_sizes, p.in_dims);
+  TM_ARG_CHECK(ctx, in != NULL, A(INPUT));
+  const tm_tensor *wt = tm_tensor_arg(args, A(WEIGHT), TM_CHAR, 4, 4);
+  TM_ARG_CHECK(ctx, wt != NULL && tm_has_layout(wt, TM_LAYOUT_CONTIGUOUS), A(WEIGHT));
   const int32_t cout = wt->sizes[0];
   p.kh = wt->sizes[1];
   p.kw = wt->sizes[2];
   p.cin_g = wt->sizes[3];
-  TM_ARG_CHECK(ctx, cout > 0 && p.kh > 0 && p.kw > 0 && p.cin_g > 0 && p.in_dims[3] % p.cin_g == 0, A_WEIGHT);
+  TM_ARG_CHECK(ctx, cout > 0 && p.kh > 0 && p.kw > 0 && p.cin_g > 0 && p.in_dims[3] % p.cin_g == 0, A(WEIGHT));
   p.groups = p.in_dims[3] / p.cin_g;
-  TM_ARG_CHECK(ctx, p.groups > 0 && cout % p.groups == 0, A_WEIGHT);
-  TM_ARG_CHECK(ctx, tm_bias_arg(args, A_BIAS, cout, &p.q.bias), A_BIAS);
-  st = tm_conv_window_args(ctx, args, A_STRIDE, &p.win);
+  TM_ARG_CHECK(ctx, p.groups > 0 && cout % p.groups == 0, A(WEIGHT));
+  TM_ARG_CHECK(ctx, tm_bias_arg(args, A(BIAS), cout, &p.q.bias), A(BIAS));
+  st = tm_conv_window_args(ctx, args, A(STRIDE), &p.win);
   if (st != TM_OK) {
     return st;
   }
-  st = tm_conv_quant_args(ctx, args, A_INPUT_OFFSET, cout, &p.q);
+  st = tm_conv_quant_args(ctx, args, A(INPUT_OFFSET), cout, &p.q);
   if (st != TM_OK) {
     return st;
   }
   const int32_t weight_dims[4] = {cout, p.kh, p.kw, p.cin_g};
   /* Any scratch is accepted (the scalar path needs none); the Helium path wants
    * tm_quantized_conv2d_scratch_bytes and otherwise falls back to the scalar path. */
-  TM_ARG_CHECK(ctx, tm_scratch_arg(args, A_SCRATCH, 0), A_SCRATCH);
-  const tm_tensor *scratch = args[A_SCRATCH]->u.tensor;
-  tm_tensor *out = tm_activation_arg(args, A_OUT, nhwc_sizes, p.out_dims);
+  TM_ARG_CHECK(ctx, tm_scratch_arg(args, A(SCRATCH), 0), A(SCRATCH));
+  const tm_tensor *scratch = args[A(SCRATCH)]->u.tensor;
+  tm_tensor *out = tm_activation_arg(args, A(OUT), nhwc_sizes, p.out_dims);
   const int32_t oh = tm_conv_out_size(p.in_dims[1], p.kh, p.win.stride_h, p.win.pad_h, p.win.dil_h);
   const int32_t ow = tm_conv_out_size(p.in_dims[2], p.kw, p.win.stride_w, p.win.pad_w, p.win.dil_w);
-  TM_ARG_CHECK(ctx, out != NULL && tm_window_out_dims(p.out_dims, p.in_dims[0], oh, ow, cout), A_OUT);
+  TM_ARG_CHECK(ctx, out != NULL && tm_window_out_dims(p.out_dims, p.in_dims[0], oh, ow, cout), A(OUT));
   p.input = (const int8_t *)in->data;
   p.weight = (const int8_t *)wt->data;
   p.out = (int8_t *)out->data;

@@ -14,25 +14,9 @@
 #include "mve_gemm.h"
 #include "mve_requantize.h"
 #include "requantize.h"
+#include "op_args.h"
 
-enum {
-  A_INPUT,
-  A_WEIGHT,
-  A_BIAS,
-  A_STRIDE,
-  A_PADDING,
-  A_DILATION,
-  A_DEPTH_MULTIPLIER,
-  A_INPUT_OFFSET,
-  A_OUTPUT_OFFSET,
-  A_MULTIPLIERS,
-  A_SHIFTS,
-  A_ACT_MIN,
-  A_ACT_MAX,
-  A_SCRATCH,
-  A_OUT,
-  N_SCHEMA
-};
+#define A(x) TM_ARG(CORTEX_M_QUANTIZED_DEPTHWISE_CONV2D, x)
 
 typedef struct {
   const int8_t *input;
@@ -641,40 +625,40 @@ static void depthwise_mve(const dw_params *p) {
 #endif
 
 static tm_status depthwise_entry(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes) {
-  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
+  tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_QUANTIZED_DEPTHWISE_CONV2D));
   if (st != TM_OK) {
     return st;
   }
   dw_params p;
-  const tm_tensor *in = tm_activation_arg(args, A_INPUT, nhwc_sizes, p.in_dims);
-  TM_ARG_CHECK(ctx, in != NULL, A_INPUT);
-  const tm_tensor *wt = tm_tensor_arg(args, A_WEIGHT, TM_CHAR, 4, 4);
+  const tm_tensor *in = tm_activation_arg(args, A(INPUT), nhwc_sizes, p.in_dims);
+  TM_ARG_CHECK(ctx, in != NULL, A(INPUT));
+  const tm_tensor *wt = tm_tensor_arg(args, A(WEIGHT), TM_CHAR, 4, 4);
   TM_ARG_CHECK(ctx, wt != NULL && tm_has_layout(wt, TM_LAYOUT_CONTIGUOUS) && wt->sizes[0] == 1 &&
                         wt->sizes[1] > 0 && wt->sizes[2] > 0 && wt->sizes[3] > 0,
-               A_WEIGHT);
+               A(WEIGHT));
   const int32_t cout = wt->sizes[3];
   p.kh = wt->sizes[1];
   p.kw = wt->sizes[2];
-  TM_ARG_CHECK(ctx, tm_bias_arg(args, A_BIAS, cout, &p.q.bias), A_BIAS);
-  st = tm_conv_window_args(ctx, args, A_STRIDE, &p.win);
+  TM_ARG_CHECK(ctx, tm_bias_arg(args, A(BIAS), cout, &p.q.bias), A(BIAS));
+  st = tm_conv_window_args(ctx, args, A(STRIDE), &p.win);
   if (st != TM_OK) {
     return st;
   }
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_DEPTH_MULTIPLIER, 1, INT16_MAX, &p.depth_multiplier) &&
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(DEPTH_MULTIPLIER), 1, INT16_MAX, &p.depth_multiplier) &&
                         (int64_t)p.in_dims[3] * p.depth_multiplier == cout,
-               A_DEPTH_MULTIPLIER);
-  st = tm_conv_quant_args(ctx, args, A_INPUT_OFFSET, cout, &p.q);
+               A(DEPTH_MULTIPLIER));
+  st = tm_conv_quant_args(ctx, args, A(INPUT_OFFSET), cout, &p.q);
   if (st != TM_OK) {
     return st;
   }
   const int32_t weight_dims[4] = {1, p.kh, p.kw, cout};
   TM_ARG_CHECK(ctx,
-               tm_scratch_arg(args, A_SCRATCH, tm_quantized_depthwise_conv2d_scratch_bytes(p.in_dims, weight_dims)),
-               A_SCRATCH);
-  tm_tensor *out = tm_activation_arg(args, A_OUT, nhwc_sizes, p.out_dims);
+               tm_scratch_arg(args, A(SCRATCH), tm_quantized_depthwise_conv2d_scratch_bytes(p.in_dims, weight_dims)),
+               A(SCRATCH));
+  tm_tensor *out = tm_activation_arg(args, A(OUT), nhwc_sizes, p.out_dims);
   const int32_t oh = tm_conv_out_size(p.in_dims[1], p.kh, p.win.stride_h, p.win.pad_h, p.win.dil_h);
   const int32_t ow = tm_conv_out_size(p.in_dims[2], p.kw, p.win.stride_w, p.win.pad_w, p.win.dil_w);
-  TM_ARG_CHECK(ctx, out != NULL && tm_window_out_dims(p.out_dims, p.in_dims[0], oh, ow, cout), A_OUT);
+  TM_ARG_CHECK(ctx, out != NULL && tm_window_out_dims(p.out_dims, p.in_dims[0], oh, ow, cout), A(OUT));
   p.input = (const int8_t *)in->data;
   p.weight = (const int8_t *)wt->data;
   p.out = (int8_t *)out->data;

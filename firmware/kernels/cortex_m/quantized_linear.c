@@ -5,22 +5,9 @@
 
 #include "mve_gemm.h"
 #include "mve_requantize.h"
+#include "op_args.h"
 
-enum {
-  A_INPUT,
-  A_WEIGHTS,
-  A_BIAS,
-  A_KERNEL_SUM,
-  A_INPUT_OFFSET,
-  A_FILTER_OFFSET,
-  A_OUTPUT_OFFSET,
-  A_MULTIPLIERS,
-  A_SHIFTS,
-  A_ACT_MAX,
-  A_ACT_MIN,
-  A_OUT,
-  N_SCHEMA
-};
+#define A(x) TM_ARG(CORTEX_M_QUANTIZED_LINEAR, x)
 
 typedef struct {
   const int8_t *input;
@@ -268,17 +255,17 @@ static bool valid_requant(const int64_t *mults, const int64_t *shifts, uint32_t 
 /* Count, non-NULL arguments, out tensor given twice: the common case of
  * tm_check_arg_count. */
 static inline bool plain_arg_list(tm_value *const *args, size_t nargs) {
-  if (nargs != N_SCHEMA + 1) {
+  if (nargs != TM_NARGS(CORTEX_M_QUANTIZED_LINEAR) + 1) {
     return false;
   }
-  for (size_t i = 0; i < N_SCHEMA + 1; ++i) {
+  for (size_t i = 0; i < TM_NARGS(CORTEX_M_QUANTIZED_LINEAR) + 1; ++i) {
     if (args[i] == NULL) {
       return false;
     }
   }
-  const tm_value *out = args[A_OUT];
-  return out->tag == TM_VALUE_TENSOR && out->u.tensor != NULL && args[A_OUT + 1]->tag == TM_VALUE_TENSOR &&
-         args[A_OUT + 1]->u.tensor == out->u.tensor;
+  const tm_value *out = args[A(OUT)];
+  return out->tag == TM_VALUE_TENSOR && out->u.tensor != NULL && args[A(OUT) + 1]->tag == TM_VALUE_TENSOR &&
+         args[A(OUT) + 1]->u.tensor == out->u.tensor;
 }
 
 /* A tensor of `type` and rank lo..hi (hi <= TM_MAX_DIMS) with the identity dim order,
@@ -362,87 +349,88 @@ static inline bool int_list(tm_value *const *args, size_t i, uint32_t min_len, u
  * types, shapes and ranges; so this yields exactly the params that check would.
  */
 static inline void verified_params(tm_value *const *args, linear_params *p) {
-  const tm_tensor *in = args[A_INPUT]->u.tensor;
-  const tm_tensor *w = args[A_WEIGHTS]->u.tensor;
+  const tm_tensor *in = args[A(INPUT)]->u.tensor;
+  const tm_tensor *w = args[A(WEIGHTS)]->u.tensor;
   p->k = w->sizes[1];
   p->n = w->sizes[0];
   p->rows = (int32_t)(in->numel / (uint32_t)p->k);
-  p->bias = args[A_BIAS]->tag == TM_VALUE_NONE ? NULL : (const int32_t *)args[A_BIAS]->u.tensor->data;
+  p->bias = args[A(BIAS)]->tag == TM_VALUE_NONE ? NULL : (const int32_t *)args[A(BIAS)]->u.tensor->data;
   p->kernel_sum =
-      args[A_KERNEL_SUM]->tag == TM_VALUE_NONE ? NULL : (const int32_t *)args[A_KERNEL_SUM]->u.tensor->data;
-  p->input_offset = (int32_t)args[A_INPUT_OFFSET]->u.i;
-  p->filter_offset = (int32_t)args[A_FILTER_OFFSET]->u.i;
-  p->output_offset = (int32_t)args[A_OUTPUT_OFFSET]->u.i;
-  p->mults = args[A_MULTIPLIERS]->u.int_list.items;
-  p->shifts = args[A_SHIFTS]->u.int_list.items;
-  p->per_channel = args[A_MULTIPLIERS]->u.int_list.length > 1 ? 1u : 0u;
-  p->act_min = (int32_t)args[A_ACT_MIN]->u.i;
-  p->act_max = (int32_t)args[A_ACT_MAX]->u.i;
+      args[A(KERNEL_SUM)]->tag == TM_VALUE_NONE ? NULL : (const int32_t *)args[A(KERNEL_SUM)]->u.tensor->data;
+  p->input_offset = (int32_t)args[A(INPUT_OFFSET)]->u.i;
+  p->filter_offset = (int32_t)args[A(FILTER_OFFSET)]->u.i;
+  p->output_offset = (int32_t)args[A(OUTPUT_OFFSET)]->u.i;
+  p->mults = args[A(REQUANTIZE_MULTIPLIERS)]->u.int_list.items;
+  p->shifts = args[A(REQUANTIZE_SHIFTS)]->u.int_list.items;
+  p->per_channel = args[A(REQUANTIZE_MULTIPLIERS)]->u.int_list.length > 1 ? 1u : 0u;
+  p->act_min = (int32_t)args[A(ACTIVATION_MIN)]->u.i;
+  p->act_max = (int32_t)args[A(ACTIVATION_MAX)]->u.i;
   p->input = (const int8_t *)in->data;
   p->weights = (const int8_t *)w->data;
-  p->out = (int8_t *)args[A_OUT]->u.tensor->data;
+  p->out = (int8_t *)args[A(OUT)]->u.tensor->data;
 }
 
 /* The full contract check of every argument (TM_ARG_CHECK names the one at fault); fills p. */
 static tm_status check_arguments(tm_kernel_context *ctx, tm_value *const *args, size_t nargs,
                                  linear_params *p) {
   if (!plain_arg_list(args, nargs)) {
-    const tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
+    const tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_QUANTIZED_LINEAR));
     if (st != TM_OK) {
       return st;
     }
   }
-  const tm_tensor *in = contiguous_tensor(args, A_INPUT, TM_CHAR, 1, TM_MAX_DIMS);
-  TM_ARG_CHECK(ctx, in != NULL && in->sizes[in->dim - 1] > 0, A_INPUT);
-  const tm_tensor *w = contiguous_tensor(args, A_WEIGHTS, TM_CHAR, 2, 2);
-  TM_ARG_CHECK(ctx, w != NULL && w->sizes[1] == in->sizes[in->dim - 1] && w->sizes[0] > 0, A_WEIGHTS);
+  const tm_tensor *in = contiguous_tensor(args, A(INPUT), TM_CHAR, 1, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, in != NULL && in->sizes[in->dim - 1] > 0, A(INPUT));
+  const tm_tensor *w = contiguous_tensor(args, A(WEIGHTS), TM_CHAR, 2, 2);
+  TM_ARG_CHECK(ctx, w != NULL && w->sizes[1] == in->sizes[in->dim - 1] && w->sizes[0] > 0, A(WEIGHTS));
   p->k = w->sizes[1];
   p->n = w->sizes[0];
   p->rows = (int32_t)(in->numel / (uint32_t)p->k);
   p->bias = NULL;
-  if (!(args[A_BIAS]->tag == TM_VALUE_NONE)) {
-    const tm_tensor *b = plain_tensor(args, A_BIAS, TM_INT, 1, TM_MAX_DIMS);
+  if (!(args[A(BIAS)]->tag == TM_VALUE_NONE)) {
+    const tm_tensor *b = plain_tensor(args, A(BIAS), TM_INT, 1, TM_MAX_DIMS);
     if (b == NULL) {
-      b = tm_tensor_arg(args, A_BIAS, TM_INT, 1, TM_MAX_DIMS);
+      b = tm_tensor_arg(args, A(BIAS), TM_INT, 1, TM_MAX_DIMS);
     }
-    TM_ARG_CHECK(ctx, b != NULL && b->numel == (uint32_t)p->n, A_BIAS);
+    TM_ARG_CHECK(ctx, b != NULL && b->numel == (uint32_t)p->n, A(BIAS));
     p->bias = (const int32_t *)b->data;
   }
   p->kernel_sum = NULL;
-  if (!(args[A_KERNEL_SUM]->tag == TM_VALUE_NONE)) {
-    const tm_tensor *ks = plain_tensor(args, A_KERNEL_SUM, TM_INT, 1, TM_MAX_DIMS);
+  if (!(args[A(KERNEL_SUM)]->tag == TM_VALUE_NONE)) {
+    const tm_tensor *ks = plain_tensor(args, A(KERNEL_SUM), TM_INT, 1, TM_MAX_DIMS);
     if (ks == NULL) {
-      ks = tm_tensor_arg(args, A_KERNEL_SUM, TM_INT, 1, TM_MAX_DIMS);
+      ks = tm_tensor_arg(args, A(KERNEL_SUM), TM_INT, 1, TM_MAX_DIMS);
     }
-    TM_ARG_CHECK(ctx, ks != NULL && ks->numel == (uint32_t)p->n, A_KERNEL_SUM);
+    TM_ARG_CHECK(ctx, ks != NULL && ks->numel == (uint32_t)p->n, A(KERNEL_SUM));
     p->kernel_sum = (const int32_t *)ks->data;
   }
-  TM_ARG_CHECK(ctx, int_in(args, A_INPUT_OFFSET, -INT8_MAX, -INT8_MIN, &p->input_offset), A_INPUT_OFFSET);
-  TM_ARG_CHECK(ctx, int_in(args, A_FILTER_OFFSET, -INT8_MAX, -INT8_MIN, &p->filter_offset), A_FILTER_OFFSET);
-  TM_ARG_CHECK(ctx, int_in(args, A_OUTPUT_OFFSET, INT8_MIN, INT8_MAX, &p->output_offset), A_OUTPUT_OFFSET);
+  TM_ARG_CHECK(ctx, int_in(args, A(INPUT_OFFSET), -INT8_MAX, -INT8_MIN, &p->input_offset), A(INPUT_OFFSET));
+  TM_ARG_CHECK(ctx, int_in(args, A(FILTER_OFFSET), -INT8_MAX, -INT8_MIN, &p->filter_offset), A(FILTER_OFFSET));
+  TM_ARG_CHECK(ctx, int_in(args, A(OUTPUT_OFFSET), INT8_MIN, INT8_MAX, &p->output_offset), A(OUTPUT_OFFSET));
   uint32_t n_mults = 0, n_shifts = 0;
-  TM_ARG_CHECK(ctx, int_list(args, A_MULTIPLIERS, 1, (uint32_t)p->n, &p->mults, &n_mults) &&
+  TM_ARG_CHECK(ctx, int_list(args, A(REQUANTIZE_MULTIPLIERS), 1, (uint32_t)p->n, &p->mults, &n_mults) &&
                         (n_mults == 1 || n_mults == (uint32_t)p->n),
-               A_MULTIPLIERS);
-  TM_ARG_CHECK(ctx, int_list(args, A_SHIFTS, n_mults, n_mults, &p->shifts, &n_shifts), A_SHIFTS);
+               A(REQUANTIZE_MULTIPLIERS));
+  TM_ARG_CHECK(ctx, int_list(args, A(REQUANTIZE_SHIFTS), n_mults, n_mults, &p->shifts, &n_shifts),
+               A(REQUANTIZE_SHIFTS));
   if (!valid_requant(p->mults, p->shifts, n_mults)) {
     /* Name the list at fault. */
     for (uint32_t i = 0; i < n_mults; ++i) {
-      TM_ARG_CHECK(ctx, (int64_t)(int32_t)p->mults[i] == p->mults[i], A_MULTIPLIERS);
+      TM_ARG_CHECK(ctx, (int64_t)(int32_t)p->mults[i] == p->mults[i], A(REQUANTIZE_MULTIPLIERS));
     }
-    TM_ARG_CHECK(ctx, false, A_SHIFTS);
+    TM_ARG_CHECK(ctx, false, A(REQUANTIZE_SHIFTS));
   }
   p->per_channel = n_mults > 1 ? 1u : 0u;
-  TM_ARG_CHECK(ctx, int_in(args, A_ACT_MIN, INT8_MIN, INT8_MAX, &p->act_min), A_ACT_MIN);
-  TM_ARG_CHECK(ctx, int_in(args, A_ACT_MAX, p->act_min, INT8_MAX, &p->act_max), A_ACT_MAX);
-  const tm_tensor *out = args[A_OUT]->u.tensor; /* a tensor: checked with the argument list */
+  TM_ARG_CHECK(ctx, int_in(args, A(ACTIVATION_MIN), INT8_MIN, INT8_MAX, &p->act_min), A(ACTIVATION_MIN));
+  TM_ARG_CHECK(ctx, int_in(args, A(ACTIVATION_MAX), p->act_min, INT8_MAX, &p->act_max), A(ACTIVATION_MAX));
+  const tm_tensor *out = args[A(OUT)]->u.tensor; /* a tensor: checked with the argument list */
   if (!plain_out(out, in, p->rows, p->n)) {
-    out = contiguous_tensor(args, A_OUT, TM_CHAR, in->dim, in->dim);
+    out = contiguous_tensor(args, A(OUT), TM_CHAR, in->dim, in->dim);
     bool out_ok = out != NULL && out->sizes[out->dim - 1] == p->n;
     for (uint8_t d = 0; out_ok && d + 1 < in->dim; ++d) {
       out_ok = out->sizes[d] == in->sizes[d];
     }
-    TM_ARG_CHECK(ctx, out_ok, A_OUT);
+    TM_ARG_CHECK(ctx, out_ok, A(OUT));
   }
   p->input = (const int8_t *)in->data;
   p->weights = (const int8_t *)w->data;

@@ -3,23 +3,11 @@
 #include "cortex_m_kernels.h"
 #include "kernel_args.h"
 #include "requantize.h"
+#include "op_args.h"
 
 #include "mve_requantize.h" /* TM_KERNELS_USE_MVE */
 
-enum {
-  A_INPUT,
-  A_KERNEL_SIZE,
-  A_STRIDE,
-  A_PADDING,
-  A_DILATION,
-  A_CEIL_MODE,
-  A_INPUT_ZP,
-  A_OUTPUT_ZP,
-  A_ACT_MIN,
-  A_ACT_MAX,
-  A_OUT,
-  N_SCHEMA
-};
+#define A(x) TM_ARG(CORTEX_M_QUANTIZED_MAX_POOL2D, x)
 
 typedef struct {
   const int8_t *input;
@@ -111,29 +99,29 @@ static void max_pool_mve(const pool_params *p) {
 #endif
 
 static tm_status max_pool_entry(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes) {
-  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
+  tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_QUANTIZED_MAX_POOL2D));
   if (st != TM_OK) {
     return st;
   }
   pool_params p;
-  const tm_tensor *in = tm_activation_arg(args, A_INPUT, nhwc_sizes, p.in_dims);
-  TM_ARG_CHECK(ctx, in != NULL, A_INPUT);
-  st = tm_pool_window_args(ctx, args, A_KERNEL_SIZE, &p.kh, &p.kw, &p.win);
+  const tm_tensor *in = tm_activation_arg(args, A(INPUT), nhwc_sizes, p.in_dims);
+  TM_ARG_CHECK(ctx, in != NULL, A(INPUT));
+  st = tm_pool_window_args(ctx, args, A(KERNEL_SIZE), &p.kh, &p.kw, &p.win);
   if (st != TM_OK) {
     return st;
   }
-  TM_ARG_CHECK(ctx, tm_pair_arg(args, A_DILATION, true, 1, 1, &p.win.dil_h, &p.win.dil_w), A_DILATION);
+  TM_ARG_CHECK(ctx, tm_pair_arg(args, A(DILATION), true, 1, 1, &p.win.dil_h, &p.win.dil_w), A(DILATION));
   bool ceil_mode = true;
-  TM_ARG_CHECK(ctx, tm_bool_arg(args, A_CEIL_MODE, &ceil_mode) && !ceil_mode, A_CEIL_MODE);
+  TM_ARG_CHECK(ctx, tm_bool_arg(args, A(CEIL_MODE), &ceil_mode) && !ceil_mode, A(CEIL_MODE));
   int32_t in_zp = 0, out_zp = 0;
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_INPUT_ZP, INT8_MIN, INT8_MAX, &in_zp), A_INPUT_ZP);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_OUTPUT_ZP, in_zp, in_zp, &out_zp), A_OUTPUT_ZP);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_ACT_MIN, INT8_MIN, INT8_MAX, &p.act_min), A_ACT_MIN);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_ACT_MAX, p.act_min, INT8_MAX, &p.act_max), A_ACT_MAX);
-  tm_tensor *out = tm_activation_arg(args, A_OUT, nhwc_sizes, p.out_dims);
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(INPUT_ZERO_POINT), INT8_MIN, INT8_MAX, &in_zp), A(INPUT_ZERO_POINT));
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(OUTPUT_ZERO_POINT), in_zp, in_zp, &out_zp), A(OUTPUT_ZERO_POINT));
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(ACTIVATION_MIN), INT8_MIN, INT8_MAX, &p.act_min), A(ACTIVATION_MIN));
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(ACTIVATION_MAX), p.act_min, INT8_MAX, &p.act_max), A(ACTIVATION_MAX));
+  tm_tensor *out = tm_activation_arg(args, A(OUT), nhwc_sizes, p.out_dims);
   const int32_t oh = tm_pool_out_size(p.in_dims[1], p.kh, p.win.stride_h, p.win.pad_h, false);
   const int32_t ow = tm_pool_out_size(p.in_dims[2], p.kw, p.win.stride_w, p.win.pad_w, false);
-  TM_ARG_CHECK(ctx, out != NULL && tm_window_out_dims(p.out_dims, p.in_dims[0], oh, ow, p.in_dims[3]), A_OUT);
+  TM_ARG_CHECK(ctx, out != NULL && tm_window_out_dims(p.out_dims, p.in_dims[0], oh, ow, p.in_dims[3]), A(OUT));
   p.input = (const int8_t *)in->data;
   p.out = (int8_t *)out->data;
 

@@ -3,8 +3,9 @@
 #include "kernel_args.h"
 #include "requantize.h"
 #include "mve_requantize.h"
+#include "op_args.h"
 
-enum { A_SELF, A_SELF_ZP, A_OTHER, A_OTHER_ZP, A_OUT_ZP, A_OUT_MULT, A_OUT_SHIFT, A_OUT, N_SCHEMA };
+#define A(x) TM_ARG(CORTEX_M_QUANTIZED_MUL, x)
 
 #if TM_KERNELS_USE_MVE
 /*
@@ -67,23 +68,23 @@ TM_MAYBE_UNUSED static void mul_scalar(const int8_t *a, const int8_t *b, int8_t 
 }
 
 tm_status tm_cortex_m_quantized_mul_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
+  tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_QUANTIZED_MUL));
   if (st != TM_OK) {
     return st;
   }
   int32_t a_zp = 0, b_zp = 0, out_zp = 0, mult = 0, shift = 0;
-  const tm_tensor *a = tm_tensor_arg(args, A_SELF, TM_CHAR, 0, TM_MAX_DIMS);
-  TM_ARG_CHECK(ctx, a != NULL, A_SELF);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_SELF_ZP, INT8_MIN, INT8_MAX, &a_zp), A_SELF_ZP);
-  const tm_tensor *b = tm_tensor_arg(args, A_OTHER, TM_CHAR, 0, TM_MAX_DIMS);
-  TM_ARG_CHECK(ctx, b != NULL, A_OTHER);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_OTHER_ZP, INT8_MIN, INT8_MAX, &b_zp), A_OTHER_ZP);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_OUT_ZP, INT8_MIN, INT8_MAX, &out_zp), A_OUT_ZP);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_OUT_MULT, INT32_MIN, INT32_MAX, &mult), A_OUT_MULT);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_OUT_SHIFT, -31, 31, &shift), A_OUT_SHIFT);
+  const tm_tensor *a = tm_tensor_arg(args, A(SELF), TM_CHAR, 0, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, a != NULL, A(SELF));
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(SELF_ZERO_POINT), INT8_MIN, INT8_MAX, &a_zp), A(SELF_ZERO_POINT));
+  const tm_tensor *b = tm_tensor_arg(args, A(OTHER), TM_CHAR, 0, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, b != NULL, A(OTHER));
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(OTHER_ZERO_POINT), INT8_MIN, INT8_MAX, &b_zp), A(OTHER_ZERO_POINT));
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(OUTPUT_ZERO_POINT), INT8_MIN, INT8_MAX, &out_zp), A(OUTPUT_ZERO_POINT));
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(OUTPUT_MULTIPLIER), INT32_MIN, INT32_MAX, &mult), A(OUTPUT_MULTIPLIER));
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(OUTPUT_SHIFT), -31, 31, &shift), A(OUTPUT_SHIFT));
   tm_tensor *out = NULL;
   tm_binary_shape shape;
-  st = tm_binary_out_arg(ctx, args, A_SELF, A_OTHER, A_OUT, &out, &shape);
+  st = tm_binary_out_arg(ctx, args, A(SELF), A(OTHER), A(OUT), &out, &shape);
   if (st != TM_OK) {
     return st;
   }

@@ -4,8 +4,9 @@
 #include "kernel_args.h"
 #include "requantize.h"
 #include "mve_requantize.h"
+#include "op_args.h"
 
-enum { A_INPUT, A_DIM, A_INPUT_ZP, A_OUTPUT_ZP, A_MULT, A_SHIFT, A_DIFF_MIN, A_OUT, N_SCHEMA };
+#define A(x) TM_ARG(CORTEX_M_SOFTMAX, x)
 
 #define ACCUM_BITS 12       /* the exponentials are summed in Q12.19 */
 #define MAX_ROW_SIZE 4096   /* 4096 * exp(0) fills the Q12.19 sum */
@@ -256,27 +257,27 @@ static void softmax_table(const softmax_params *p) {
 #endif
 
 tm_status tm_cortex_m_softmax_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
+  tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_SOFTMAX));
   if (st != TM_OK) {
     return st;
   }
   softmax_params p;
-  const tm_tensor *in = tm_tensor_arg(args, A_INPUT, TM_CHAR, 1, TM_MAX_DIMS);
-  TM_ARG_CHECK(ctx, in != NULL && tm_has_layout(in, TM_LAYOUT_CONTIGUOUS), A_INPUT);
+  const tm_tensor *in = tm_tensor_arg(args, A(INPUT), TM_CHAR, 1, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, in != NULL && tm_has_layout(in, TM_LAYOUT_CONTIGUOUS), A(INPUT));
   const int32_t rank = in->dim;
   int32_t dim = 0;
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_DIM, -rank, rank - 1, &dim) && (dim + rank) % rank == rank - 1, A_DIM);
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(DIM), -rank, rank - 1, &dim) && (dim + rank) % rank == rank - 1, A(DIM));
   p.row_size = (uint32_t)in->sizes[rank - 1];
-  TM_ARG_CHECK(ctx, p.row_size >= 1 && p.row_size <= MAX_ROW_SIZE, A_INPUT);
+  TM_ARG_CHECK(ctx, p.row_size >= 1 && p.row_size <= MAX_ROW_SIZE, A(INPUT));
   p.rows = in->numel / p.row_size;
   int32_t zp = 0;
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_INPUT_ZP, INT8_MIN, INT8_MAX, &zp), A_INPUT_ZP);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_OUTPUT_ZP, INT8_MIN, INT8_MIN, &zp), A_OUTPUT_ZP);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_MULT, 1, INT32_MAX, &p.mult), A_MULT);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_SHIFT, 0, 31, &p.shift), A_SHIFT);
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_DIFF_MIN, INT32_MIN, 0, &p.diff_min), A_DIFF_MIN);
-  tm_tensor *out = tm_tensor_arg(args, A_OUT, TM_CHAR, rank, rank);
-  TM_ARG_CHECK(ctx, out != NULL && tm_same_layout(in, out), A_OUT);
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(INPUT_ZERO_POINT), INT8_MIN, INT8_MAX, &zp), A(INPUT_ZERO_POINT));
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(OUTPUT_ZERO_POINT), INT8_MIN, INT8_MIN, &zp), A(OUTPUT_ZERO_POINT));
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(INPUT_MULTIPLIER), 1, INT32_MAX, &p.mult), A(INPUT_MULTIPLIER));
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(INPUT_SHIFT), 0, 31, &p.shift), A(INPUT_SHIFT));
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(DIFF_MIN), INT32_MIN, 0, &p.diff_min), A(DIFF_MIN));
+  tm_tensor *out = tm_tensor_arg(args, A(OUT), TM_CHAR, rank, rank);
+  TM_ARG_CHECK(ctx, out != NULL && tm_same_layout(in, out), A(OUT));
   p.input = (const int8_t *)in->data;
   p.out = (int8_t *)out->data;
 

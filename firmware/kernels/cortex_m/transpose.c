@@ -4,8 +4,9 @@
 
 #include "cortex_m_kernels.h"
 #include "kernel_args.h"
+#include "op_args.h"
 
-enum { A_INPUT, A_PERM, A_OUT, N_SCHEMA };
+#define A(x) TM_ARG(CORTEX_M_TRANSPOSE, x)
 
 /* Element strides of each logical dim. */
 static void logical_strides(const tm_tensor *t, int64_t strides[TM_MAX_DIMS]) {
@@ -17,30 +18,30 @@ static void logical_strides(const tm_tensor *t, int64_t strides[TM_MAX_DIMS]) {
 }
 
 tm_status tm_cortex_m_transpose_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
+  tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_TRANSPOSE));
   if (st != TM_OK) {
     return st;
   }
-  const tm_tensor *in = tm_tensor_arg(args, A_INPUT, -1, 1, TM_MAX_DIMS);
-  TM_ARG_CHECK(ctx, in != NULL && tm_element_size(in->scalar_type) != 0, A_INPUT);
+  const tm_tensor *in = tm_tensor_arg(args, A(INPUT), -1, 1, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, in != NULL && tm_element_size(in->scalar_type) != 0, A(INPUT));
   const int rank = in->dim;
   const int64_t *items = NULL;
   uint32_t len = 0;
-  TM_ARG_CHECK(ctx, tm_int_list_arg(args, A_PERM, (uint32_t)rank, (uint32_t)rank, &items, &len), A_PERM);
+  TM_ARG_CHECK(ctx, tm_int_list_arg(args, A(PERM), (uint32_t)rank, (uint32_t)rank, &items, &len), A(PERM));
   int perm[TM_MAX_DIMS];
   uint32_t seen = 0;
   for (int k = 0; k < rank; ++k) {
-    TM_ARG_CHECK(ctx, items[k] >= -rank && items[k] < rank, A_PERM);
+    TM_ARG_CHECK(ctx, items[k] >= -rank && items[k] < rank, A(PERM));
     perm[k] = (int)((items[k] + rank) % rank);
-    TM_ARG_CHECK(ctx, (seen & (1u << perm[k])) == 0, A_PERM);
+    TM_ARG_CHECK(ctx, (seen & (1u << perm[k])) == 0, A(PERM));
     seen |= 1u << perm[k];
   }
-  tm_tensor *out = tm_tensor_arg(args, A_OUT, in->scalar_type, rank, rank);
+  tm_tensor *out = tm_tensor_arg(args, A(OUT), in->scalar_type, rank, rank);
   bool out_ok = out != NULL && tm_tensors_disjoint(in, out); /* element copies: no overlap */
   for (int k = 0; out_ok && k < rank; ++k) {
     out_ok = out->sizes[k] == in->sizes[perm[k]];
   }
-  TM_ARG_CHECK(ctx, out_ok, A_OUT);
+  TM_ARG_CHECK(ctx, out_ok, A(OUT));
 
   const size_t esize = tm_element_size(in->scalar_type);
   int64_t in_strides[TM_MAX_DIMS], out_strides[TM_MAX_DIMS];

@@ -5,11 +5,14 @@
  */
 #include "fp32_util.h"
 #include "portable_kernels.h"
+#include "op_args.h"
+
+#define A(x) TM_ARG(PORTABLE_ADD, x)
 
 static float add_one(float x, float y, float alpha) {
   return x + alpha * y;
 }
 
 tm_status tm_portable_add_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  return tm_f32_binary_kernel(ctx, args, nargs, true, add_one);
+  return tm_f32_binary_kernel(ctx, args, nargs, TM_NARGS(PORTABLE_ADD), A(SELF), A(OTHER), A(ALPHA), A(OUT), add_one);
 }

@@ -9,26 +9,27 @@
  */
 #include "fp32_util.h"
 #include "portable_kernels.h"
+#include "op_args.h"
 
-enum { A_SELF, A_MAT1, A_MAT2, A_BETA, A_ALPHA, A_OUT, N_SCHEMA };
+#define A(x) TM_ARG(PORTABLE_ADDMM, x)
 
 tm_status tm_portable_addmm_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
+  tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(PORTABLE_ADDMM));
   if (st != TM_OK) {
     return st;
   }
-  const tm_tensor *bias = tm_f32_arg(args, A_SELF, 0, 2);
-  TM_ARG_CHECK(ctx, bias != NULL, A_SELF);
-  const tm_tensor *m1 = tm_f32_arg(args, A_MAT1, 2, 2);
-  TM_ARG_CHECK(ctx, m1 != NULL, A_MAT1);
-  const tm_tensor *m2 = tm_f32_arg(args, A_MAT2, 2, 2);
-  TM_ARG_CHECK(ctx, m2 != NULL && m2->sizes[0] == m1->sizes[1], A_MAT2);
+  const tm_tensor *bias = tm_f32_arg(args, A(SELF), 0, 2);
+  TM_ARG_CHECK(ctx, bias != NULL, A(SELF));
+  const tm_tensor *m1 = tm_f32_arg(args, A(MAT1), 2, 2);
+  TM_ARG_CHECK(ctx, m1 != NULL, A(MAT1));
+  const tm_tensor *m2 = tm_f32_arg(args, A(MAT2), 2, 2);
+  TM_ARG_CHECK(ctx, m2 != NULL && m2->sizes[0] == m1->sizes[1], A(MAT2));
   float beta = 1.0f;
   float alpha = 1.0f;
-  TM_ARG_CHECK(ctx, tm_f32_scalar_arg(args, A_BETA, &beta), A_BETA);
-  TM_ARG_CHECK(ctx, tm_f32_scalar_arg(args, A_ALPHA, &alpha), A_ALPHA);
-  tm_tensor *out = tm_f32_arg(args, A_OUT, 2, 2);
-  TM_ARG_CHECK(ctx, tm_f32_matmul_out_ok(m1, m2, out), A_OUT);
+  TM_ARG_CHECK(ctx, tm_f32_scalar_arg(args, A(BETA), &beta), A(BETA));
+  TM_ARG_CHECK(ctx, tm_f32_scalar_arg(args, A(ALPHA), &alpha), A(ALPHA));
+  tm_tensor *out = tm_f32_arg(args, A(OUT), 2, 2);
+  TM_ARG_CHECK(ctx, tm_f32_matmul_out_ok(m1, m2, out), A(OUT));
   /* self's stride per output row / column (0 where it broadcasts). */
   int64_t bs[TM_MAX_DIMS] = {0};
   tm_f32_strides(bias, bs);
@@ -38,14 +39,14 @@ tm_status tm_portable_addmm_out(tm_kernel_context *ctx, tm_value *const *args, s
   const int32_t N = out->sizes[1];
   if (bias->dim == 2) {
     TM_ARG_CHECK(ctx, (bias->sizes[0] == M || bias->sizes[0] == 1) && (bias->sizes[1] == N || bias->sizes[1] == 1),
-                 A_SELF);
+                 A(SELF));
     bias_row = bias->sizes[0] == 1 ? 0 : bs[0];
     bias_col = bias->sizes[1] == 1 ? 0 : bs[1];
   } else if (bias->dim == 1) {
-    TM_ARG_CHECK(ctx, bias->sizes[0] == N || bias->sizes[0] == 1, A_SELF);
+    TM_ARG_CHECK(ctx, bias->sizes[0] == N || bias->sizes[0] == 1, A(SELF));
     bias_col = bias->sizes[0] == 1 ? 0 : 1;
   }
-  TM_ARG_CHECK(ctx, bias->numel != 0 || out->numel == 0, A_SELF);
+  TM_ARG_CHECK(ctx, bias->numel != 0 || out->numel == 0, A(SELF));
 
   tm_f32_matmul(m1, m2, out, alpha, beta, (const float *)bias->data, bias_row, bias_col);
   return TM_OK;

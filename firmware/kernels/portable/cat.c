@@ -8,24 +8,25 @@
  */
 #include "fp32_util.h"
 #include "portable_kernels.h"
+#include "op_args.h"
 
-enum { A_TENSORS, A_DIM, A_OUT, N_SCHEMA };
+#define A(x) TM_ARG(PORTABLE_CAT, x)
 
 static bool skipped(const tm_tensor *t) { return t->dim == 1 && t->numel == 0; }
 
 tm_status tm_portable_cat_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
+  tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(PORTABLE_CAT));
   if (st != TM_OK) {
     return st;
   }
-  const tm_value *list = args[A_TENSORS];
+  const tm_value *list = args[A(TENSORS)];
   TM_ARG_CHECK(ctx, list->tag == TM_VALUE_TENSOR_LIST && list->u.list.length >= 1 && list->u.list.items != NULL,
-               A_TENSORS);
-  tm_tensor *out = tm_tensor_arg(args, A_OUT, -1, 1, TM_MAX_DIMS);
-  TM_ARG_CHECK(ctx, out != NULL && tm_element_size(out->scalar_type) != 0, A_OUT);
-  TM_ARG_CHECK(ctx, args[A_DIM]->tag == TM_VALUE_INT, A_DIM);
+               A(TENSORS));
+  tm_tensor *out = tm_tensor_arg(args, A(OUT), -1, 1, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, out != NULL && tm_element_size(out->scalar_type) != 0, A(OUT));
+  TM_ARG_CHECK(ctx, args[A(DIM)]->tag == TM_VALUE_INT, A(DIM));
   int32_t dim = 0;
-  TM_ARG_CHECK(ctx, tm_f32_dim(args[A_DIM]->u.i, out->dim, &dim), A_DIM);
+  TM_ARG_CHECK(ctx, tm_f32_dim(args[A(DIM)]->u.i, out->dim, &dim), A(DIM));
 
   const uint32_t count = list->u.list.length;
   int64_t total = 0;
@@ -36,7 +37,7 @@ tm_status tm_portable_cat_out(tm_kernel_context *ctx, tm_value *const *args, siz
       tm_value *const one[1] = {(tm_value *)item};
       t = tm_tensor_arg(one, 0, out->scalar_type, 1, TM_MAX_DIMS);
     }
-    TM_ARG_CHECK(ctx, t != NULL && tm_tensors_disjoint(t, out), A_TENSORS);
+    TM_ARG_CHECK(ctx, t != NULL && tm_tensors_disjoint(t, out), A(TENSORS));
     if (skipped(t)) {
       continue;
     }
@@ -44,10 +45,10 @@ tm_status tm_portable_cat_out(tm_kernel_context *ctx, tm_value *const *args, siz
     for (uint8_t d = 0; ok && d < out->dim; ++d) {
       ok = d == dim || t->sizes[d] == out->sizes[d];
     }
-    TM_ARG_CHECK(ctx, ok, A_TENSORS);
+    TM_ARG_CHECK(ctx, ok, A(TENSORS));
     total += t->sizes[dim];
   }
-  TM_ARG_CHECK(ctx, total == out->sizes[dim], A_OUT);
+  TM_ARG_CHECK(ctx, total == out->sizes[dim], A(OUT));
 
   /* Each input is a box of out, shifted by `at` along dim: walk its logical indices. */
   const size_t esize = tm_element_size(out->scalar_type);

@@ -9,8 +9,9 @@
 
 #include "cortex_m/kernel_args.h"
 #include "portable_kernels.h"
+#include "op_args.h"
 
-enum { A_INPUT, A_NON_BLOCKING, A_DIM_ORDER, A_OUT, N_SCHEMA };
+#define A(x) TM_ARG(PORTABLE_CLONE_DIM_ORDER, x)
 
 /* Element stride of each logical dim of t. */
 static void logical_strides(const tm_tensor *t, int64_t strides[TM_MAX_DIMS]) {
@@ -22,26 +23,26 @@ static void logical_strides(const tm_tensor *t, int64_t strides[TM_MAX_DIMS]) {
 }
 
 tm_status tm_portable_clone_dim_order_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
+  tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(PORTABLE_CLONE_DIM_ORDER));
   if (st != TM_OK) {
     return st;
   }
-  const tm_tensor *in = tm_tensor_arg(args, A_INPUT, -1, 0, TM_MAX_DIMS);
-  TM_ARG_CHECK(ctx, in != NULL && tm_element_size(in->scalar_type) != 0, A_INPUT);
+  const tm_tensor *in = tm_tensor_arg(args, A(SELF), -1, 0, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, in != NULL && tm_element_size(in->scalar_type) != 0, A(SELF));
   bool non_blocking = false;
-  TM_ARG_CHECK(ctx, tm_bool_arg(args, A_NON_BLOCKING, &non_blocking), A_NON_BLOCKING);
-  tm_tensor *out = tm_tensor_arg(args, A_OUT, in->scalar_type, in->dim, in->dim);
+  TM_ARG_CHECK(ctx, tm_bool_arg(args, A(NON_BLOCKING), &non_blocking), A(NON_BLOCKING));
+  tm_tensor *out = tm_tensor_arg(args, A(OUT), in->scalar_type, in->dim, in->dim);
   bool out_ok = out != NULL && tm_tensors_disjoint(in, out); /* element copies: no overlap */
   for (uint8_t k = 0; out_ok && k < in->dim; ++k) {
     out_ok = out->sizes[k] == in->sizes[k];
   }
-  TM_ARG_CHECK(ctx, out_ok, A_OUT);
-  if (!tm_is_none(args, A_DIM_ORDER)) {
+  TM_ARG_CHECK(ctx, out_ok, A(OUT));
+  if (!tm_is_none(args, A(DIM_ORDER))) {
     const int64_t *items = NULL;
     uint32_t len = 0;
-    TM_ARG_CHECK(ctx, tm_int_list_arg(args, A_DIM_ORDER, in->dim, in->dim, &items, &len), A_DIM_ORDER);
+    TM_ARG_CHECK(ctx, tm_int_list_arg(args, A(DIM_ORDER), in->dim, in->dim, &items, &len), A(DIM_ORDER));
     for (uint8_t k = 0; k < in->dim; ++k) {
-      TM_ARG_CHECK(ctx, items[k] == (int64_t)out->dim_order[k], A_DIM_ORDER);
+      TM_ARG_CHECK(ctx, items[k] == (int64_t)out->dim_order[k], A(DIM_ORDER));
     }
   }
 

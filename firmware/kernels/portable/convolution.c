@@ -15,9 +15,9 @@
  */
 #include "fp32_util.h"
 #include "portable_kernels.h"
+#include "op_args.h"
 
-enum { A_INPUT, A_WEIGHT, A_BIAS, A_STRIDE, A_PADDING, A_DILATION, A_TRANSPOSED, A_OUTPUT_PADDING, A_GROUPS,
-       A_OUT, N_SCHEMA };
+#define A(x) TM_ARG(PORTABLE_CONVOLUTION, x)
 
 /* A list of one item or `spatial` items into (h, w), each in [lo, hi]; 1-D keeps h = first. */
 static bool spatial_arg(tm_value *const *args, size_t i, int spatial, int64_t lo, int64_t hi, int32_t *h,
@@ -54,54 +54,54 @@ static void strides4(const tm_tensor *t, int64_t s[4]) {
 }
 
 tm_status tm_portable_convolution_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
+  tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(PORTABLE_CONVOLUTION));
   if (st != TM_OK) {
     return st;
   }
-  const tm_tensor *in = tm_f32_arg(args, A_INPUT, 3, 4);
-  TM_ARG_CHECK(ctx, in != NULL, A_INPUT);
+  const tm_tensor *in = tm_f32_arg(args, A(INPUT), 3, 4);
+  TM_ARG_CHECK(ctx, in != NULL, A(INPUT));
   const int rank = in->dim;
   const int spatial = rank - 2;
   const int32_t batch = in->sizes[0];
   const int32_t cin = in->sizes[1];
   const int32_t ih = rank == 4 ? in->sizes[2] : 1;
   const int32_t iw = in->sizes[rank - 1];
-  const tm_tensor *wt = tm_f32_arg(args, A_WEIGHT, rank, rank);
-  TM_ARG_CHECK(ctx, wt != NULL && wt->sizes[0] > 0 && wt->sizes[1] > 0, A_WEIGHT);
+  const tm_tensor *wt = tm_f32_arg(args, A(WEIGHT), rank, rank);
+  TM_ARG_CHECK(ctx, wt != NULL && wt->sizes[0] > 0 && wt->sizes[1] > 0, A(WEIGHT));
   const int32_t cout = wt->sizes[0];
   const int32_t cpg = wt->sizes[1]; /* input channels per group */
   const int32_t kh = rank == 4 ? wt->sizes[2] : 1;
   const int32_t kw = wt->sizes[rank - 1];
-  TM_ARG_CHECK(ctx, kh > 0 && kw > 0, A_WEIGHT);
+  TM_ARG_CHECK(ctx, kh > 0 && kw > 0, A(WEIGHT));
   const float *bias = NULL;
-  if (!tm_is_none(args, A_BIAS)) {
-    const tm_tensor *b = tm_f32_arg(args, A_BIAS, 1, 1);
-    TM_ARG_CHECK(ctx, b != NULL && b->sizes[0] == cout, A_BIAS);
+  if (!tm_is_none(args, A(BIAS))) {
+    const tm_tensor *b = tm_f32_arg(args, A(BIAS), 1, 1);
+    TM_ARG_CHECK(ctx, b != NULL && b->sizes[0] == cout, A(BIAS));
     bias = (const float *)b->data;
   }
   int32_t sh, sw, ph, pw, dh, dw;
-  TM_ARG_CHECK(ctx, spatial_arg(args, A_STRIDE, spatial, 1, INT16_MAX, &sh, &sw, 1), A_STRIDE);
-  TM_ARG_CHECK(ctx, spatial_arg(args, A_PADDING, spatial, 0, INT16_MAX, &ph, &pw, 0), A_PADDING);
-  TM_ARG_CHECK(ctx, spatial_arg(args, A_DILATION, spatial, 1, INT16_MAX, &dh, &dw, 1), A_DILATION);
+  TM_ARG_CHECK(ctx, spatial_arg(args, A(STRIDE), spatial, 1, INT16_MAX, &sh, &sw, 1), A(STRIDE));
+  TM_ARG_CHECK(ctx, spatial_arg(args, A(PADDING), spatial, 0, INT16_MAX, &ph, &pw, 0), A(PADDING));
+  TM_ARG_CHECK(ctx, spatial_arg(args, A(DILATION), spatial, 1, INT16_MAX, &dh, &dw, 1), A(DILATION));
   bool transposed = true;
-  TM_ARG_CHECK(ctx, tm_bool_arg(args, A_TRANSPOSED, &transposed) && !transposed, A_TRANSPOSED);
+  TM_ARG_CHECK(ctx, tm_bool_arg(args, A(TRANSPOSED), &transposed) && !transposed, A(TRANSPOSED));
   const int64_t *opad = NULL;
   uint32_t nopad = 0;
-  TM_ARG_CHECK(ctx, tm_int_list_arg(args, A_OUTPUT_PADDING, 0, (uint32_t)spatial, &opad, &nopad), A_OUTPUT_PADDING);
+  TM_ARG_CHECK(ctx, tm_int_list_arg(args, A(OUTPUT_PADDING), 0, (uint32_t)spatial, &opad, &nopad), A(OUTPUT_PADDING));
   for (uint32_t k = 0; k < nopad; ++k) {
-    TM_ARG_CHECK(ctx, opad[k] == 0, A_OUTPUT_PADDING);
+    TM_ARG_CHECK(ctx, opad[k] == 0, A(OUTPUT_PADDING));
   }
   int32_t groups = 0;
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A_GROUPS, 1, INT32_MAX, &groups) && (int64_t)groups * cpg == cin &&
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(GROUPS), 1, INT32_MAX, &groups) && (int64_t)groups * cpg == cin &&
                         cout % groups == 0,
-               A_GROUPS);
+               A(GROUPS));
   const int32_t oh = tm_conv_out_size(ih, kh, sh, ph, dh);
   const int32_t ow = tm_conv_out_size(iw, kw, sw, pw, dw);
-  tm_tensor *out = tm_f32_arg(args, A_OUT, rank, rank);
+  tm_tensor *out = tm_f32_arg(args, A(OUT), rank, rank);
   TM_ARG_CHECK(ctx, out != NULL && oh > 0 && ow > 0 && out->sizes[0] == batch && out->sizes[1] == cout &&
                         (rank == 3 || out->sizes[2] == oh) && out->sizes[rank - 1] == ow &&
                         tm_tensors_disjoint(in, out),
-               A_OUT);
+               A(OUT));
 
   int64_t si[4], swt[4], so[4];
   strides4(in, si);

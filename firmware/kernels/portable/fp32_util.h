@@ -197,12 +197,13 @@ static inline void tm_f32_map(const tm_tensor *in, tm_tensor *out, float (*f)(fl
   }
 }
 
-/* A whole kernel of schema (Tensor self, *, Tensor(a!) out): out = f(self) elementwise. */
+/* A whole kernel of schema (Tensor self, *, Tensor(a!) out): out = f(self) elementwise. The
+ * kernel gives its op_args.h positions: n_schema arguments, self at i_self, out at i_out. */
 static inline tm_status tm_f32_unary_kernel(tm_kernel_context *ctx, tm_value *const *args, size_t nargs,
-                                            float (*f)(float)) {
+                                            size_t n_schema, size_t i_self, size_t i_out, float (*f)(float)) {
   const tm_tensor *in = NULL;
   tm_tensor *out = NULL;
-  const tm_status st = tm_f32_unary_args(ctx, args, nargs, 2u, 0u, 1u, &in, &out);
+  const tm_status st = tm_f32_unary_args(ctx, args, nargs, n_schema, i_self, i_out, &in, &out);
   if (st != TM_OK) {
     return st;
   }
@@ -210,16 +211,21 @@ static inline tm_status tm_f32_unary_kernel(tm_kernel_context *ctx, tm_value *co
   return TM_OK;
 }
 
+/* tm_f32_binary_kernel's i_alpha when the schema has no alpha. */
+#define TM_F32_NO_ALPHA SIZE_MAX
+
 /*
  * A whole broadcasting kernel of schema (Tensor self, Tensor other, [Scalar alpha,]
  * *, Tensor(a!) out): out = f(self, other, alpha) elementwise with torch broadcasting
- * (alpha 1 when the schema has none). Same-layout operands and a single-value other take
- * flat loops; anything else walks out's logical indices.
+ * (alpha 1 when the schema has none: i_alpha TM_F32_NO_ALPHA). The kernel gives its
+ * op_args.h positions. Same-layout operands and a single-value other take flat loops;
+ * anything else walks out's logical indices.
  */
 static inline tm_status tm_f32_binary_kernel(tm_kernel_context *ctx, tm_value *const *args, size_t nargs,
-                                             bool has_alpha, float (*f)(float, float, float)) {
-  const size_t i_a = 0u, i_b = 1u, i_alpha = 2u, i_out = has_alpha ? 3u : 2u;
-  const tm_status st = tm_check_arg_count(ctx, args, nargs, i_out + 1u);
+                                             size_t n_schema, size_t i_a, size_t i_b, size_t i_alpha, size_t i_out,
+                                             float (*f)(float, float, float)) {
+  const bool has_alpha = i_alpha != TM_F32_NO_ALPHA;
+  const tm_status st = tm_check_arg_count(ctx, args, nargs, n_schema);
   if (st != TM_OK) {
     return st;
   }

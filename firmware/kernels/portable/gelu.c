@@ -10,8 +10,9 @@
 
 #include "fp32_util.h"
 #include "portable_kernels.h"
+#include "op_args.h"
 
-enum { A_SELF, A_APPROXIMATE, A_OUT, N_SCHEMA };
+#define A(x) TM_ARG(PORTABLE_GELU, x)
 
 static bool string_is(const tm_value *v, const char *text) {
   const size_t n = strlen(text);
@@ -32,12 +33,12 @@ static float gelu_erf(float v) {
 tm_status tm_portable_gelu_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
   const tm_tensor *in = NULL;
   tm_tensor *out = NULL;
-  const tm_status st = tm_f32_unary_args(ctx, args, nargs, N_SCHEMA, A_SELF, A_OUT, &in, &out);
+  const tm_status st = tm_f32_unary_args(ctx, args, nargs, TM_NARGS(PORTABLE_GELU), A(SELF), A(OUT), &in, &out);
   if (st != TM_OK) {
     return st;
   }
-  const bool use_tanh = string_is(args[A_APPROXIMATE], "tanh");
-  TM_ARG_CHECK(ctx, use_tanh || string_is(args[A_APPROXIMATE], "none"), A_APPROXIMATE);
+  const bool use_tanh = string_is(args[A(APPROXIMATE)], "tanh");
+  TM_ARG_CHECK(ctx, use_tanh || string_is(args[A(APPROXIMATE)], "none"), A(APPROXIMATE));
 
   if (use_tanh) {
     tm_f32_map(in, out, gelu_tanh);

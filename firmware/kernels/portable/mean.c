@@ -7,25 +7,26 @@
  */
 #include "fp32_util.h"
 #include "portable_kernels.h"
+#include "op_args.h"
 
-enum { A_SELF, A_DIM, A_KEEPDIM, A_DTYPE, A_OUT, N_SCHEMA };
+#define A(x) TM_ARG(PORTABLE_MEAN, x)
 
 tm_status tm_portable_mean_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SCHEMA);
+  tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(PORTABLE_MEAN));
   if (st != TM_OK) {
     return st;
   }
-  const tm_tensor *in = tm_f32_arg(args, A_SELF, 0, TM_MAX_DIMS);
-  TM_ARG_CHECK(ctx, in != NULL, A_SELF);
+  const tm_tensor *in = tm_f32_arg(args, A(SELF), 0, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, in != NULL, A(SELF));
   bool reduced[TM_MAX_DIMS] = {false};
   uint32_t ndims = 0;
-  if (!tm_is_none(args, A_DIM)) {
+  if (!tm_is_none(args, A(DIM))) {
     const int64_t *items = NULL;
-    TM_ARG_CHECK(ctx, tm_int_list_arg(args, A_DIM, 0, TM_MAX_DIMS, &items, &ndims), A_DIM);
+    TM_ARG_CHECK(ctx, tm_int_list_arg(args, A(DIM), 0, TM_MAX_DIMS, &items, &ndims), A(DIM));
     for (uint32_t k = 0; k < ndims; ++k) {
       int32_t d = 0;
-      TM_ARG_CHECK(ctx, tm_f32_dim(items[k], in->dim, &d), A_DIM);
-      TM_ARG_CHECK(ctx, in->dim == 0 || !reduced[d], A_DIM);
+      TM_ARG_CHECK(ctx, tm_f32_dim(items[k], in->dim, &d), A(DIM));
+      TM_ARG_CHECK(ctx, in->dim == 0 || !reduced[d], A(DIM));
       reduced[d] = true;
     }
   }
@@ -33,9 +34,11 @@ tm_status tm_portable_mean_out(tm_kernel_context *ctx, tm_value *const *args, si
     reduced[d] = reduced[d] || ndims == 0;
   }
   bool keepdim = false;
-  TM_ARG_CHECK(ctx, tm_bool_arg(args, A_KEEPDIM, &keepdim), A_KEEPDIM);
-  TM_ARG_CHECK(ctx, tm_is_none(args, A_DTYPE) || (args[A_DTYPE]->tag == TM_VALUE_INT && args[A_DTYPE]->u.i == TM_FLOAT),
-               A_DTYPE);
+  TM_ARG_CHECK(ctx, tm_bool_arg(args, A(KEEPDIM), &keepdim), A(KEEPDIM));
+  TM_ARG_CHECK(ctx,
+               tm_is_none(args, A(DTYPE)) ||
+                   (args[A(DTYPE)]->tag == TM_VALUE_INT && args[A(DTYPE)]->u.i == TM_FLOAT),
+               A(DTYPE));
 
   /* Expected out sizes, and out's stride for each input dim (0 along reduced dims). */
   int32_t want[TM_MAX_DIMS];
@@ -45,13 +48,13 @@ tm_status tm_portable_mean_out(tm_kernel_context *ctx, tm_value *const *args, si
       want[rank++] = reduced[d] ? 1 : in->sizes[d];
     }
   }
-  tm_tensor *out = tm_f32_arg(args, A_OUT, rank, rank);
+  tm_tensor *out = tm_f32_arg(args, A(OUT), rank, rank);
   bool ok = out != NULL;
   for (int k = 0; ok && k < rank; ++k) {
     ok = out->sizes[k] == want[k];
   }
   /* out is zeroed before the sums: it must not be the input */
-  TM_ARG_CHECK(ctx, ok && tm_tensors_disjoint(in, out), A_OUT);
+  TM_ARG_CHECK(ctx, ok && tm_tensors_disjoint(in, out), A(OUT));
 
   tm_f32_walk w = {0};
   int64_t out_strides[TM_MAX_DIMS];

@@ -5,6 +5,9 @@
  */
 #include "fp32_util.h"
 #include "portable_kernels.h"
+#include "op_args.h"
+
+#define A(x) TM_ARG(PORTABLE_MUL, x)
 
 static float mul_one(float x, float y, float alpha) {
   (void)alpha;
@@ -12,5 +15,6 @@ static float mul_one(float x, float y, float alpha) {
 }
 
 tm_status tm_portable_mul_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  return tm_f32_binary_kernel(ctx, args, nargs, false, mul_one);
+  return tm_f32_binary_kernel(ctx, args, nargs, TM_NARGS(PORTABLE_MUL), A(SELF), A(OTHER), TM_F32_NO_ALPHA, A(OUT),
+                              mul_one);
 }

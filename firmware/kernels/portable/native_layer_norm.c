@@ -15,8 +15,12 @@
 
 #include "fp32_util.h"
 #include "portable_kernels.h"
+#include "op_args.h"
 
-enum { A_INPUT, A_SHAPE, A_WEIGHT, A_BIAS, A_EPS, A_OUT0, A_OUT1, A_OUT2, A_RETURNED, N_ARGS };
+#define A(x) TM_ARG(PORTABLE_NATIVE_LAYER_NORM, x)
+/* The returned TensorList follows the schema's arguments. */
+#define RETURNED TM_NARGS(PORTABLE_NATIVE_LAYER_NORM)
+#define N_CALL (RETURNED + 1u)
 
 /* An optional per-element tensor with sizes `shape` (None gives NULL). */
 static bool affine_arg(tm_value *const *args, size_t i, const int64_t *shape, uint32_t len, const float **data) {
@@ -53,21 +57,21 @@ static bool stat_arg(tm_value *const *args, size_t i, const tm_tensor *in, uint3
 }
 
 tm_status tm_portable_native_layer_norm_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  if (nargs != N_ARGS) {
-    ctx->bad_argument = (uint16_t)(nargs < N_ARGS ? nargs : N_ARGS);
+  if (nargs != N_CALL) {
+    ctx->bad_argument = (uint16_t)(nargs < N_CALL ? nargs : N_CALL);
     return TM_ERR_INVALID_ARGUMENT;
   }
   for (size_t i = 0; i < nargs; ++i) {
     TM_ARG_CHECK(ctx, args[i] != NULL, i);
   }
-  const tm_tensor *in = tm_f32_arg(args, A_INPUT, 1, TM_MAX_DIMS);
-  TM_ARG_CHECK(ctx, in != NULL && tm_has_layout(in, TM_LAYOUT_CONTIGUOUS), A_INPUT);
+  const tm_tensor *in = tm_f32_arg(args, A(INPUT), 1, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, in != NULL && tm_has_layout(in, TM_LAYOUT_CONTIGUOUS), A(INPUT));
   const int64_t *shape = NULL;
   uint32_t len = 0;
-  TM_ARG_CHECK(ctx, tm_int_list_arg(args, A_SHAPE, 1, in->dim, &shape, &len), A_SHAPE);
+  TM_ARG_CHECK(ctx, tm_int_list_arg(args, A(NORMALIZED_SHAPE), 1, in->dim, &shape, &len), A(NORMALIZED_SHAPE));
   uint32_t row = 1;
   for (uint32_t k = 0; k < len; ++k) {
-    TM_ARG_CHECK(ctx, shape[k] == in->sizes[in->dim - len + k], A_SHAPE);
+    TM_ARG_CHECK(ctx, shape[k] == in->sizes[in->dim - len + k], A(NORMALIZED_SHAPE));
     row *= (uint32_t)shape[k];
   }
   uint32_t rows = 1; /* product of the leading sizes (not numel / row: row may be 0) */
@@ -76,24 +80,24 @@ tm_status tm_portable_native_layer_norm_out(tm_kernel_context *ctx, tm_value *co
   }
   const float *weight = NULL;
   const float *bias = NULL;
-  TM_ARG_CHECK(ctx, affine_arg(args, A_WEIGHT, shape, len, &weight), A_WEIGHT);
-  TM_ARG_CHECK(ctx, affine_arg(args, A_BIAS, shape, len, &bias), A_BIAS);
+  TM_ARG_CHECK(ctx, affine_arg(args, A(WEIGHT), shape, len, &weight), A(WEIGHT));
+  TM_ARG_CHECK(ctx, affine_arg(args, A(BIAS), shape, len, &bias), A(BIAS));
   double eps_d = 0.0;
-  TM_ARG_CHECK(ctx, tm_double_arg(args, A_EPS, &eps_d) && eps_d >= 0.0 && eps_d <= 3.4e38, A_EPS);
-  tm_tensor *out0 = tm_f32_arg(args, A_OUT0, in->dim, in->dim);
+  TM_ARG_CHECK(ctx, tm_double_arg(args, A(EPS), &eps_d) && eps_d >= 0.0 && eps_d <= 3.4e38, A(EPS));
+  tm_tensor *out0 = tm_f32_arg(args, A(OUT0), in->dim, in->dim);
   TM_ARG_CHECK(ctx, out0 != NULL && tm_f32_same_sizes(in, out0) && tm_has_layout(out0, TM_LAYOUT_CONTIGUOUS),
-               A_OUT0);
+               A(OUT0));
   tm_tensor *out1 = NULL;
   tm_tensor *out2 = NULL;
-  TM_ARG_CHECK(ctx, stat_arg(args, A_OUT1, in, len, rows, &out1), A_OUT1);
-  TM_ARG_CHECK(ctx, stat_arg(args, A_OUT2, in, len, rows, &out2), A_OUT2);
-  const tm_value *ret = args[A_RETURNED];
+  TM_ARG_CHECK(ctx, stat_arg(args, A(OUT1), in, len, rows, &out1), A(OUT1));
+  TM_ARG_CHECK(ctx, stat_arg(args, A(OUT2), in, len, rows, &out2), A(OUT2));
+  const tm_value *ret = args[RETURNED];
   bool ret_ok = ret->tag == TM_VALUE_TENSOR_LIST && ret->u.list.length == 3;
   for (uint32_t k = 0; ret_ok && ret->u.list.items != NULL && k < 3; ++k) {
     const tm_value *item = ret->u.list.items[k];
-    ret_ok = item != NULL && item->tag == TM_VALUE_TENSOR && item->u.tensor == args[A_OUT0 + k]->u.tensor;
+    ret_ok = item != NULL && item->tag == TM_VALUE_TENSOR && item->u.tensor == args[A(OUT0) + k]->u.tensor;
   }
-  TM_ARG_CHECK(ctx, ret_ok, A_RETURNED);
+  TM_ARG_CHECK(ctx, ret_ok, RETURNED);
 
   const float eps = (float)eps_d;
   const float n = (float)row;

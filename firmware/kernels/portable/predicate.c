@@ -10,9 +10,19 @@
  */
 #include "cortex_m/kernel_args.h"
 #include "portable_kernels.h"
+#include "op_args.h"
 
-enum { S_SELF, S_DIM, S_KEEPDIM, S_DTYPE, S_OUT, N_SUM };
-enum { C_SELF, C_OTHER, C_OUT, N_CMP };
+#define SUM(x) TM_ARG(PORTABLE_SUM_INTLIST, x)
+/* gt, ge, lt and le share compare(), so one set of positions: gt's. */
+#define CMP(x) TM_ARG(PORTABLE_GT_SCALAR, x)
+#define SAME_AS_GT(op)                                                                                          \
+  _Static_assert((int)TM_NARGS(op) == (int)TM_NARGS(PORTABLE_GT_SCALAR) &&                                      \
+                     (int)TM_ARG(op, SELF) == (int)CMP(SELF) && (int)TM_ARG(op, OTHER) == (int)CMP(OTHER) &&    \
+                     (int)TM_ARG(op, OUT) == (int)CMP(OUT),                                                     \
+                 #op " has gt.Scalar_out's arguments")
+SAME_AS_GT(PORTABLE_GE_SCALAR);
+SAME_AS_GT(PORTABLE_LT_SCALAR);
+SAME_AS_GT(PORTABLE_LE_SCALAR);
 
 /* Element k of an integer tensor of type st (TM_CHAR, TM_INT or TM_LONG). */
 static int64_t element(const tm_tensor *t, uint32_t k) {
@@ -37,30 +47,30 @@ static tm_status bad(tm_kernel_context *ctx, size_t i) {
 }
 
 tm_status tm_portable_sum_intlist_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  tm_status st = tm_check_arg_count(ctx, args, nargs, N_SUM);
+  tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(PORTABLE_SUM_INTLIST));
   if (st != TM_OK) {
     return st;
   }
-  const tm_tensor *in = integer_self(args, S_SELF);
-  tm_tensor *out = tm_tensor_arg(args, S_OUT, TM_LONG, 0, TM_MAX_DIMS);
+  const tm_tensor *in = integer_self(args, SUM(SELF));
+  tm_tensor *out = tm_tensor_arg(args, SUM(OUT), TM_LONG, 0, TM_MAX_DIMS);
   const int64_t *dims = NULL;
   uint32_t ndims = 0;
   bool keepdim = true;
   int32_t dtype = 0;
   if (in == NULL) {
-    return bad(ctx, S_SELF);
+    return bad(ctx, SUM(SELF));
   }
-  if (!tm_is_none(args, S_DIM) && !(tm_int_list_arg(args, S_DIM, 0, 0, &dims, &ndims))) {
-    return bad(ctx, S_DIM);
+  if (!tm_is_none(args, SUM(DIM)) && !(tm_int_list_arg(args, SUM(DIM), 0, 0, &dims, &ndims))) {
+    return bad(ctx, SUM(DIM));
   }
-  if (!tm_bool_arg(args, S_KEEPDIM, &keepdim) || keepdim) {
-    return bad(ctx, S_KEEPDIM);
+  if (!tm_bool_arg(args, SUM(KEEPDIM), &keepdim) || keepdim) {
+    return bad(ctx, SUM(KEEPDIM));
   }
-  if (!tm_int_arg(args, S_DTYPE, TM_LONG, TM_LONG, &dtype)) {
-    return bad(ctx, S_DTYPE);
+  if (!tm_int_arg(args, SUM(DTYPE), TM_LONG, TM_LONG, &dtype)) {
+    return bad(ctx, SUM(DTYPE));
   }
   if (out == NULL || out->numel != 1u || out->data == NULL) {
-    return bad(ctx, S_OUT);
+    return bad(ctx, SUM(OUT));
   }
   uint64_t total = 0; /* unsigned: wraps like two's complement without undefined behaviour */
   for (uint32_t k = 0; k < in->numel; ++k) {
@@ -73,23 +83,23 @@ tm_status tm_portable_sum_intlist_out(tm_kernel_context *ctx, tm_value *const *a
 typedef enum { CMP_GT, CMP_GE, CMP_LT, CMP_LE } compare_kind;
 
 static tm_status compare(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, compare_kind kind) {
-  tm_status st = tm_check_arg_count(ctx, args, nargs, N_CMP);
+  tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(PORTABLE_GT_SCALAR));
   if (st != TM_OK) {
     return st;
   }
-  const tm_tensor *in = integer_self(args, C_SELF);
-  tm_tensor *out = tm_tensor_arg(args, C_OUT, TM_BOOL, 0, TM_MAX_DIMS);
+  const tm_tensor *in = integer_self(args, CMP(SELF));
+  tm_tensor *out = tm_tensor_arg(args, CMP(OUT), TM_BOOL, 0, TM_MAX_DIMS);
   if (in == NULL) {
-    return bad(ctx, C_SELF);
+    return bad(ctx, CMP(SELF));
   }
-  if (args[C_OTHER]->tag != TM_VALUE_INT) {
-    return bad(ctx, C_OTHER);
+  if (args[CMP(OTHER)]->tag != TM_VALUE_INT) {
+    return bad(ctx, CMP(OTHER));
   }
   if (out == NULL || out->numel != in->numel || (out->numel != 0u && out->data == NULL) ||
       (in->dim == out->dim && !tm_same_layout(in, out))) {
-    return bad(ctx, C_OUT);
+    return bad(ctx, CMP(OUT));
   }
-  const int64_t other = args[C_OTHER]->u.i;
+  const int64_t other = args[CMP(OTHER)]->u.i;
   uint8_t *o = (uint8_t *)out->data;
   for (uint32_t k = 0; k < in->numel; ++k) {
     const int64_t x = element(in, k);

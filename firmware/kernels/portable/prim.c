@@ -14,6 +14,21 @@
 
 #include "cortex_m/kernel_args.h"
 #include "portable_kernels.h"
+#include "op_args.h"
+
+#define SIZE(x) TM_ARG(PRIM_SYM_SIZE_INT, x)
+#define SIZE_RETURNED TM_NARGS(PRIM_SYM_SIZE_INT) /* the Int after the schema's arguments */
+#define SELECT(x) TM_ARG(PORTABLE_SELECT_COPY_INT, x)
+#define COPY(x) TM_ARG(PRIM_ET_COPY_INDEX_TENSOR, x)
+/* add, sub and eq share one body, so one set of positions. */
+#define SCALAR(x) TM_ARG(PRIM_ADD_SCALAR, x)
+#define SCALAR_RETURNED TM_NARGS(PRIM_ADD_SCALAR)
+#define SAME_AS_ADD(op)                                                                                         \
+  _Static_assert((int)TM_NARGS(op) == (int)SCALAR_RETURNED && (int)TM_ARG(op, A) == (int)SCALAR(A) &&           \
+                     (int)TM_ARG(op, B) == (int)SCALAR(B),                                                      \
+                 #op " has add.Scalar's arguments")
+SAME_AS_ADD(PRIM_SUB_SCALAR);
+SAME_AS_ADD(PRIM_EQ_SCALAR);
 
 static tm_status bad(tm_kernel_context *ctx, size_t i) {
   ctx->bad_argument = (uint16_t)i;
@@ -57,89 +72,90 @@ static bool index_in(const tm_value *v, const tm_tensor *whole) {
 
 tm_status tm_prim_sym_size_int(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
   int32_t dim = 0;
-  if (nargs != 3u) {
+  if (nargs != SIZE_RETURNED + 1u) {
     return bad(ctx, nargs);
   }
-  const tm_tensor *t = tm_tensor_arg(args, 0, -1, 1, TM_MAX_DIMS);
+  const tm_tensor *t = tm_tensor_arg(args, SIZE(SELF), -1, 1, TM_MAX_DIMS);
   if (t == NULL) {
-    return bad(ctx, 0);
+    return bad(ctx, SIZE(SELF));
   }
-  if (!tm_int_arg(args, 1, 0, (int64_t)t->dim - 1, &dim)) {
-    return bad(ctx, 1);
+  if (!tm_int_arg(args, SIZE(DIM), 0, (int64_t)t->dim - 1, &dim)) {
+    return bad(ctx, SIZE(DIM));
   }
-  if (args[2]->tag != TM_VALUE_INT) {
-    return bad(ctx, 2);
+  if (args[SIZE_RETURNED]->tag != TM_VALUE_INT) {
+    return bad(ctx, SIZE_RETURNED);
   }
-  args[2]->u.i = t->sizes[dim];
+  args[SIZE_RETURNED]->u.i = t->sizes[dim];
   return TM_OK;
 }
 
 tm_status tm_portable_select_copy_int_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  tm_status st = tm_check_arg_count(ctx, args, nargs, 4u);
+  tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(PORTABLE_SELECT_COPY_INT));
   int32_t dim = 0;
   uint32_t bytes = 0;
   if (st != TM_OK) {
     return st;
   }
-  const tm_tensor *in = tm_tensor_arg(args, 0, -1, 1, TM_MAX_DIMS);
-  tm_tensor *out = tm_tensor_arg(args, 3, -1, 0, TM_MAX_DIMS - 1);
+  const tm_tensor *in = tm_tensor_arg(args, SELECT(SELF), -1, 1, TM_MAX_DIMS);
+  tm_tensor *out = tm_tensor_arg(args, SELECT(OUT), -1, 0, TM_MAX_DIMS - 1);
   if (in == NULL || !contiguous(in) || !slot_bytes(in, &bytes)) {
-    return bad(ctx, 0);
+    return bad(ctx, SELECT(SELF));
   }
-  if (!tm_int_arg(args, 1, 0, 0, &dim)) {
-    return bad(ctx, 1); /* only dim 0 (the map dimension) */
+  if (!tm_int_arg(args, SELECT(DIM), 0, 0, &dim)) {
+    return bad(ctx, SELECT(DIM)); /* only dim 0 (the map dimension) */
   }
-  if (!index_in(args[2], in)) {
-    return bad(ctx, 2);
+  if (!index_in(args[SELECT(INDEX)], in)) {
+    return bad(ctx, SELECT(INDEX));
   }
   if (out == NULL || !contiguous(out) || !is_slot_of(in, out) || out->nbytes != bytes) {
-    return bad(ctx, 3);
+    return bad(ctx, SELECT(OUT));
   }
-  memmove(out->data, (const uint8_t *)in->data + (size_t)args[2]->u.i * bytes, bytes);
+  memmove(out->data, (const uint8_t *)in->data + (size_t)args[SELECT(INDEX)]->u.i * bytes, bytes);
   return TM_OK;
 }
 
 tm_status tm_prim_et_copy_index_tensor(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
   uint32_t bytes = 0;
-  if (nargs != 3u) {
+  if (nargs != TM_NARGS(PRIM_ET_COPY_INDEX_TENSOR)) { /* returns (): no value after them */
     return bad(ctx, nargs);
   }
-  tm_tensor *self = tm_tensor_arg(args, 0, -1, 1, TM_MAX_DIMS);
-  const tm_tensor *from = tm_tensor_arg(args, 1, -1, 0, TM_MAX_DIMS - 1);
+  tm_tensor *self = tm_tensor_arg(args, COPY(SELF), -1, 1, TM_MAX_DIMS);
+  const tm_tensor *from = tm_tensor_arg(args, COPY(COPY_FROM), -1, 0, TM_MAX_DIMS - 1);
   if (self == NULL || !contiguous(self) || !slot_bytes(self, &bytes)) {
-    return bad(ctx, 0);
+    return bad(ctx, COPY(SELF));
   }
   if (from == NULL || !contiguous(from) || !is_slot_of(self, from) || from->nbytes != bytes) {
-    return bad(ctx, 1);
+    return bad(ctx, COPY(COPY_FROM));
   }
-  if (!index_in(args[2], self)) {
-    return bad(ctx, 2);
+  if (!index_in(args[COPY(INDEX)], self)) {
+    return bad(ctx, COPY(INDEX));
   }
-  memmove((uint8_t *)self->data + (size_t)args[2]->u.i * bytes, from->data, bytes);
+  memmove((uint8_t *)self->data + (size_t)args[COPY(INDEX)]->u.i * bytes, from->data, bytes);
   return TM_OK;
 }
 
 typedef enum { PRIM_ADD, PRIM_SUB, PRIM_EQ } prim_kind;
 
 static tm_status prim_scalar(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, prim_kind kind) {
-  if (nargs != 3u) {
+  if (nargs != SCALAR_RETURNED + 1u) {
     return bad(ctx, nargs);
   }
-  if (args[0]->tag != TM_VALUE_INT) {
-    return bad(ctx, 0);
+  if (args[SCALAR(A)]->tag != TM_VALUE_INT) {
+    return bad(ctx, SCALAR(A));
   }
-  if (args[1]->tag != TM_VALUE_INT) {
-    return bad(ctx, 1);
+  if (args[SCALAR(B)]->tag != TM_VALUE_INT) {
+    return bad(ctx, SCALAR(B));
   }
-  if (args[2]->tag != (kind == PRIM_EQ ? TM_VALUE_BOOL : TM_VALUE_INT)) {
-    return bad(ctx, 2);
+  tm_value *ret = args[SCALAR_RETURNED];
+  if (ret->tag != (kind == PRIM_EQ ? TM_VALUE_BOOL : TM_VALUE_INT)) {
+    return bad(ctx, SCALAR_RETURNED);
   }
   /* unsigned arithmetic: wraps like two's complement without undefined behaviour */
-  const uint64_t a = (uint64_t)args[0]->u.i, b = (uint64_t)args[1]->u.i;
+  const uint64_t a = (uint64_t)args[SCALAR(A)]->u.i, b = (uint64_t)args[SCALAR(B)]->u.i;
   switch (kind) {
-    case PRIM_ADD: args[2]->u.i = (int64_t)(a + b); break;
-    case PRIM_SUB: args[2]->u.i = (int64_t)(a - b); break;
-    default: args[2]->u.b = a == b; break;
+    case PRIM_ADD: ret->u.i = (int64_t)(a + b); break;
+    case PRIM_SUB: ret->u.i = (int64_t)(a - b); break;
+    default: ret->u.b = a == b; break;
   }
   return TM_OK;
 }

@@ -5,11 +5,14 @@
  */
 #include "fp32_util.h"
 #include "portable_kernels.h"
+#include "op_args.h"
+
+#define A(x) TM_ARG(PORTABLE_RELU, x)
 
 static float relu_one(float v) {
   return v > 0.0f ? v : (v != v ? v : 0.0f);
 }
 
 tm_status tm_portable_relu_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  return tm_f32_unary_kernel(ctx, args, nargs, relu_one);
+  return tm_f32_unary_kernel(ctx, args, nargs, TM_NARGS(PORTABLE_RELU), A(SELF), A(OUT), relu_one);
 }

@@ -7,6 +7,9 @@
 
 #include "fp32_util.h"
 #include "portable_kernels.h"
+#include "op_args.h"
+
+#define A(x) TM_ARG(PORTABLE_SIGMOID, x)
 
 static float sigmoid_one(float v) {
   const float e = expf(-fabsf(v)); /* in (0, 1]: no overflow for either sign */
@@ -14,5 +17,5 @@ static float sigmoid_one(float v) {
 }
 
 tm_status tm_portable_sigmoid_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  return tm_f32_unary_kernel(ctx, args, nargs, sigmoid_one);
+  return tm_f32_unary_kernel(ctx, args, nargs, TM_NARGS(PORTABLE_SIGMOID), A(SELF), A(OUT), sigmoid_one);
 }

@@ -8,21 +8,22 @@
 
 #include "fp32_util.h"
 #include "portable_kernels.h"
+#include "op_args.h"
 
-enum { A_SELF, A_DIM, A_HALF_TO_FLOAT, A_OUT, N_SCHEMA };
+#define A(x) TM_ARG(PORTABLE_SOFTMAX, x)
 
 tm_status tm_portable_softmax_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
   const tm_tensor *in = NULL;
   tm_tensor *out = NULL;
-  const tm_status st = tm_f32_unary_args(ctx, args, nargs, N_SCHEMA, A_SELF, A_OUT, &in, &out);
+  const tm_status st = tm_f32_unary_args(ctx, args, nargs, TM_NARGS(PORTABLE_SOFTMAX), A(SELF), A(OUT), &in, &out);
   if (st != TM_OK) {
     return st;
   }
-  TM_ARG_CHECK(ctx, args[A_DIM]->tag == TM_VALUE_INT, A_DIM);
+  TM_ARG_CHECK(ctx, args[A(DIM)]->tag == TM_VALUE_INT, A(DIM));
   int32_t dim = 0;
-  TM_ARG_CHECK(ctx, tm_f32_dim(args[A_DIM]->u.i, in->dim, &dim), A_DIM);
+  TM_ARG_CHECK(ctx, tm_f32_dim(args[A(DIM)]->u.i, in->dim, &dim), A(DIM));
   bool half_to_float = true;
-  TM_ARG_CHECK(ctx, tm_bool_arg(args, A_HALF_TO_FLOAT, &half_to_float) && !half_to_float, A_HALF_TO_FLOAT);
+  TM_ARG_CHECK(ctx, tm_bool_arg(args, A(HALF_TO_FLOAT), &half_to_float) && !half_to_float, A(HALF_TO_FLOAT));
 
   /* Rows along dim: memory offset o starts a row when its coordinate along dim is 0. */
   int64_t strides[TM_MAX_DIMS];

@@ -7,11 +7,14 @@
 
 #include "fp32_util.h"
 #include "portable_kernels.h"
+#include "op_args.h"
+
+#define A(x) TM_ARG(PORTABLE_TANH, x)
 
 static float tanh_one(float v) {
   return tanhf(v);
 }
 
 tm_status tm_portable_tanh_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  return tm_f32_unary_kernel(ctx, args, nargs, tanh_one);
+  return tm_f32_unary_kernel(ctx, args, nargs, TM_NARGS(PORTABLE_TANH), A(SELF), A(OUT), tanh_one);
 }

@@ -249,20 +249,17 @@ static bool same_text(const char *s, uint32_t len, const char *literal) {
   return strlen(literal) == len && memcmp(s, literal, len) == 0;
 }
 
-/* The loop kernels ExecuTorch's emitter uses for torch.map. They change Int/Bool values (an
- * index, a count, the loop condition) or write a tensor slot at a changing index, so they run
- * with every argument checked on every call. */
-typedef enum { LOOP_SCALAR_OUT, LOOP_SELECT, LOOP_COPY_INDEX } loop_role;
+/* The loop kernels ExecuTorch's emitter uses for torch.map (the registry's ops with a loop call,
+ * generated into control_ops.inc, which also names TM_LOOP_BOOL_OP). They change Int/Bool values
+ * (an index, a count, the loop condition: LOOP_SCALAR; a Bool for TM_LOOP_BOOL_OP) or write a
+ * tensor slot at a changing index (LOOP_COPY_INDEX), so they run with every argument checked on
+ * every call. */
+typedef enum { LOOP_SCALAR, LOOP_SELECT, LOOP_COPY_INDEX } loop_role;
 static const struct {
   const char *name, *overload;
   loop_role role;
 } LOOP_OPS[] = {
-    {"aten::sym_size", "int", LOOP_SCALAR_OUT},
-    {"aten::select_copy", "int_out", LOOP_SELECT},
-    {"executorch_prim::et_copy_index", "tensor", LOOP_COPY_INDEX},
-    {"executorch_prim::add", "Scalar", LOOP_SCALAR_OUT},
-    {"executorch_prim::sub", "Scalar", LOOP_SCALAR_OUT},
-    {"executorch_prim::eq", "Scalar", LOOP_SCALAR_OUT},
+#include "control_ops.inc"
 };
 
 /* A loop kernel that writes a scalar value (its last argument). */
@@ -302,8 +299,8 @@ static tm_status classify_loop_ops(tm_method *m, const tm_program *program, uint
       }
       m->diag.instruction = (int32_t)i;
       bool ok = LOOP_OPS[k].role == LOOP_SELECT || ins->nargs == 3u;
-      if (ok && LOOP_OPS[k].role == LOOP_SCALAR_OUT) {
-        const uint8_t want = same_text(name, nlen, "executorch_prim::eq") ? TM_VALUE_BOOL : TM_VALUE_INT;
+      if (ok && LOOP_OPS[k].role == LOOP_SCALAR) {
+        const uint8_t want = same_text(name, nlen, TM_LOOP_BOOL_OP) ? TM_VALUE_BOOL : TM_VALUE_INT;
         ok = ins->args[2]->tag == want;
       } else if (ok && LOOP_OPS[k].role == LOOP_COPY_INDEX) {
         ok = ins->args[0]->tag == TM_VALUE_TENSOR && ins->args[0]->u.tensor->data != NULL &&

@@ -1,4 +1,7 @@
-"""The kernel table (firmware/kernels/kernels.json) and what a selection takes from it.
+"""The kernel table (operator -> C entry point -> translation unit) and what a selection takes
+from it. The table is the operator registry's (torchmcu.ops): CMake generates it as
+<build>/generated/kernels.json (cmake/ops.cmake) and passes that file; without one, it is built
+from the registry itself.
 
 CMake asks this module which table entries a yaml selects (`python -m torchmcu.selective
 --yaml Y`), so the yaml is interpreted in one place: include_all_operators selects every
@@ -17,6 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from torchmcu import ops
+from torchmcu.ops import generate
 from torchmcu.selective.oplist import (
     OpList,
     OpListError,
@@ -25,8 +30,6 @@ from torchmcu.selective.oplist import (
     read_yaml,
     split_key,
 )
-
-DEFAULT_TABLE = Path(__file__).resolve().parents[3] / "firmware" / "kernels" / "kernels.json"
 
 
 @dataclass(frozen=True)
@@ -38,9 +41,10 @@ class KernelEntry:
 
 @dataclass(frozen=True)
 class KernelTable:
-    path: Path
+    path: Path | None  # None: built from the registry
     kernels: tuple[KernelEntry, ...]
     common_sources: tuple[str, ...]
+    headers: tuple[str, ...] = ()  # what the generated C registry includes
 
     @property
     def operators(self) -> list[str]:
@@ -66,7 +70,8 @@ class KernelTable:
             chosen.update(hits)
         if unknown:
             raise OpListError(
-                f"selected operators with no kernel in {self.path}: {', '.join(sorted(unknown))}"
+                f"selected operators with no kernel in {self.path or 'the operator registry'}: "
+                f"{', '.join(sorted(unknown))}"
             )
         return [k for k in self.kernels if k.operator in chosen]
 
@@ -80,10 +85,13 @@ class KernelTable:
 
 
 def load_table(path: str | os.PathLike[str] | None = None) -> KernelTable:
-    p = Path(path) if path is not None else DEFAULT_TABLE
-    raw = json.loads(p.read_text())
+    """The table of a kernels.json (CMake's generated one), or the registry's without `path`."""
+    p = Path(path) if path is not None else None
+    raw = json.loads(p.read_text() if p is not None else generate.kernels_json(ops.ops()))
     kernels = tuple(KernelEntry(k["operator"], k["symbol"], k["source"]) for k in raw["kernels"])
-    return KernelTable(p, kernels, tuple(raw.get("common_sources", [])))
+    return KernelTable(
+        p, kernels, tuple(raw.get("common_sources", [])), tuple(raw.get("headers", []))
+    )
 
 
 def missing_operators(program_ops: Iterable[str], doc: OpList) -> list[str]:
@@ -132,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     --delegates, the selected backend ids among those given instead."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--yaml", required=True)
-    parser.add_argument("--table", default=str(DEFAULT_TABLE))
+    parser.add_argument("--table", help="a kernels.json (default: the operator registry's)")
     parser.add_argument(
         "--delegates", metavar="IDS", help="backend ids the tree offers, ',' or ';' separated"
     )
