@@ -18,7 +18,7 @@ from torchmcu.npu import partition, subprogram
 from torchmcu.npu.tosa import lowerings, ops_layout, support
 from torchmcu.ops.core import OpDef
 from torchmcu.pte import program as pm
-from torchmcu.reference import float_calls, interpreter, ops_predicate, scratch
+from torchmcu.reference import interpreter, ops_predicate, scratch
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "firmware" / "kernels"
@@ -64,19 +64,6 @@ def test_control_ops() -> None:
     assert set(ops_predicate.LOOP_OPS) == {
         (o.qualified, o.schema.overload) for o in control if o.call.startswith("loop_")
     }
-
-
-def test_float_calls() -> None:
-    portable = ops.ops("portable")
-    # the reference interpreter runs every portable op but ExecuTorch's dim order copy, which
-    # only ExecuTorch's own programs hold
-    assert float_calls.FLOAT_OPS == _names(portable) - {"dim_order_ops::_clone_dim_order"}
-    for o in portable:
-        if o.qualified in float_calls.FLOAT_OPS:
-            _, readers, outs = float_calls._CALLS[o.qualified]
-            assert len(readers) + outs + 1 == o.schema.n_call_args, o.key
-            assert outs == len(o.schema.outs), o.key
-            assert (outs > 1) == (o.call == "multi_out"), o.key
 
 
 def test_method_c_loop_roles() -> None:
