@@ -46,4 +46,4 @@ def run_float_call(bind: Callable[[OpDef], Any], op: str) -> None:
         physical = [t.sizes[d] for d in t.dim_order]
         if list(value.shape) != physical:
             raise ValueError(f"{op}: result shape {list(value.shape)} does not fit out {t.sizes}")
-        b.call.memory.write(index, np.ascontiguousarray(value))
+        b.call.memory.write(index, value)  # tobytes() writes C order

@@ -106,7 +106,8 @@ class _Memory:
 
     def write_logical(self, index: int, logical: np.ndarray) -> None:
         t = self.tensor(index)
-        self.write(index, np.ascontiguousarray(np.transpose(logical, t.dim_order)))
+        # copy(order="C"), not ascontiguousarray, which makes a 0-d array 1-d
+        self.write(index, np.transpose(logical, t.dim_order).copy(order="C"))
 
 
 class _Call:

@@ -149,6 +149,41 @@ def check_permute_copy(b: Bound) -> None:
         )
 
 
+def check_cat(b: Bound) -> None:
+    """cat.c's TM_ARG_CHECKs, in its order."""
+    items = b.value("tensors")
+    if not (isinstance(items, pm.TensorList) and len(items.items) >= 1):
+        raise b.reject("tensors", "expected a TensorList of one or more tensors")
+    out = b.value("out")
+    if not (is_copyable(out) and len(out.sizes) >= 1):  # type: ignore[union-attr]
+        raise b.reject("out", "expected a tensor of rank 1..6 and a handled dtype")
+    rank = len(out.sizes)  # type: ignore[union-attr]
+    v = b.value("dim")
+    if not (isinstance(v, pm.Int) and -rank <= v.value < rank):
+        raise b.reject("dim", f"expected a dim of the rank-{rank} out")
+    dim = v.value % rank
+    total = 0
+    for k in items.items:
+        t = b.values[k]
+        if not (
+            isinstance(t, pm.Tensor)
+            and t.scalar_type == out.scalar_type  # type: ignore[union-attr]
+            and 1 <= len(t.sizes) <= 6
+            and disjoint(t, out)  # type: ignore[arg-type]
+        ):
+            raise b.reject("tensors", "expected tensors of out's dtype, apart from out")
+        if len(t.sizes) == 1 and t.numel == 0:
+            continue  # skipped, as torch
+        if len(t.sizes) != rank or any(
+            d != dim and t.sizes[d] != out.sizes[d]  # type: ignore[union-attr]
+            for d in range(rank)
+        ):
+            raise b.reject("tensors", f"expected out's sizes {out.sizes} but along dim {dim}")  # type: ignore[union-attr]
+        total += t.sizes[dim]
+    if total != out.sizes[dim]:  # type: ignore[union-attr]
+        raise b.reject("out", f"expected {total} along dim {dim}")
+
+
 def _clone_reference(b: Any) -> np.ndarray:
     return b.to_out(b.logical("self"))
 
@@ -187,6 +222,7 @@ CAT = portable(
     "cat.c",
     31,
     reference=lambda b: b.to_out(cat(b.logical_list("tensors"), b.dim)),
+    check=check_cat,
     contract=CAT_CONTRACT,
 )
 

@@ -10,8 +10,18 @@ from typing import Any
 import numpy as np
 
 from torchmcu.ops.core import Bound, pattern
-from torchmcu.ops.defs.portable import F32, f32, f32_scalar, f32_tensor, is_f32, optional, portable
+from torchmcu.ops.defs.portable import (
+    F32,
+    f32,
+    f32_scalar,
+    f32_tensor,
+    int_list,
+    is_f32,
+    optional,
+    portable,
+)
 from torchmcu.ops.layout import disjoint
+from torchmcu.pte import program as pm
 
 MATMUL_CONTRACT = """\
 - `mat1 [M,K]`, `mat2 [K,N]`, `out [M,N]`; addmm: `out = beta*self + alpha*(mat1 @ mat2)`, `self`
@@ -182,6 +192,74 @@ MM = portable(
 )
 
 
+INT16_MAX = 2**15 - 1
+INT32_MAX = 2**31 - 1
+
+
+def _spatial(b: Bound, name: str, spatial: int, lo: int, fill_h: int) -> tuple[int, int]:
+    """convolution.c's spatial_arg: 1 or `spatial` items in [lo, 32767] as (h, w); 1-D takes
+    h = fill_h."""
+    items = int_list(b, name, 1, spatial)
+    if not all(lo <= v <= INT16_MAX for v in items):
+        raise b.reject(name, f"expected items in [{lo}, {INT16_MAX}]")
+    return (items[0] if spatial == 2 else fill_h), items[-1]
+
+
+def _out_size(size: int, kernel: int, stride: int, pad: int, dilation: int) -> int:
+    """tm_conv_out_size."""
+    span = size + 2 * pad - dilation * (kernel - 1) - 1
+    return 0 if span < 0 else span // stride + 1
+
+
+def check_convolution(b: Bound) -> None:
+    """convolution.c's TM_ARG_CHECKs, in its order."""
+    x = f32_tensor(b, "input", 3, 4)
+    rank = len(x.sizes)
+    spatial = rank - 2
+    batch, cin = x.sizes[0], x.sizes[1]
+    ih, iw = (x.sizes[2] if rank == 4 else 1), x.sizes[-1]
+    w = b.value("weight")
+    if not (is_f32(w, rank, rank) and w.sizes[0] > 0 and w.sizes[1] > 0):  # type: ignore[union-attr]
+        raise b.reject("weight", f"expected a float32 rank-{rank} weight [Cout, C/groups, ...]")
+    cout, cpg = w.sizes[0], w.sizes[1]  # type: ignore[union-attr]
+    kh, kw = (w.sizes[2] if rank == 4 else 1), w.sizes[-1]  # type: ignore[union-attr]
+    if not (kh > 0 and kw > 0):
+        raise b.reject("weight", "expected a kernel of at least 1x1")
+    if not b.is_none("bias"):
+        bias = b.value("bias")
+        if not (is_f32(bias, 1, 1) and bias.sizes[0] == cout):  # type: ignore[union-attr]
+            raise b.reject("bias", f"expected None or a float32 [{cout}] tensor")
+    sh, sw = _spatial(b, "stride", spatial, 1, 1)
+    ph, pw = _spatial(b, "padding", spatial, 0, 0)
+    dh, dw = _spatial(b, "dilation", spatial, 1, 1)
+    transposed = b.value("transposed")
+    if not (isinstance(transposed, pm.Bool) and not transposed.value):
+        raise b.reject("transposed", "expected the Bool false")
+    if any(v != 0 for v in int_list(b, "output_padding", 0, spatial)):
+        raise b.reject("output_padding", "expected zeros")
+    groups = b.value("groups")
+    if not (
+        isinstance(groups, pm.Int)
+        and 1 <= groups.value <= INT32_MAX
+        and groups.value * cpg == cin
+        and cout % groups.value == 0
+    ):
+        raise b.reject("groups", f"expected groups dividing {cout} with groups * {cpg} == {cin}")
+    oh, ow = _out_size(ih, kh, sh, ph, dh), _out_size(iw, kw, sw, pw, dw)
+    out = b.value("out")
+    if not (
+        is_f32(out, rank, rank)
+        and oh > 0
+        and ow > 0
+        and out.sizes[0] == batch  # type: ignore[union-attr]
+        and out.sizes[1] == cout  # type: ignore[union-attr]
+        and (rank == 3 or out.sizes[2] == oh)  # type: ignore[union-attr]
+        and out.sizes[-1] == ow  # type: ignore[union-attr]
+        and disjoint(x, out)  # type: ignore[arg-type]
+    ):
+        raise b.reject("out", "expected the convolution's float32 out sizes, apart from the input")
+
+
 def _convolution_reference(b: Any) -> np.ndarray:
     return b.to_out(
         convolution(
@@ -206,6 +284,7 @@ CONVOLUTION = portable(
     "convolution.c",
     21,
     reference=_convolution_reference,
+    check=check_convolution,
     contract=CONVOLUTION_CONTRACT,
 )
 

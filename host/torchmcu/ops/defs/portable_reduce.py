@@ -11,7 +11,21 @@ from typing import Any
 import numpy as np
 
 from torchmcu.ops.core import Bound, pattern
-from torchmcu.ops.defs.portable import F32, check_unary, dim_arg, f32, norm_dim, optional, portable
+from torchmcu.ops.defs.portable import (
+    F32,
+    FLOAT,
+    MAX_DIMS,
+    check_unary,
+    dim_arg,
+    f32,
+    f32_tensor,
+    int_list,
+    is_f32,
+    norm_dim,
+    optional,
+    portable,
+)
+from torchmcu.ops.layout import disjoint, laid_out_as
 from torchmcu.pte import program as pm
 
 SOFTMAX_CONTRACT = """\
@@ -100,6 +114,64 @@ def check_softmax(b: Bound) -> None:
         raise b.reject("half_to_float", "expected the Bool false")
 
 
+def check_mean(b: Bound) -> None:
+    """mean.c's TM_ARG_CHECKs, in its order."""
+    x = f32_tensor(b, "self")
+    rank = len(x.sizes)
+    reduced = [False] * rank
+    dims = [] if b.is_none("dim") else int_list(b, "dim", 0, MAX_DIMS)
+    r = max(rank, 1)
+    for d in dims:
+        if not -r <= d < r or (rank and reduced[d % r]):
+            raise b.reject("dim", f"expected distinct dims of a rank-{rank} tensor")
+        if rank:
+            reduced[d % r] = True
+    reduced = [flag or not dims for flag in reduced]
+    if not isinstance(b.value("keepdim"), pm.Bool):
+        raise b.reject("keepdim", "expected a Bool")
+    dtype = b.value("dtype")
+    if not (isinstance(dtype, pm.Null) or (isinstance(dtype, pm.Int) and dtype.value == FLOAT)):
+        raise b.reject("dtype", "expected None or Float (6)")
+    keepdim = b.keepdim
+    want = [1 if red else s for s, red in zip(x.sizes, reduced) if not red or keepdim]
+    out = b.value("out")
+    if not (is_f32(out) and list(out.sizes) == want and disjoint(x, out)):  # type: ignore[union-attr, arg-type]
+        raise b.reject("out", f"expected a float32 {want} tensor apart from the input")
+
+
+def _contiguous(t: pm.Tensor) -> bool:
+    return laid_out_as(t.sizes, t.dim_order, range(len(t.sizes)))
+
+
+def check_native_layer_norm(b: Bound) -> None:
+    """native_layer_norm.c's TM_ARG_CHECKs, in its order (the returned TensorList, argument 8,
+    is the interpreter's call-shape rule)."""
+    x = f32_tensor(b, "input", 1, MAX_DIMS)
+    if not _contiguous(x):
+        raise b.reject("input", "expected a contiguous tensor")
+    rank = len(x.sizes)
+    shape = int_list(b, "normalized_shape", 1, rank)
+    if list(shape) != list(x.sizes[rank - len(shape) :]):
+        raise b.reject("normalized_shape", f"expected the trailing sizes of {x.sizes}")
+    for name in ("weight", "bias"):
+        if b.is_none(name):
+            continue
+        t = b.value(name)
+        if not (is_f32(t) and list(t.sizes) == list(shape) and _contiguous(t)):  # type: ignore[union-attr, arg-type]
+            raise b.reject(name, f"expected None or a contiguous float32 {shape} tensor")
+    eps = b.value("eps")
+    if not (isinstance(eps, pm.Double) and 0.0 <= eps.value <= 3.4e38):
+        raise b.reject("eps", "expected a finite Double >= 0")
+    out0 = b.value("out0")
+    if not (is_f32(out0) and list(out0.sizes) == list(x.sizes) and _contiguous(out0)):  # type: ignore[union-attr, arg-type]
+        raise b.reject("out0", "expected a contiguous float32 tensor of the input's sizes")
+    stat = [s if d + len(shape) < rank else 1 for d, s in enumerate(x.sizes)]
+    for name in ("out1", "out2"):
+        t = b.value(name)
+        if not (is_f32(t) and list(t.sizes) == stat and _contiguous(t)):  # type: ignore[union-attr, arg-type]
+            raise b.reject(name, f"expected a contiguous float32 {stat} tensor")
+
+
 SOFTMAX = portable(
     "aten::_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)",
     "tm_portable_softmax_out",
@@ -116,6 +188,7 @@ MEAN = portable(
     "mean.c",
     28,
     reference=lambda b: b.to_out(mean(b.logical("self"), b.dim, b.keepdim, b.dtype)),
+    check=check_mean,
     contract=MEAN_CONTRACT,
 )
 
@@ -138,6 +211,7 @@ NATIVE_LAYER_NORM = portable(
     43,
     call="multi_out",
     reference=_layer_norm_reference,
+    check=check_native_layer_norm,
     contract=LAYER_NORM_CONTRACT,
 )
 
