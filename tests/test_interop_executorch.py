@@ -73,19 +73,12 @@ def _avg_pool_like_executorch_python(ties: list[int]):
     return pool
 
 
-def _clone_dim_order(c) -> np.ndarray:
-    """Portable dim_order_ops::_clone_dim_order.out: same logical values, out's dim order."""
-    logical = c.memory.read_logical(c.args[0])
-    return np.transpose(logical, c.tensor_meta(-2).dim_order)
-
-
 def _run_reference(program, x: np.ndarray, monkeypatch: pytest.MonkeyPatch, ties: list[int] | None):
     """The reference interpreter on `program`; with `ties`, ExecuTorch Python's avg-pool rule."""
     with monkeypatch.context() as m:
+        # ExecuTorch inserts dim_order_ops::_clone_dim_order (e.g. before a flatten): the
+        # interpreter runs it as a portable op (torchmcu/ops/defs/portable_copy.py)
         handlers = dict(interpreter._HANDLERS)
-        # ExecuTorch inserts this portable copy (e.g. before a flatten); the interpreter has no handler.
-        handlers["dim_order_ops::_clone_dim_order"] = _clone_dim_order
-        m.setattr(interpreter, "_SCHEMA_ARGS", {**interpreter._SCHEMA_ARGS, "dim_order_ops::_clone_dim_order": 4})
         if ties is not None:
             pool = _avg_pool_like_executorch_python(ties)
             handlers["cortex_m::quantized_avg_pool2d"] = lambda c: pool(

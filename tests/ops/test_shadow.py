@@ -16,7 +16,7 @@ from torchmcu import native, ops
 from torchmcu.npu.tosa import lowerings, support
 from torchmcu.ops import generate
 from torchmcu.ops.core import OpDef
-from torchmcu.reference import float_calls, interpreter, scratch
+from torchmcu.reference import interpreter, scratch
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "firmware" / "kernels"
@@ -48,19 +48,6 @@ def test_interpreter_handlers() -> None:
     assert set(interpreter._HANDLERS) == _names(int8)
     assert all(o.reference is not None for o in int8)
     assert {o.schema.overload for o in int8} == {"out"}  # the interpreter runs .out only
-
-
-def test_float_calls() -> None:
-    portable = ops.ops("portable")
-    # the reference interpreter runs every portable op but ExecuTorch's dim order copy, which
-    # only ExecuTorch's own programs hold
-    assert float_calls.FLOAT_OPS == _names(portable) - {"dim_order_ops::_clone_dim_order"}
-    for o in portable:
-        if o.qualified in float_calls.FLOAT_OPS:
-            _, readers, outs = float_calls._CALLS[o.qualified]
-            assert len(readers) + outs + 1 == o.schema.n_call_args, o.key
-            assert outs == len(o.schema.outs), o.key
-            assert (outs > 1) == (o.call == "multi_out"), o.key
 
 
 

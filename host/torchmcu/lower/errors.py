@@ -71,11 +71,6 @@ def op_name(node: torch.fx.Node) -> str:
     return name.removesuffix(".default")
 
 
-# aten targets with a portable fp32 rule, for the advice. This module sits below every rule and
-# cannot import them: rules_float adds its targets when it is imported, which lower/__init__
-# does (through lowering) before any rule can run.
-FLOAT_RULE_TARGETS: set[object] = set()
-
 _SUPPORTED_INT8 = (
     "conv2d, linear, add, mul, max/avg pooling, softmax, ReLU/ReLU6/clamp, flatten/reshape"
 )
@@ -87,6 +82,14 @@ def _module_path(node: torch.fx.Node) -> str:
     return str(list(stack.values())[-1][0]) if stack else ""
 
 
+def has_float_rule(target: object) -> bool:
+    """The registry has an fp32 rule (a Pattern's lower_float) for the aten target."""
+    from torchmcu.ops import views
+    from torchmcu.quantize.targets import resolve_target
+
+    return target in views.float_emitters(resolve_target, lambda p: p)
+
+
 def float_advice(node: torch.fx.Node) -> str:
     """How to get past an op without an int8 kernel: keep it in float32 where a portable fp32
     kernel exists for it (the advice then works), otherwise say that none exists."""
@@ -96,7 +99,7 @@ def float_advice(node: torch.fx.Node) -> str:
     record = read_annotation(node)
     already_float = record is not None and not record.quantized
     replace = f"replace it with supported operators ({_SUPPORTED_INT8})"
-    if node.target not in FLOAT_RULE_TARGETS:
+    if not has_float_rule(node.target):
         return (
             f"There is neither an int8 Cortex-M kernel nor a portable fp32 kernel for {name}, so "
             f"keeping it in float (--float-op/--float-module) cannot help: {replace}, or compute "

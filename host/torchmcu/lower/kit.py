@@ -15,12 +15,13 @@ from typing import Any
 import torch
 import torch.fx
 
-from torchmcu.lower import context, graph, layout, requant
+from torchmcu.lower import context, float_values, graph, layout, requant
 from torchmcu.lower.context import Ctx
 from torchmcu.lower.errors import LoweringError, UnsupportedOpError, unsupported
 from torchmcu.lower.graph import named_arg, pair, shape_of
 from torchmcu.lower.values import LValue
 from torchmcu.ops.core import OpDef, Pattern
+from torchmcu.pte.program import String, TensorList
 from torchmcu.quantize import targets
 from torchmcu.quantize.qdq import is_q
 
@@ -49,6 +50,12 @@ def pattern_rule(p: Pattern) -> Rule:
     return rule_of(p.lower)
 
 
+def float_rule(p: Pattern) -> Rule:
+    """A Pattern's fp32 rule as lowering's FLOAT_EMITTERS dispatches to it."""
+    assert p.lower_float is not None
+    return rule_of(p.lower_float)
+
+
 class Kit:
     """One lowering run's helpers, for the rules of torchmcu.ops definitions."""
 
@@ -64,6 +71,11 @@ class Kit:
     @staticmethod
     def unsupported(node: torch.fx.Node, why: str = "") -> UnsupportedOpError:
         return unsupported(node, why)
+
+    @staticmethod
+    def is_node(value: object) -> bool:
+        """An aten argument that is a graph value (not a Python scalar or list)."""
+        return isinstance(value, torch.fx.Node)
 
     # -- values
     def input_value(self, node: object) -> LValue:
@@ -139,11 +151,46 @@ class Kit:
         n, c, h, w = x.sizes
         return context.scratch_buffer(self.ctx, hint, int(op.scratch_bytes((n, h, w, c), *shapes)))
 
+    def bind(self, node: torch.fx.Node, value: LValue) -> None:
+        """`node`'s result is `value` (a float rule's out, or a view of its input)."""
+        self.ctx.env[node] = value
+
+    # -- float32 values (the fp32 rules: lower/float_values.py)
+    def float_input(self, node: object) -> LValue:
+        """The float32 contiguous value of an argument (an int8 one dequantized, cached)."""
+        return float_values.float_input(self.ctx, node)
+
+    def float_constant(self, node: torch.fx.Node) -> Any:
+        """A float32 weight as a numpy array (a quantized constant dequantized)."""
+        return float_values.constant_array(self.ctx, node)
+
+    def new_float(self, hint: str, sizes: Sequence[int]) -> LValue:
+        return float_values.new_float(self.ctx, hint, sizes)
+
+    def float_out(self, node: torch.fx.Node) -> LValue:
+        """A new float32 tensor of `node`'s shape, bound as its result."""
+        out = self.new_float(node.name, shape_of(node))
+        self.bind(node, out)
+        return out
+
+    # -- scalar and list values
+    def int_(self, value: int) -> int:
+        return self.ctx.b.int_(value)
+
+    def bool_(self, value: bool) -> int:
+        return self.ctx.b.bool_(value)
+
+    def double(self, value: float) -> int:
+        return self.ctx.b.double(value)
+
     def none(self) -> int:
         return self.ctx.b.none()
 
-    def int_(self, value: int) -> int:
-        return self.ctx.b.int_(value)
+    def string(self, text: str) -> int:
+        return self.ctx.b.add(String(text))
+
+    def tensor_list(self, items: Sequence[int]) -> int:
+        return self.ctx.b.add(TensorList(list(items)))
 
     def constant(self, array: Any) -> int:
         """A constant tensor of the array's bytes (identical bytes are shared)."""
@@ -151,9 +198,6 @@ class Kit:
 
     def int_list(self, values: Sequence[int]) -> int:
         return self.ctx.b.int_list(list(values))
-
-    def bool_(self, value: bool) -> int:
-        return self.ctx.b.bool_(value)
 
     # -- the call
     def call(self, op: OpDef, node: torch.fx.Node | None, /, **named: int) -> None:
@@ -164,6 +208,9 @@ class Kit:
         names = [a.name for a in op.schema.args]
         if list(named) != names:
             raise LoweringError(f"{op.key}: arguments {list(named)}, the schema's are {names}")
-        out = op.schema.outs[0].name
-        args = [named[n] for n in names if n != out]
-        context.call(self.ctx, op.qualified, args, named[out], node)
+        outs = [a.name for a in op.schema.outs]
+        args = [named[n] for n in names if n not in outs]
+        if op.call == "multi_out":  # the outs, then one TensorList of them (the returned tuple)
+            context.call_multi_out(self.ctx, op.qualified, args, [named[n] for n in outs], node)
+        else:
+            context.call(self.ctx, op.qualified, args, named[outs[0]], node)

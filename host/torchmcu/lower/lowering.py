@@ -24,11 +24,10 @@ from torchmcu.lower.call_check import check_calls
 from torchmcu.lower.context import Ctx, LoweringOptions
 from torchmcu.lower.errors import LoweringError, unsupported
 from torchmcu.lower.float_nodes import is_float_node
-from torchmcu.lower.kit import pattern_rule, resolve_target
+from torchmcu.lower.kit import float_rule, pattern_rule, resolve_target
 from torchmcu.lower.report import LoweringReport
 from torchmcu.lower.requant import ACTIVATIONS
 from torchmcu.lower.rules_control import CONTROL_FLOW_EMITTERS, check_control_flow
-from torchmcu.lower.rules_float import FLOAT_EMITTERS
 from torchmcu.ops import views
 from torchmcu.plan.check import PlanError
 from torchmcu.pte.program import Program
@@ -45,6 +44,11 @@ EMITTERS: dict[Any, Callable[[Ctx, torch.fx.Node], None]] = {
     **views.emitters(resolve_target, pattern_rule),
     **CONTROL_FLOW_EMITTERS,
 }
+# aten target -> rule emitting its portable fp32 call, for a node left in float32 (the
+# patterns' lower_float, beside the portable definitions: torchmcu/ops/defs/portable_*.py)
+FLOAT_EMITTERS: dict[Any, Callable[[Ctx, torch.fx.Node], None]] = views.float_emitters(
+    resolve_target, float_rule
+)
 
 
 def _lower_call(ctx: Ctx, node: torch.fx.Node) -> None:

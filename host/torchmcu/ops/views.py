@@ -22,6 +22,12 @@ def references(adapt: Callable[[OpDef], T]) -> dict[str, T]:
     return {o.qualified: adapt(o) for o in ops.ops("int8") if o.reference is not None}
 
 
+def portable_references() -> dict[str, OpDef]:
+    """reference/float_calls' _CALLS: qualified name -> definition, for the portable ops with a
+    reference (the interpreter runs their .out overload)."""
+    return {o.qualified: o for o in ops.ops("portable") if o.reference is not None}
+
+
 def schema_args() -> dict[str, int]:
     """The interpreter's _SCHEMA_ARGS: the schema's argument count (a call passes the out once
     more) of every int8 op."""
@@ -76,6 +82,14 @@ def emitters(resolve: Callable[[str], object], adapt: Callable[[Pattern], T]) ->
     an int8 rule. `resolve` turns "aten::slice.Tensor" into the torch target (lower/ does it:
     this layer has no torch), and fails on a name torch lacks."""
     return {resolve(t): adapt(p) for p in ops.patterns() if p.lower is not None for t in p.aten}
+
+
+def float_emitters(resolve: Callable[[str], object], adapt: Callable[[Pattern], T]) -> dict[object, T]:
+    """lowering's FLOAT_EMITTERS: resolve(aten name) -> adapt(pattern), for the patterns with
+    an fp32 rule (a Pattern's lower_float: the node was left in float32)."""
+    return {
+        resolve(t): adapt(p) for p in ops.patterns() if p.lower_float is not None for t in p.aten
+    }
 
 
 def annotations(resolve: Callable[[str], object], kind: str) -> dict[object, Mapping[str, Any]]:

@@ -104,7 +104,8 @@ class _Memory:
 
     def write_logical(self, index: int, logical: np.ndarray) -> None:
         t = self.tensor(index)
-        self.write(index, np.ascontiguousarray(np.transpose(logical, t.dim_order)))
+        # copy(order="C"), not ascontiguousarray, which makes a 0-d array 1-d
+        self.write(index, np.transpose(logical, t.dim_order).copy(order="C"))
 
 
 class _Call:
@@ -166,9 +167,16 @@ class _Bound(Bound):
         """The tensor in logical (sizes) order."""
         return self.call.memory.read_logical(self.value_index(name))
 
-    def to_out(self, logical: np.ndarray) -> np.ndarray:
-        """A logical result in the out tensor's memory order."""
-        return np.transpose(logical, self.tensor(self.op.schema.outs[0].name).dim_order)
+    def logical_list(self, name: str) -> list[np.ndarray]:
+        """The tensors of a TensorList argument, each in logical order."""
+        v = self.value(name)
+        if not isinstance(v, pm.TensorList):
+            raise self.reject(name, f"expected a TensorList, got {type(v).__name__}")
+        return [self.call.memory.read_logical(k) for k in v.items]
+
+    def to_out(self, logical: np.ndarray, out: str | None = None) -> np.ndarray:
+        """A logical result in the memory order of the out tensor `out` (the first out)."""
+        return np.transpose(logical, self.tensor(out or self.op.schema.outs[0].name).dim_order)
 
 
 def _from_registry(op: OpDef) -> _Handler:
@@ -225,7 +233,7 @@ def _run_kernel(memory: _Memory, plan: pm.ExecutionPlan, call: pm.KernelCall) ->
     if op.name in FLOAT_OPS and op.overload == "out":  # portable fp32 ops (float regions)
         if any(not 0 <= a < len(plan.values) for a in call.args):
             raise InterpreterError("argument value index out of range")
-        run_float_call(_Call(memory, call.args), op.name)
+        run_float_call(lambda definition: _Bound(definition, _Call(memory, call.args)), op.name)
         return
     handler = _HANDLERS.get(op.name)
     if handler is None or op.overload != "out":

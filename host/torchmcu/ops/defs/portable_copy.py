@@ -1,0 +1,264 @@
+"""dim_order_ops::_clone_dim_order.out, aten::view_copy.out, permute_copy.out, cat.out: the
+copies of any element size (firmware/kernels/portable/{clone_dim_order,view_copy,permute_copy,
+cat}.c), and the fp32 rules of aten::permute, cat and the views (flatten, view, reshape, squeeze,
+unsqueeze, dropout, clone, contiguous: the same bytes, no call). Conventions: defs/portable.py."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from torchmcu.ops.core import Bound, pattern
+from torchmcu.ops.defs.portable import is_copyable, norm_dim, portable
+from torchmcu.ops.layout import disjoint, laid_out_as
+from torchmcu.pte import program as pm
+
+INT32_MAX = 2**31 - 1
+UINT32_MAX = 2**32 - 1
+
+CLONE_CONTRACT = """\
+- ExecuTorch's portable copy into another dim order; its Cortex-M flow inserts it (e.g. before
+  flattening an NHWC activation for a linear layer).
+- Any element size; `out` has the input's dtype and sizes; every logical element is copied, both
+  tensors addressed through their own dim orders. `dim_order`, when given, must equal out's dim
+  order (argument 2 otherwise); `non_blocking` is accepted and ignored."""
+
+VIEW_COPY_CONTRACT = """\
+- Same elements, row-major order, new sizes; one `-1` is inferred. Both tensors contiguous in
+  memory (a channels-last tensor first goes through `_clone_dim_order`, as ExecuTorch does).
+  A byte copy; `out` may share memory with `self`."""
+
+PERMUTE_COPY_CONTRACT = """\
+- `dims` a permutation; `out.sizes[k] = self.sizes[dims[k]]`, `out[i] = self[j]` with
+  `j[dims[k]] = i_k`. Any dim orders; no aliasing."""
+
+CAT_CONTRACT = """\
+- `tensors`: a TensorList of >= 1 tensors of out's dtype and rank, sizes equal to out's except
+  along `dim` (in `[-rank, rank)` of out), where they add up to out's. A 1-D tensor with 0
+  elements is skipped, as torch. Any dim orders; the inputs must not share memory with `out`."""
+
+
+def view_copy(self: np.ndarray, size: Sequence[int]) -> np.ndarray:
+    """The elements in row-major order under new sizes (one -1 inferred)."""
+    if list(size).count(-1) > 1 or any(s < -1 for s in size):
+        raise ValueError("view_copy: bad size")
+    return self.reshape(tuple(size)).copy()
+
+
+def permute_copy(self: np.ndarray, dims: Sequence[int]) -> np.ndarray:
+    """out.sizes[k] = self.sizes[dims[k]]."""
+    perm = [norm_dim(d, self.ndim) for d in dims]
+    if sorted(perm) != list(range(self.ndim)):
+        raise ValueError("permute_copy: dims is not a permutation")
+    return np.ascontiguousarray(np.transpose(self, perm))
+
+
+def cat(tensors: Sequence[np.ndarray], dim: int = 0) -> np.ndarray:
+    """The tensors one after another along dim; 1-D empty tensors are skipped."""
+    kept = [t for t in tensors if not (t.ndim == 1 and t.size == 0)]
+    if not kept:
+        return np.zeros((0,), tensors[0].dtype)
+    return np.concatenate(kept, axis=norm_dim(dim, kept[0].ndim))
+
+
+def _copyable(b: Bound, name: str) -> pm.Tensor:
+    v = b.value(name)
+    if not is_copyable(v):
+        raise b.reject(name, "expected a tensor of rank 0..6 and a handled dtype")
+    return v  # type: ignore[return-value]
+
+
+def _dims(b: Bound, name: str, rank: int) -> list[int] | None:
+    """An IntList of `rank` items, or None when the argument is none."""
+    v = b.value(name)
+    items = b.scalar(name) if isinstance(v, pm.IntList) else None
+    return items if items is not None and len(items) == rank else None
+
+
+def check_clone(b: Bound) -> None:
+    """clone_dim_order.c's TM_ARG_CHECKs, in its order."""
+    x = _copyable(b, "self")
+    if not isinstance(b.value("non_blocking"), pm.Bool):
+        raise b.reject("non_blocking", "expected a Bool")
+    out = b.value("out")
+    if not (
+        isinstance(out, pm.Tensor)
+        and out.scalar_type == x.scalar_type
+        and list(out.sizes) == list(x.sizes)
+        and disjoint(x, out)
+    ):
+        raise b.reject("out", "expected a tensor of the input's dtype and sizes, apart from it")
+    if not b.is_none("dim_order") and _dims(b, "dim_order", len(x.sizes)) != list(out.dim_order):
+        raise b.reject("dim_order", "expected the out tensor's dim order")
+
+
+def check_view_copy(b: Bound) -> None:
+    """view_copy.c's TM_ARG_CHECKs, in its order."""
+    x = _copyable(b, "self")
+    if not laid_out_as(x.sizes, x.dim_order, range(len(x.sizes))):
+        raise b.reject("self", "expected a contiguous tensor")
+    v = b.value("size")
+    size = b.scalar("size") if isinstance(v, pm.IntList) else None
+    if size is None or len(size) > 6:
+        raise b.reject("size", "expected an int list of 0..6 items")
+    known, inferred = 1, -1
+    for k, s in enumerate(size):
+        if s == -1 and inferred < 0:
+            inferred = k
+        elif not (0 <= s <= INT32_MAX) or known * s > UINT32_MAX:
+            raise b.reject("size", "expected sizes in [0, 2^31) and at most one -1")
+        else:
+            known *= s
+    if inferred >= 0 and (known == 0 or x.numel % known):
+        raise b.reject("size", f"cannot infer a size of {x.numel} elements")
+    if inferred < 0 and known != x.numel:
+        raise b.reject("size", f"sizes {size} do not hold {x.numel} elements")
+    want = [x.numel // known if k == inferred else s for k, s in enumerate(size)]
+    out = b.value("out")
+    if not (
+        isinstance(out, pm.Tensor)
+        and out.scalar_type == x.scalar_type
+        and list(out.sizes) == want
+        and laid_out_as(out.sizes, out.dim_order, range(len(out.sizes)))
+    ):
+        raise b.reject("out", f"expected a contiguous tensor of the input's dtype and sizes {want}")
+
+
+def check_permute_copy(b: Bound) -> None:
+    """permute_copy.c's TM_ARG_CHECKs, in its order."""
+    x = _copyable(b, "self")
+    rank = len(x.sizes)
+    dims = _dims(b, "dims", rank)
+    perm: list[int] = []
+    for d in dims if dims is not None else [None]:
+        r = max(rank, 1)
+        if d is None or not -r <= d < r or d % r in perm:
+            raise b.reject("dims", f"expected a permutation of the {rank} dims")
+        perm.append(d % r)
+    out = b.value("out")
+    if not (
+        isinstance(out, pm.Tensor)
+        and out.scalar_type == x.scalar_type
+        and list(out.sizes) == [x.sizes[p] for p in perm]
+        and disjoint(x, out)
+    ):
+        raise b.reject(
+            "out", "expected the permuted sizes, the input's dtype, apart from the input"
+        )
+
+
+def check_cat(b: Bound) -> None:
+    """cat.c's TM_ARG_CHECKs, in its order."""
+    items = b.value("tensors")
+    if not (isinstance(items, pm.TensorList) and len(items.items) >= 1):
+        raise b.reject("tensors", "expected a TensorList of one or more tensors")
+    out = b.value("out")
+    if not (is_copyable(out) and len(out.sizes) >= 1):  # type: ignore[union-attr]
+        raise b.reject("out", "expected a tensor of rank 1..6 and a handled dtype")
+    rank = len(out.sizes)  # type: ignore[union-attr]
+    v = b.value("dim")
+    if not (isinstance(v, pm.Int) and -rank <= v.value < rank):
+        raise b.reject("dim", f"expected a dim of the rank-{rank} out")
+    dim = v.value % rank
+    total = 0
+    for k in items.items:
+        t = b.values[k]
+        if not (
+            isinstance(t, pm.Tensor)
+            and t.scalar_type == out.scalar_type  # type: ignore[union-attr]
+            and 1 <= len(t.sizes) <= 6
+            and disjoint(t, out)  # type: ignore[arg-type]
+        ):
+            raise b.reject("tensors", "expected tensors of out's dtype, apart from out")
+        if len(t.sizes) == 1 and t.numel == 0:
+            continue  # skipped, as torch
+        if len(t.sizes) != rank or any(
+            d != dim and t.sizes[d] != out.sizes[d]  # type: ignore[union-attr]
+            for d in range(rank)
+        ):
+            raise b.reject("tensors", f"expected out's sizes {out.sizes} but along dim {dim}")  # type: ignore[union-attr]
+        total += t.sizes[dim]
+    if total != out.sizes[dim]:  # type: ignore[union-attr]
+        raise b.reject("out", f"expected {total} along dim {dim}")
+
+
+def _clone_reference(b: Any) -> np.ndarray:
+    return b.to_out(b.logical("self"))
+
+
+CLONE_DIM_ORDER = portable(
+    "dim_order_ops::_clone_dim_order.out(Tensor self, *, bool non_blocking=False,"
+    " int[]? dim_order=None, Tensor(a!) out) -> Tensor(a!)",
+    "tm_portable_clone_dim_order_out",
+    "clone_dim_order.c",
+    18,
+    reference=_clone_reference,
+    check=check_clone,
+    contract=CLONE_CONTRACT,
+)
+VIEW_COPY = portable(
+    "aten::view_copy.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)",
+    "tm_portable_view_copy_out",
+    "view_copy.c",
+    29,
+    reference=lambda b: b.to_out(view_copy(b.logical("self"), b.size)),
+    check=check_view_copy,
+    contract=VIEW_COPY_CONTRACT,
+)
+PERMUTE_COPY = portable(
+    "aten::permute_copy.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)",
+    "tm_portable_permute_copy_out",
+    "permute_copy.c",
+    30,
+    reference=lambda b: b.to_out(permute_copy(b.logical("self"), b.dims)),
+    check=check_permute_copy,
+    contract=PERMUTE_COPY_CONTRACT,
+)
+CAT = portable(
+    "aten::cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)",
+    "tm_portable_cat_out",
+    "cat.c",
+    31,
+    reference=lambda b: b.to_out(cat(b.logical_list("tensors"), b.dim)),
+    check=check_cat,
+    contract=CAT_CONTRACT,
+)
+
+
+# -- the aten side: k is the lowering Kit, node a torch.fx.Node (torch-free here)
+def lower_view(k: Any, node: Any) -> None:
+    """flatten/view/reshape/squeeze/dropout of a contiguous float tensor: the same bytes."""
+    x = k.float_input(node.args[0])
+    out_shape = k.shape_of(node)
+    k.bind(node, x if out_shape == x.sizes else k.alias(x, out_shape, nhwc=False))
+
+
+def lower_permute(k: Any, node: Any) -> None:
+    x = k.float_input(k.aten_arg(node, "self"))
+    dims = [int(d) for d in k.aten_arg(node, "dims")]
+    k.call(PERMUTE_COPY, node, self=x.vi, dims=k.int_list(dims), out=k.float_out(node).vi)
+
+
+def lower_cat(k: Any, node: Any) -> None:
+    items = [k.float_input(t).vi for t in k.aten_arg(node, "tensors")]
+    dim = int(k.aten_arg(node, "dim", 0))
+    k.call(CAT, node, tensors=k.tensor_list(items), dim=k.int_(dim), out=k.float_out(node).vi)
+
+
+pattern("aten::permute.default", lower_float=lower_permute, emits=(PERMUTE_COPY,))
+pattern("aten::cat.default", lower_float=lower_cat, emits=(CAT,))
+pattern(
+    "aten::flatten.using_ints",
+    "aten::view.default",
+    "aten::reshape.default",
+    "aten::_unsafe_view.default",
+    "aten::squeeze.dim",
+    "aten::squeeze.dims",
+    "aten::unsqueeze.default",
+    "aten::dropout.default",
+    "aten::clone.default",
+    "aten::contiguous.default",
+    lower_float=lower_view,
+)
