@@ -27,6 +27,7 @@ from torchmcu.lower.graph import QParams, attr_tensor, quantized_constant
 from torchmcu.lower.layout import as_contiguous
 from torchmcu.lower.requant import INT8_MAX, INT8_MIN
 from torchmcu.lower.values import LValue
+from torchmcu.ops.defs.quantize import DEQUANTIZE
 from torchmcu.pte.program import ScalarType
 from torchmcu.quantize.qdq import is_dq
 
@@ -80,6 +81,6 @@ def float_input(ctx: Ctx, node: object) -> LValue:
     c = as_contiguous(ctx, v)
     qp = QParams(float(v.scale), int(v.zero_point), INT8_MIN, INT8_MAX)  # type: ignore[arg-type]
     out = new_float(ctx, f"{v.buffer}.f32", c.sizes)
-    call(ctx, "cortex_m::dequantize_per_tensor", qdq_args(ctx.b, c.vi, qp), out.vi, None)
+    call(ctx, DEQUANTIZE.qualified, qdq_args(ctx.b, c.vi, qp), out.vi, None)
     ctx.twins[(v.vi, "f32")] = out
     return out
