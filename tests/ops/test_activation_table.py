@@ -7,7 +7,6 @@ side (the quantizer's fixed qparams and the tabulated functions) read from the d
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -141,11 +140,3 @@ def test_the_aten_side_comes_from_the_definition():
     lut = activation_lut(math.tanh, 0.05, -7, 1.0 / 128.0, 0)
     want = np.clip(np.round(np.tanh((np.arange(-128, 128) + 7) * 0.05) * 128.0), -128, 127)
     assert np.abs(lut.astype(int) - want).max() <= 1  # ties: numpy to even, the table away
-
-
-def test_the_contract_is_the_documented_one():
-    """docs/operators.md is hand-kept until step 8 generates its sections from the contracts."""
-    docs = (Path(__file__).resolve().parents[2] / "docs" / "operators.md").read_text()
-    section = docs.split("## quantized_activation.out\n", 1)[1].split("\n## ", 1)[0]
-    assert TABLE.contract in section
-    assert f"On the NPU: {TABLE.npu.doc}." in section

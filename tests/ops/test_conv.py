@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -443,14 +442,3 @@ def test_a_shift_out_of_range_is_named_where_the_values_are_read(definition):
         run_program(program, [_tensor(case["input"]).logical])  # type: ignore[arg-type]
     with pytest.raises(TosaLoweringError, match=rf"argument {bad} \(requantize_shifts\)"):
         lower_to_tosa(program)
-
-
-def test_the_contracts_are_the_documented_ones():
-    """docs/operators.md is hand-kept until step 8 generates its sections from the contracts."""
-    docs = (Path(__file__).resolve().parents[2] / "docs" / "operators.md").read_text()
-    for definition, heading in (
-        (CONV, "quantized_conv2d.out (and quantized_conv2d_nhwc.out)"),
-        (DW, "quantized_depthwise_conv2d.out (and _nhwc)"),
-    ):
-        section = docs.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
-        assert definition.contract in section

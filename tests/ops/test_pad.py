@@ -6,7 +6,6 @@ the C kernel names, for the interpreter, NPU support and the TOSA lowering."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -164,11 +163,3 @@ def test_check_refuses_a_planned_out_sharing_bytes_with_the_input(out_offset, ov
     """pad.c fills out before copying the rows: out must share no byte with the input
     (argument 4, as test_kernels_pool_misc's overlap test for the C kernel)."""
     assert refused(PAD, pad_program([4, 4], [0, 0, 1, 1], [0, 0, 1, 1], 0, out_offset=out_offset)) == (A.out if overlaps else None)
-
-
-def test_the_contract_is_the_documented_one():
-    """docs/operators.md is hand-kept until step 8 generates its sections from the contracts."""
-    docs = (Path(__file__).resolve().parents[2] / "docs" / "operators.md").read_text()
-    section = docs.split("## pad.out\n", 1)[1].split("\n## ", 1)[0]
-    assert PAD.contract in section
-    assert f"On the NPU: {PAD.npu.doc}." in section

@@ -98,32 +98,6 @@ def test_kernel_declared_and_defined(definition: OpDef) -> None:
         assert definition.key == base.key.replace(".out", "_nhwc.out")
 
 
-def _doc_signatures() -> dict[str, str]:
-    """Operator key -> the signature docs/operators.md gives it."""
-    text = (ROOT / "docs" / "operators.md").read_text()
-    cortex_m, _, portable = text.partition("\n# Portable fp32 operators")
-    found: dict[str, str] = {}
-    for part, namespace in ((cortex_m, "cortex_m"), (portable, "aten")):
-        for section in re.split(r"^## ", part, flags=re.MULTILINE)[1:]:
-            heading, _, body = section.partition("\n")
-            names = re.findall(r"([\w:]+)\.out", heading)
-            lines = re.findall(r"^`(?:(\w+): )?(\(.*?\))`", body, re.MULTILINE)
-            for name in names:
-                qualified = name if "::" in name else f"{namespace}::{name}"
-                sig = [s for prefix, s in lines if prefix in ("", name)]
-                if sig:
-                    found[f"{qualified}.out"] = sig[0]
-    return found
-
-
-def test_signatures_are_the_documented_ones() -> None:
-    documented = _doc_signatures()
-    checked = [o for o in ops.ops() if o.family != "control" and not o.variant_of]
-    assert {o.key for o in checked} <= set(documented)
-    for o in checked:
-        assert o.schema.signature == documented[o.key], o.key
-
-
 def test_aten_schemas_are_torch_s() -> None:
     for o in ops.ops():
         if o.schema.namespace != "aten":

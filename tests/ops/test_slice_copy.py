@@ -5,7 +5,6 @@ argument check naming the argument the C kernel names, for the interpreter and N
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -195,11 +194,3 @@ def test_tosa_lowering_refuses_what_the_npu_rules_refuse():
     bad = slice_copy_program([2, 4, 3], 1, 0, 2, 1, out_sizes=[2, 1, 3])
     with pytest.raises(TosaLoweringError, match=rf"argument {A.out} \(out\)"):
         lower_to_tosa(bad)
-
-
-def test_the_contract_is_the_documented_one():
-    """docs/operators.md is hand-kept until step 8 generates its sections from the contracts."""
-    docs = (Path(__file__).resolve().parents[2] / "docs" / "operators.md").read_text()
-    section = docs.split("## torchmcu::slice_copy.out\n", 1)[1].split("\n---", 1)[0]
-    assert SLICE.contract in section
-    assert f"On the NPU: {SLICE.npu.doc}." in section
