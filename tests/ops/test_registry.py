@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from torchmcu import ops
 from torchmcu.ops import defs
@@ -156,3 +157,13 @@ def test_importing_ops_imports_no_torch() -> None:
         check=False,
     )
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_the_reference_package_exports_every_int8_operator() -> None:
+    # torchmcu.reference's names are a view of the registry, so none can go missing
+    from torchmcu import reference
+
+    names = {o.schema.name for o in ops.ops("int8") if o.variant_of is None}
+    assert names <= set(reference.__all__)
+    x = np.arange(-4, 4, dtype=np.int8).reshape(2, 4)
+    np.testing.assert_array_equal(reference.slice_copy(x, 1, 1, 4, 2), x[:, 1:4:2])
