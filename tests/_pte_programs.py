@@ -9,32 +9,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from torchmcu.pte.program import (
-    Allocation,
-    BackendDelegate,
-    Bool,
-    BoolList,
-    Chain,
-    CompileSpec,
-    DelegateCall,
-    Double,
-    DoubleList,
-    ExecutionPlan,
-    FreeCall,
-    Int,
-    IntList,
-    JumpFalseCall,
-    KernelCall,
-    MoveCall,
-    Null,
-    Operator,
-    OptionalTensorList,
-    Program,
-    ScalarType,
-    String,
-    Tensor,
-    TensorList,
-)
+from torchmcu.pte import program as pm
 
 
 def int8_bytes(values: list[int]) -> bytes:
@@ -45,127 +20,127 @@ def int32_bytes(values: list[int]) -> bytes:
     return struct.pack(f"<{len(values)}i", *values)
 
 
-def linear_program() -> Program:
+def linear_program() -> pm.Program:
     """A cortex_m::quantized_linear call: x[1,4] int8 -> y[1,3] int8 (weights, bias, kernel_sum)."""
     w = int8_bytes([1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12])  # [3,4]
     bias = int32_bytes([100, -200, 300])
     ksum = int32_bytes([7, 8, 9])
     values = [
-        Tensor(ScalarType.CHAR, [1, 4], [0, 1], allocation=Allocation(1, 0)),  # 0 x
-        Tensor(ScalarType.CHAR, [3, 4], [0, 1], data_buffer_idx=1),  # 1 w
-        Tensor(ScalarType.INT, [3], [0], data_buffer_idx=2),  # 2 bias
-        Tensor(ScalarType.INT, [3], [0], data_buffer_idx=3),  # 3 kernel_sum
-        Int(-128),  # 4 input offset
-        Int(5),  # 5 output offset
-        Int(1 << 30),  # 6 multiplier
-        Int(-7),  # 7 shift
-        IntList([6]),  # 8 multipliers
-        IntList([7]),  # 9 shifts
-        Int(-128),  # 10 act min
-        Int(127),  # 11 act max
-        Tensor(ScalarType.CHAR, [1, 3], [0, 1], allocation=Allocation(1, 16)),  # 12 y
+        pm.Tensor(pm.ScalarType.CHAR, [1, 4], [0, 1], allocation=pm.Allocation(1, 0)),  # 0 x
+        pm.Tensor(pm.ScalarType.CHAR, [3, 4], [0, 1], data_buffer_idx=1),  # 1 w
+        pm.Tensor(pm.ScalarType.INT, [3], [0], data_buffer_idx=2),  # 2 bias
+        pm.Tensor(pm.ScalarType.INT, [3], [0], data_buffer_idx=3),  # 3 kernel_sum
+        pm.Int(-128),  # 4 input offset
+        pm.Int(5),  # 5 output offset
+        pm.Int(1 << 30),  # 6 multiplier
+        pm.Int(-7),  # 7 shift
+        pm.IntList([6]),  # 8 multipliers
+        pm.IntList([7]),  # 9 shifts
+        pm.Int(-128),  # 10 act min
+        pm.Int(127),  # 11 act max
+        pm.Tensor(pm.ScalarType.CHAR, [1, 3], [0, 1], allocation=pm.Allocation(1, 16)),  # 12 y
     ]
-    call = KernelCall(0, [0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 12])
+    call = pm.KernelCall(0, [0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 12])
     plan = one_call_plan(values, call, "cortex_m::quantized_linear", arena=32)
-    return Program(execution_plan=[plan], constants=[b"", w, bias, ksum])
+    return pm.Program(execution_plan=[plan], constants=[b"", w, bias, ksum])
 
 
 def one_call_plan(
-    values: list, call: KernelCall, op: str, arena: int, inputs: tuple[int, ...] = (0,)
-) -> ExecutionPlan:
+    values: list, call: pm.KernelCall, op: str, arena: int, inputs: tuple[int, ...] = (0,)
+) -> pm.ExecutionPlan:
     """A "forward" plan of one KernelCall of `op`, from the values `inputs` to the call's out."""
     out = call.args[-1]
-    return ExecutionPlan(
+    return pm.ExecutionPlan(
         name="forward",
         values=values,
         inputs=list(inputs),
         outputs=[out],
-        chains=[Chain(inputs=list(inputs), outputs=[out], instructions=[call])],
-        operators=[Operator(op, "out")],
+        chains=[pm.Chain(inputs=list(inputs), outputs=[out], instructions=[call])],
+        operators=[pm.Operator(op, "out")],
         non_const_buffer_sizes=[0, arena],
     )
 
 
-def every_kind_program() -> Program:
+def every_kind_program() -> pm.Program:
     """Two methods using every EValue kind, every instruction kind, constants and delegates."""
     conv_w = int8_bytes(list(range(-27, 27)))  # [2,3,3,3] OHWI, 54 bytes (not 16-aligned)
     scale = struct.pack("<2d", 0.5, -1.25)
     values = [
-        Tensor(ScalarType.CHAR, [1, 3, 4, 4], [0, 2, 3, 1], allocation=Allocation(1, 0)),  # 0
-        Tensor(ScalarType.CHAR, [2, 3, 3, 3], [0, 1, 2, 3], data_buffer_idx=1),  # 1
-        Tensor(ScalarType.DOUBLE, [2], [0], data_buffer_idx=2),  # 2
-        Null(),  # 3
-        Int(-(1 << 63)),  # 4
-        Int((1 << 63) - 1),  # 5
-        Bool(True),  # 6
-        Bool(False),  # 7
-        Double(0.0),  # 8
-        Double(-3.5e-12),  # 9
-        Double(float("inf")),  # 10
-        String("hello, pte"),  # 11
-        IntList([4, 5]),  # 12
-        DoubleList([1.5, -2.25, 1e300]),  # 13
-        BoolList([True, False, True]),  # 14
-        TensorList([0, 1]),  # 15
-        OptionalTensorList([-1, 2, -1]),  # 16
-        Tensor(ScalarType.FLOAT, [1, 2, 2, 2], [0, 2, 3, 1], allocation=Allocation(1, 48)),  # 17
-        Tensor(ScalarType.INT, [], [], allocation=Allocation(2, 8)),  # 18 scalar tensor
-        Tensor(ScalarType.LONG, [0], [0]),  # 19 empty, unplanned
-        Tensor(ScalarType.BOOL, [3], [0], allocation=Allocation(1, 1 << 33)),  # 20 high offset
-        Tensor(ScalarType.BYTE, [5], [0], data_buffer_idx=3),  # 21 shares nothing
-        Tensor(ScalarType.SHORT, [2, 2], [1, 0], data_buffer_idx=4),  # 22 transposed
-        Tensor(ScalarType.HALF, [1], [0], allocation=Allocation(2, 0)),  # 23
+        pm.Tensor(pm.ScalarType.CHAR, [1, 3, 4, 4], [0, 2, 3, 1], allocation=pm.Allocation(1, 0)),  # 0
+        pm.Tensor(pm.ScalarType.CHAR, [2, 3, 3, 3], [0, 1, 2, 3], data_buffer_idx=1),  # 1
+        pm.Tensor(pm.ScalarType.DOUBLE, [2], [0], data_buffer_idx=2),  # 2
+        pm.Null(),  # 3
+        pm.Int(-(1 << 63)),  # 4
+        pm.Int((1 << 63) - 1),  # 5
+        pm.Bool(True),  # 6
+        pm.Bool(False),  # 7
+        pm.Double(0.0),  # 8
+        pm.Double(-3.5e-12),  # 9
+        pm.Double(float("inf")),  # 10
+        pm.String("hello, pte"),  # 11
+        pm.IntList([4, 5]),  # 12
+        pm.DoubleList([1.5, -2.25, 1e300]),  # 13
+        pm.BoolList([True, False, True]),  # 14
+        pm.TensorList([0, 1]),  # 15
+        pm.OptionalTensorList([-1, 2, -1]),  # 16
+        pm.Tensor(pm.ScalarType.FLOAT, [1, 2, 2, 2], [0, 2, 3, 1], allocation=pm.Allocation(1, 48)),  # 17
+        pm.Tensor(pm.ScalarType.INT, [], [], allocation=pm.Allocation(2, 8)),  # 18 scalar tensor
+        pm.Tensor(pm.ScalarType.LONG, [0], [0]),  # 19 empty, unplanned
+        pm.Tensor(pm.ScalarType.BOOL, [3], [0], allocation=pm.Allocation(1, 1 << 33)),  # 20 high offset
+        pm.Tensor(pm.ScalarType.BYTE, [5], [0], data_buffer_idx=3),  # 21 shares nothing
+        pm.Tensor(pm.ScalarType.SHORT, [2, 2], [1, 0], data_buffer_idx=4),  # 22 transposed
+        pm.Tensor(pm.ScalarType.HALF, [1], [0], allocation=pm.Allocation(2, 0)),  # 23
     ]
-    main = ExecutionPlan(
+    main = pm.ExecutionPlan(
         name="forward",
         values=values,
         inputs=[0],
         outputs=[17, 18],
         chains=[
-            Chain(
+            pm.Chain(
                 inputs=[0],
                 outputs=[17],
                 instructions=[
-                    KernelCall(0, [0, 1, 3, 12, 12, 17, 17]),
-                    DelegateCall(0, [0, 17]),
-                    MoveCall(17, 17),
-                    JumpFalseCall(6, 0),
-                    FreeCall(18),
-                    DelegateCall(1, [0, 18]),
-                    KernelCall(1, [15, 16, 13, 14, 11, 4, 5, 7, 8, 9, 10, 18]),
+                    pm.KernelCall(0, [0, 1, 3, 12, 12, 17, 17]),
+                    pm.DelegateCall(0, [0, 17]),
+                    pm.MoveCall(17, 17),
+                    pm.JumpFalseCall(6, 0),
+                    pm.FreeCall(18),
+                    pm.DelegateCall(1, [0, 18]),
+                    pm.KernelCall(1, [15, 16, 13, 14, 11, 4, 5, 7, 8, 9, 10, 18]),
                 ],
             ),
-            Chain(inputs=[], outputs=[], instructions=[]),
+            pm.Chain(inputs=[], outputs=[], instructions=[]),
         ],
         operators=[
-            Operator("cortex_m::quantized_conv2d", "out"),
-            Operator("aten::cat", ""),
+            pm.Operator("cortex_m::quantized_conv2d", "out"),
+            pm.Operator("aten::cat", ""),
         ],
         delegates=[
-            BackendDelegate(
+            pm.BackendDelegate(
                 "EthosUBackend",
                 0,
-                [CompileSpec("target", b"ethos-u55-128"), CompileSpec("empty", b"")],
+                [pm.CompileSpec("target", b"ethos-u55-128"), pm.CompileSpec("empty", b"")],
             ),
-            BackendDelegate("OtherBackend", 1),
+            pm.BackendDelegate("OtherBackend", 1),
         ],
         non_const_buffer_sizes=[0, (1 << 33) + 3, 16],
     )
-    second = ExecutionPlan(
+    second = pm.ExecutionPlan(
         name="helper",
         values=[
-            Tensor(ScalarType.CHAR, [2, 3, 3, 3], [0, 1, 2, 3], data_buffer_idx=1),
-            Tensor(ScalarType.CHAR, [4], [0], allocation=Allocation(1, 0)),
+            pm.Tensor(pm.ScalarType.CHAR, [2, 3, 3, 3], [0, 1, 2, 3], data_buffer_idx=1),
+            pm.Tensor(pm.ScalarType.CHAR, [4], [0], allocation=pm.Allocation(1, 0)),
         ],
         inputs=[],
         outputs=[0],
-        chains=[Chain(inputs=[], outputs=[0], instructions=[])],
+        chains=[pm.Chain(inputs=[], outputs=[0], instructions=[])],
         operators=[],
         non_const_buffer_sizes=[0, 4],
     )
     blob0 = bytes(range(256)) * 3 + b"tail"
     blob1 = b"\x01"
-    return Program(
+    return pm.Program(
         execution_plan=[main, second],
         constants=[b"", conv_w, scale, b"\xff\x00\x10\x20\x30", int32_bytes([1, 2])[:8]],
         segments_data=[blob0, blob1],
@@ -179,11 +154,11 @@ def slice_copy_program(
     start: int,
     end: int,
     step: int,
-    scalar_type: ScalarType = ScalarType.CHAR,
+    scalar_type: pm.ScalarType = pm.ScalarType.CHAR,
     *,
     out_sizes: list[int] | None = None,
     out_offset: int | None = None,
-) -> Program:
+) -> pm.Program:
     """One torchmcu::slice_copy call on contiguous tensors: values 0 self (arena offset 0),
     1..4 dim/start/end/step, 5 out (after self, 16-byte aligned, unless out_offset says
     otherwise). out_sizes defaults to the valid slice's sizes."""
@@ -198,21 +173,21 @@ def slice_copy_program(
         out_offset = (in_bytes + 15) // 16 * 16
     arena = max(in_bytes, out_offset + esize * _numel(out_sizes))
     values = [
-        Tensor(scalar_type, list(sizes), list(range(len(sizes))), allocation=Allocation(1, 0)),
-        Int(dim),
-        Int(start),
-        Int(end),
-        Int(step),
-        Tensor(
+        pm.Tensor(scalar_type, list(sizes), list(range(len(sizes))), allocation=pm.Allocation(1, 0)),
+        pm.Int(dim),
+        pm.Int(start),
+        pm.Int(end),
+        pm.Int(step),
+        pm.Tensor(
             scalar_type,
             list(out_sizes),
             list(range(len(out_sizes))),
-            allocation=Allocation(1, out_offset),
+            allocation=pm.Allocation(1, out_offset),
         ),
     ]
-    call = KernelCall(0, [0, 1, 2, 3, 4, 5, 5])
+    call = pm.KernelCall(0, [0, 1, 2, 3, 4, 5, 5])
     plan = one_call_plan(values, call, "torchmcu::slice_copy", arena)
-    return Program(execution_plan=[plan], constants=[b""])
+    return pm.Program(execution_plan=[plan], constants=[b""])
 
 
 def _numel(sizes: list[int]) -> int:
@@ -225,12 +200,12 @@ def _numel(sizes: list[int]) -> int:
 def transpose_program(
     sizes: list[int],
     perm: list[int],
-    scalar_type: ScalarType = ScalarType.CHAR,
+    scalar_type: pm.ScalarType = pm.ScalarType.CHAR,
     *,
     dim_order: list[int] | None = None,
     out_sizes: list[int] | None = None,
     out_offset: int | None = None,
-) -> Program:
+) -> pm.Program:
     """One cortex_m::transpose call: values 0 input (arena offset 0, `dim_order`, contiguous
     by default), 1..len(perm) the perm items, then the perm IntList, then out (contiguous,
     after the input, 16-byte aligned, unless out_offset says otherwise). out_sizes defaults to
@@ -245,22 +220,22 @@ def transpose_program(
         out_offset = (in_bytes + 15) // 16 * 16
     arena = max(in_bytes, out_offset + esize * _numel(out_sizes))
     order = list(range(len(sizes))) if dim_order is None else list(dim_order)
-    items = [Int(p) for p in perm]
+    items = [pm.Int(p) for p in perm]
     values = [
-        Tensor(scalar_type, list(sizes), order, allocation=Allocation(1, 0)),
+        pm.Tensor(scalar_type, list(sizes), order, allocation=pm.Allocation(1, 0)),
         *items,
-        IntList(list(range(1, 1 + len(items)))),
-        Tensor(
+        pm.IntList(list(range(1, 1 + len(items)))),
+        pm.Tensor(
             scalar_type,
             list(out_sizes),
             list(range(len(out_sizes))),
-            allocation=Allocation(1, out_offset),
+            allocation=pm.Allocation(1, out_offset),
         ),
     ]
     out = len(values) - 1
-    call = KernelCall(0, [0, out - 1, out, out])
+    call = pm.KernelCall(0, [0, out - 1, out, out])
     plan = one_call_plan(values, call, "cortex_m::transpose", arena)
-    return Program(execution_plan=[plan], constants=[b""])
+    return pm.Program(execution_plan=[plan], constants=[b""])
 
 
 def pad_program(
@@ -273,7 +248,7 @@ def pad_program(
     out_sizes: list[int] | None = None,
     out_dim_order: list[int] | None = None,
     out_offset: int | None = None,
-) -> Program:
+) -> pm.Program:
     """One cortex_m::pad call on int8 tensors: value 0 the input (arena offset 0, `dim_order`,
     contiguous by default), then the pre and post items and IntLists, the pad value, and out
     (with the input's dim order, after the input, 16-byte aligned, unless told otherwise).
@@ -293,25 +268,25 @@ def pad_program(
     if out_offset is None:
         out_offset = (in_bytes + 15) // 16 * 16
     arena = max(in_bytes, out_offset + _numel(out_sizes))
-    pre_items = [Int(p) for p in pre]
-    post_items = [Int(p) for p in post]
+    pre_items = [pm.Int(p) for p in pre]
+    post_items = [pm.Int(p) for p in post]
     values = [
-        Tensor(ScalarType.CHAR, list(sizes), order, allocation=Allocation(1, 0)),
+        pm.Tensor(pm.ScalarType.CHAR, list(sizes), order, allocation=pm.Allocation(1, 0)),
         *pre_items,
         *post_items,
     ]
     first = 1
-    values.append(IntList(list(range(first, first + len(pre)))))
-    values.append(IntList(list(range(first + len(pre), first + len(pre) + len(post)))))
-    values.append(Int(value))
+    values.append(pm.IntList(list(range(first, first + len(pre)))))
+    values.append(pm.IntList(list(range(first + len(pre), first + len(pre) + len(post)))))
+    values.append(pm.Int(value))
     out_order = order if out_dim_order is None else list(out_dim_order)
     values.append(
-        Tensor(ScalarType.CHAR, list(out_sizes), out_order, allocation=Allocation(1, out_offset))
+        pm.Tensor(pm.ScalarType.CHAR, list(out_sizes), out_order, allocation=pm.Allocation(1, out_offset))
     )
     out = len(values) - 1
-    call = KernelCall(0, [0, out - 3, out - 2, out - 1, out, out])
+    call = pm.KernelCall(0, [0, out - 3, out - 2, out - 1, out, out])
     plan = one_call_plan(values, call, "cortex_m::pad", arena)
-    return Program(execution_plan=[plan], constants=[b""])
+    return pm.Program(execution_plan=[plan], constants=[b""])
 
 
 def activation_table_program(
@@ -322,7 +297,7 @@ def activation_table_program(
     lut_sizes: list[int] | None = None,
     out_sizes: list[int] | None = None,
     out_dim_order: list[int] | None = None,
-) -> Program:
+) -> pm.Program:
     """One cortex_m::quantized_activation call on int8 tensors: values 0 input (arena offset 0,
     `dim_order`, contiguous by default), 1 the lut constant (lut_sizes: [len(lut)]), 2 out
     (the input's sizes and dim order unless told otherwise, after the input, 16-byte
@@ -333,15 +308,15 @@ def activation_table_program(
     in_bytes = _numel(sizes)
     out_offset = (in_bytes + 15) // 16 * 16
     values = [
-        Tensor(ScalarType.CHAR, list(sizes), order, allocation=Allocation(1, 0)),
-        Tensor(ScalarType.CHAR, lut_sizes or [len(lut)], list(range(len(lut_sizes or [0]))),
+        pm.Tensor(pm.ScalarType.CHAR, list(sizes), order, allocation=pm.Allocation(1, 0)),
+        pm.Tensor(pm.ScalarType.CHAR, lut_sizes or [len(lut)], list(range(len(lut_sizes or [0]))),
                data_buffer_idx=1),
-        Tensor(ScalarType.CHAR, out_sizes, out_order, allocation=Allocation(1, out_offset)),
+        pm.Tensor(pm.ScalarType.CHAR, out_sizes, out_order, allocation=pm.Allocation(1, out_offset)),
     ]
-    call = KernelCall(0, [0, 1, 2, 2])
+    call = pm.KernelCall(0, [0, 1, 2, 2])
     plan = one_call_plan(values, call, "cortex_m::quantized_activation",
                          out_offset + _numel(out_sizes))
-    return Program(execution_plan=[plan], constants=[b"", lut])
+    return pm.Program(execution_plan=[plan], constants=[b"", lut])
 
 
 def binary_program(
@@ -349,7 +324,7 @@ def binary_program(
     sizes: tuple[list[int], list[int], list[int]],
     scalars: dict[str, int],
     orders: tuple[list[int], list[int], list[int]] | None = None,
-) -> Program:
+) -> pm.Program:
     """One cortex_m::quantized_add or quantized_mul call: self, other and out (sizes and dim
     orders, contiguous by default) planned one after another (16-byte aligned), the scalar
     arguments by name as Ints in schema order. Inputs: self and other."""
@@ -360,16 +335,16 @@ def binary_program(
         orders = tuple(list(range(len(s))) for s in sizes)  # type: ignore[assignment]
     tensors, offset = {}, 0
     for name, s, o in zip(("self", "other", "out"), sizes, orders):  # type: ignore[arg-type]
-        tensors[name] = Tensor(ScalarType.CHAR, list(s), list(o), allocation=Allocation(1, offset))
+        tensors[name] = pm.Tensor(pm.ScalarType.CHAR, list(s), list(o), allocation=pm.Allocation(1, offset))
         offset = (offset + _numel(s) + 15) // 16 * 16
     values, args = [], []
     for a in definition.schema.args:
         args.append(len(values))
-        values.append(tensors[a.name] if a.name in tensors else Int(scalars[a.name]))
-    call = KernelCall(0, [*args, args[-1]])
+        values.append(tensors[a.name] if a.name in tensors else pm.Int(scalars[a.name]))
+    call = pm.KernelCall(0, [*args, args[-1]])
     inputs = (args[definition.schema.A.self], args[definition.schema.A.other])
     plan = one_call_plan(values, call, op, offset, inputs=inputs)
-    return Program(execution_plan=[plan], constants=[b""])
+    return pm.Program(execution_plan=[plan], constants=[b""])
 
 
 def softmax_program(
@@ -378,7 +353,7 @@ def softmax_program(
     *,
     dim_order: list[int] | None = None,
     out_sizes: list[int] | None = None,
-) -> Program:
+) -> pm.Program:
     """One cortex_m::softmax call on int8 tensors: value 0 the input (arena offset 0,
     contiguous unless `dim_order`), the scalar arguments by name as Ints in schema order, then
     out (contiguous, the input's sizes unless out_sizes, 16-byte aligned after the input)."""
@@ -389,21 +364,21 @@ def softmax_program(
     out_sizes = list(sizes) if out_sizes is None else list(out_sizes)
     out_offset = (_numel(sizes) + 15) // 16 * 16
     tensors = {
-        "input": Tensor(ScalarType.CHAR, list(sizes), order, allocation=Allocation(1, 0)),
-        "out": Tensor(ScalarType.CHAR, out_sizes, list(range(len(out_sizes))),
-                      allocation=Allocation(1, out_offset)),
+        "input": pm.Tensor(pm.ScalarType.CHAR, list(sizes), order, allocation=pm.Allocation(1, 0)),
+        "out": pm.Tensor(pm.ScalarType.CHAR, out_sizes, list(range(len(out_sizes))),
+                      allocation=pm.Allocation(1, out_offset)),
     }
     values, args = [], []
     for a in definition.schema.args:
         args.append(len(values))
-        values.append(tensors[a.name] if a.name in tensors else Int(scalars[a.name]))
-    call = KernelCall(0, [*args, args[-1]])
+        values.append(tensors[a.name] if a.name in tensors else pm.Int(scalars[a.name]))
+    call = pm.KernelCall(0, [*args, args[-1]])
     plan = one_call_plan(values, call, "cortex_m::softmax", out_offset + _numel(out_sizes))
-    return Program(execution_plan=[plan], constants=[b""])
+    return pm.Program(execution_plan=[plan], constants=[b""])
 
 
 def control_call_program(key: str, tensors: dict[str, tuple], scalars: dict[str, object],
-                         inputs: tuple[str, ...] = ("self",)) -> Program:
+                         inputs: tuple[str, ...] = ("self",)) -> pm.Program:
     """One call of a control op with an out tensor (torchmcu/ops/defs/control.py: the
     predicates, select_copy): `tensors` name -> (sizes, scalar_type[, dim_order]) planned one
     after another (16-byte aligned), `scalars` name -> EValue, in schema order; the out passed
@@ -418,20 +393,20 @@ def control_call_program(key: str, tensors: dict[str, tuple], scalars: dict[str,
         if a.name in tensors:
             sizes, scalar_type, *order = tensors[a.name]
             dim_order = list(order[0]) if order else list(range(len(sizes)))
-            values.append(Tensor(scalar_type, list(sizes), dim_order,
-                                 allocation=Allocation(1, offset)))
+            values.append(pm.Tensor(scalar_type, list(sizes), dim_order,
+                                 allocation=pm.Allocation(1, offset)))
             offset = (offset + ELEMENT_SIZE[scalar_type] * _numel(sizes) + 15) // 16 * 16
         else:
             values.append(scalars[a.name])
-    call = KernelCall(0, [*args, args[-1]])
+    call = pm.KernelCall(0, [*args, args[-1]])
     plan = one_call_plan(values, call, definition.qualified, max(offset, 16),
                          inputs=tuple(args[definition.schema.A[n]] for n in inputs))
-    plan.operators = [Operator(definition.qualified, definition.schema.overload)]
-    return Program(execution_plan=[plan], constants=[b""])
+    plan.operators = [pm.Operator(definition.qualified, definition.schema.overload)]
+    return pm.Program(execution_plan=[plan], constants=[b""])
 
 
-def map_loop_program(sizes: list[int], scalar_type: ScalarType = ScalarType.CHAR, *,
-                     reverse: bool = False) -> Program:
+def map_loop_program(sizes: list[int], scalar_type: pm.ScalarType = pm.ScalarType.CHAR, *,
+                     reverse: bool = False) -> pm.Program:
     """The torch.map loop form (lower/rules_control.py's emit_map) around no body: result[i] =
     xs[i] (reverse: xs[count - 1 - i], the index computed with two executorch_prim::sub), so
     the output is xs (reversed along dim 0) only when every loop op does its part. Values: 0 xs
@@ -441,44 +416,44 @@ def map_loop_program(sizes: list[int], scalar_type: ScalarType = ScalarType.CHAR
     slot = list(sizes[1:])
     whole_bytes = (ELEMENT_SIZE[scalar_type] * _numel(sizes) + 15) // 16 * 16
     values = [
-        Tensor(scalar_type, list(sizes), list(range(len(sizes))), allocation=Allocation(1, 0)),
-        Tensor(scalar_type, list(sizes), list(range(len(sizes))),
-               allocation=Allocation(1, whole_bytes)),
-        Tensor(scalar_type, slot, list(range(len(slot))), allocation=Allocation(1, 2 * whole_bytes)),
-        Int(0),  # 3 dim 0
-        Int(0),  # 4 i
-        Int(0),  # 5 count
-        Bool(False),  # 6 done
-        Int(1),  # 7 one
-        Int(0),  # 8 count - i
-        Int(0),  # 9 count - 1 - i
+        pm.Tensor(scalar_type, list(sizes), list(range(len(sizes))), allocation=pm.Allocation(1, 0)),
+        pm.Tensor(scalar_type, list(sizes), list(range(len(sizes))),
+               allocation=pm.Allocation(1, whole_bytes)),
+        pm.Tensor(scalar_type, slot, list(range(len(slot))), allocation=pm.Allocation(1, 2 * whole_bytes)),
+        pm.Int(0),  # 3 dim 0
+        pm.Int(0),  # 4 i
+        pm.Int(0),  # 5 count
+        pm.Bool(False),  # 6 done
+        pm.Int(1),  # 7 one
+        pm.Int(0),  # 8 count - i
+        pm.Int(0),  # 9 count - 1 - i
     ]
     names = [("aten::sym_size", "int"), ("aten::select_copy", "int_out"),
              ("executorch_prim::et_copy_index", "tensor"), ("executorch_prim::add", "Scalar"),
              ("executorch_prim::eq", "Scalar"), ("executorch_prim::sub", "Scalar")]
     size, select, copy, add, eq, sub = range(len(names))
     index = 9 if reverse else 4
-    body = [KernelCall(sub, [5, 4, 8]), KernelCall(sub, [8, 7, 9])] if reverse else []
+    body = [pm.KernelCall(sub, [5, 4, 8]), pm.KernelCall(sub, [8, 7, 9])] if reverse else []
     instructions = [
-        KernelCall(size, [0, 3, 5]),
+        pm.KernelCall(size, [0, 3, 5]),
         *body,  # the loop starts here (instruction 1)
-        KernelCall(select, [0, 3, index, 2, 2]),
-        KernelCall(copy, [1, 2, 4]),  # result[i]
-        KernelCall(add, [4, 7, 4]),
-        KernelCall(eq, [4, 5, 6]),
-        JumpFalseCall(6, 1),
-        KernelCall(sub, [4, 5, 4]),
+        pm.KernelCall(select, [0, 3, index, 2, 2]),
+        pm.KernelCall(copy, [1, 2, 4]),  # result[i]
+        pm.KernelCall(add, [4, 7, 4]),
+        pm.KernelCall(eq, [4, 5, 6]),
+        pm.JumpFalseCall(6, 1),
+        pm.KernelCall(sub, [4, 5, 4]),
     ]
-    plan = ExecutionPlan(
+    plan = pm.ExecutionPlan(
         name="forward",
         values=values,
         inputs=[0],
         outputs=[1],
-        chains=[Chain(inputs=[0], outputs=[1], instructions=instructions)],
-        operators=[Operator(n, o) for n, o in names],
+        chains=[pm.Chain(inputs=[0], outputs=[1], instructions=instructions)],
+        operators=[pm.Operator(n, o) for n, o in names],
         non_const_buffer_sizes=[0, 2 * whole_bytes + (whole_bytes or 16)],
     )
-    return Program(execution_plan=[plan], constants=[b""])
+    return pm.Program(execution_plan=[plan], constants=[b""])
 
 
 def pool_program(
@@ -489,7 +464,7 @@ def pool_program(
     *,
     dim_order: list[int] | None = None,
     scratch_sizes: list[int] | None = None,
-) -> Program:
+) -> pm.Program:
     """One cortex_m::quantized_avg_pool2d / quantized_max_pool2d call (or _nhwc): value 0 the
     int8 input (arena offset 0; NHWC memory: dim order 0,2,3,1 for the legacy op, contiguous
     for _nhwc, unless `dim_order`), the list arguments as Int items then their IntList, bools
@@ -506,10 +481,10 @@ def pool_program(
     out_offset = (_numel(sizes) + 15) // 16 * 16
     scratch_offset = (out_offset + _numel(out_sizes) + 15) // 16 * 16
     tensors = {
-        "input": Tensor(ScalarType.CHAR, list(sizes), order, allocation=Allocation(1, 0)),
-        "scratch": Tensor(ScalarType.BYTE, scratch_sizes, list(range(len(scratch_sizes))),
-                          allocation=Allocation(1, scratch_offset)),
-        "out": Tensor(ScalarType.CHAR, list(out_sizes), layout, allocation=Allocation(1, out_offset)),
+        "input": pm.Tensor(pm.ScalarType.CHAR, list(sizes), order, allocation=pm.Allocation(1, 0)),
+        "scratch": pm.Tensor(pm.ScalarType.BYTE, scratch_sizes, list(range(len(scratch_sizes))),
+                          allocation=pm.Allocation(1, scratch_offset)),
+        "out": pm.Tensor(pm.ScalarType.CHAR, list(out_sizes), layout, allocation=pm.Allocation(1, out_offset)),
     }
     values: list = []
     args = []
@@ -517,18 +492,18 @@ def pool_program(
         value = tensors.get(a.name, scalars.get(a.name))
         if isinstance(value, list):
             first = len(values)
-            values.extend(Int(int(v)) for v in value)
-            value = IntList(list(range(first, len(values))))
+            values.extend(pm.Int(int(v)) for v in value)
+            value = pm.IntList(list(range(first, len(values))))
         elif isinstance(value, bool):
-            value = Bool(value)
+            value = pm.Bool(value)
         elif isinstance(value, int):
-            value = Int(value)
+            value = pm.Int(value)
         args.append(len(values))
         values.append(value)
-    call = KernelCall(0, [*args, args[-1]])
+    call = pm.KernelCall(0, [*args, args[-1]])
     arena = scratch_offset + _numel(scratch_sizes)
     plan = one_call_plan(values, call, op, arena)
-    return Program(execution_plan=[plan], constants=[b""])
+    return pm.Program(execution_plan=[plan], constants=[b""])
 
 
 def quantize_program(
@@ -536,12 +511,12 @@ def quantize_program(
     sizes: list[int],
     scalars: dict[str, object],
     *,
-    in_type: ScalarType | None = None,
-    out_type: ScalarType | None = None,
+    in_type: pm.ScalarType | None = None,
+    out_type: pm.ScalarType | None = None,
     dim_order: list[int] | None = None,
     out_sizes: list[int] | None = None,
     out_dim_order: list[int] | None = None,
-) -> Program:
+) -> pm.Program:
     """One cortex_m::quantize_per_tensor or dequantize_per_tensor call: value 0 the input
     (arena offset 0; float32 for quantize, `dtype` for dequantize, unless in_type), the
     scalars by name in schema order (a float as Double, an int as Int), then out (`dtype` for
@@ -552,27 +527,27 @@ def quantize_program(
 
     definition = ops.get(f"{op}.out")
     quantize = op == "cortex_m::quantize_per_tensor"
-    dtype = ScalarType(int(scalars["dtype"]))  # type: ignore[call-overload]
-    in_type = in_type if in_type is not None else (ScalarType.FLOAT if quantize else dtype)
-    out_type = out_type if out_type is not None else (dtype if quantize else ScalarType.FLOAT)
+    dtype = pm.ScalarType(int(scalars["dtype"]))  # type: ignore[call-overload]
+    in_type = in_type if in_type is not None else (pm.ScalarType.FLOAT if quantize else dtype)
+    out_type = out_type if out_type is not None else (dtype if quantize else pm.ScalarType.FLOAT)
     order = list(range(len(sizes))) if dim_order is None else list(dim_order)
     out_sizes = list(sizes) if out_sizes is None else list(out_sizes)
     out_order = order if out_dim_order is None else list(out_dim_order)
     out_offset = (ELEMENT_SIZE[in_type] * _numel(sizes) + 15) // 16 * 16
     tensors = {
-        "input": Tensor(in_type, list(sizes), order, allocation=Allocation(1, 0)),
-        "out": Tensor(out_type, out_sizes, out_order, allocation=Allocation(1, out_offset)),
+        "input": pm.Tensor(in_type, list(sizes), order, allocation=pm.Allocation(1, 0)),
+        "out": pm.Tensor(out_type, out_sizes, out_order, allocation=pm.Allocation(1, out_offset)),
     }
     values: list = []
     for a in definition.schema.args:
         value = tensors.get(a.name, scalars.get(a.name))
-        values.append(Double(value) if isinstance(value, float) else
-                      Int(value) if isinstance(value, int) else value)
+        values.append(pm.Double(value) if isinstance(value, float) else
+                      pm.Int(value) if isinstance(value, int) else value)
     args = list(range(len(values)))
-    call = KernelCall(0, [*args, args[-1]])
+    call = pm.KernelCall(0, [*args, args[-1]])
     arena = out_offset + ELEMENT_SIZE[out_type] * _numel(out_sizes)
     plan = one_call_plan(values, call, op, arena)
-    return Program(execution_plan=[plan], constants=[b""])
+    return pm.Program(execution_plan=[plan], constants=[b""])
 
 
 @dataclass(frozen=True)
@@ -581,7 +556,7 @@ class Planned:
 
     sizes: list[int]
     dim_order: list[int] | None = None
-    scalar_type: ScalarType = ScalarType.CHAR
+    scalar_type: pm.ScalarType = pm.ScalarType.CHAR
 
 
 @dataclass(frozen=True)
@@ -591,11 +566,11 @@ class Const:
 
     data: bytes
     sizes: list[int]
-    scalar_type: ScalarType
+    scalar_type: pm.ScalarType
     dim_order: list[int] | None = None
 
 
-def call_program(key: str, args: dict[str, object]) -> Program:
+def call_program(key: str, args: dict[str, object]) -> pm.Program:
     """One KernelCall of the registry op `key`, its arguments by schema name: a Planned is an
     arena tensor (planned one after another, 16-byte aligned), a Const a constant, an int an
     Int, a list of ints an IntList, None a Null. Inputs: the Planned arguments but the out and
@@ -610,26 +585,26 @@ def call_program(key: str, args: dict[str, object]) -> Program:
         v = args[a.name]
         if isinstance(v, Planned):
             order = list(range(len(v.sizes))) if v.dim_order is None else list(v.dim_order)
-            t = Tensor(v.scalar_type, list(v.sizes), order, allocation=Allocation(1, offset))
+            t = pm.Tensor(v.scalar_type, list(v.sizes), order, allocation=pm.Allocation(1, offset))
             offset = (offset + t.nbytes + 15) // 16 * 16
             if not a.mutable and a.name != "scratch":
                 inputs.append(len(values))
         elif isinstance(v, Const):
             order = list(range(len(v.sizes))) if v.dim_order is None else list(v.dim_order)
             constants.append(v.data)
-            t = Tensor(v.scalar_type, list(v.sizes), order, data_buffer_idx=len(constants) - 1)
+            t = pm.Tensor(v.scalar_type, list(v.sizes), order, data_buffer_idx=len(constants) - 1)
         elif isinstance(v, list):
             items = []
             for item in v:
                 items.append(len(values))
-                values.append(Int(int(item)))
-            t = IntList(items)
+                values.append(pm.Int(int(item)))
+            t = pm.IntList(items)
         elif v is None:
-            t = Null()
+            t = pm.Null()
         else:
-            t = Int(int(v))  # type: ignore[call-overload]
+            t = pm.Int(int(v))  # type: ignore[call-overload]
         call_args.append(len(values))
         values.append(t)
-    call = KernelCall(0, [*call_args, call_args[-1]])
+    call = pm.KernelCall(0, [*call_args, call_args[-1]])
     plan = one_call_plan(values, call, definition.qualified, offset, inputs=tuple(inputs))
-    return Program(execution_plan=[plan], constants=constants)
+    return pm.Program(execution_plan=[plan], constants=constants)

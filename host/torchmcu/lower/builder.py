@@ -15,36 +15,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from torchmcu.plan.check import TensorUse, check_plan
-from torchmcu.pte.program import (
-    ELEMENT_SIZE,
-    Allocation,
-    BackendDelegate,
-    Bool,
-    Chain,
-    DelegateCall,
-    Double,
-    EValue,
-    ExecutionPlan,
-    Int,
-    IntList,
-    JumpFalseCall,
-    KernelCall,
-    MoveCall,
-    Null,
-    Operator,
-    OptionalTensorList,
-    Program,
-    ScalarType,
-    Tensor,
-    TensorList,
-)
+from torchmcu.pte import program as pm
 
 NUMPY_SCALAR_TYPE = {
-    np.dtype(np.int8): ScalarType.CHAR,
-    np.dtype(np.uint8): ScalarType.BYTE,
-    np.dtype(np.int32): ScalarType.INT,
-    np.dtype(np.int64): ScalarType.LONG,
-    np.dtype(np.float32): ScalarType.FLOAT,
+    np.dtype(np.int8): pm.ScalarType.CHAR,
+    np.dtype(np.uint8): pm.ScalarType.BYTE,
+    np.dtype(np.int32): pm.ScalarType.INT,
+    np.dtype(np.int64): pm.ScalarType.LONG,
+    np.dtype(np.float32): pm.ScalarType.FLOAT,
 }
 
 CONTIGUOUS_4D = [0, 1, 2, 3]
@@ -75,11 +53,11 @@ class PlanResult:
 class ProgramBuilder:
     """Accumulates the parts of a single-method Program."""
 
-    values: list[EValue] = field(default_factory=list)
+    values: list[pm.EValue] = field(default_factory=list)
     constants: list[bytes] = field(default_factory=lambda: [b""])
-    operators: list[Operator] = field(default_factory=list)
-    instructions: list[KernelCall | DelegateCall] = field(default_factory=list)
-    delegates: list[BackendDelegate] = field(default_factory=list)
+    operators: list[pm.Operator] = field(default_factory=list)
+    instructions: list[pm.KernelCall | pm.DelegateCall] = field(default_factory=list)
+    delegates: list[pm.BackendDelegate] = field(default_factory=list)
     segments: list[bytes] = field(default_factory=list)  # delegate blobs (Program.segments_data)
     buffers: dict[str, Buffer] = field(default_factory=dict)
     # value index -> buffer key, for every planned tensor value
@@ -88,24 +66,24 @@ class ProgramBuilder:
     _op_index: dict[tuple[str, str], int] = field(default_factory=dict)
 
     # -- scalar values ---------------------------------------------------------------------
-    def add(self, value: EValue) -> int:
+    def add(self, value: pm.EValue) -> int:
         self.values.append(value)
         return len(self.values) - 1
 
     def int_(self, v: int) -> int:
-        return self.add(Int(int(v)))
+        return self.add(pm.Int(int(v)))
 
     def double(self, v: float) -> int:
-        return self.add(Double(float(v)))
+        return self.add(pm.Double(float(v)))
 
     def bool_(self, v: bool) -> int:
-        return self.add(Bool(bool(v)))
+        return self.add(pm.Bool(bool(v)))
 
     def none(self) -> int:
-        return self.add(Null())
+        return self.add(pm.Null())
 
     def int_list(self, items: Sequence[int]) -> int:
-        return self.add(IntList([self.int_(x) for x in items]))
+        return self.add(pm.IntList([self.int_(x) for x in items]))
 
     # -- tensors -------------------------------------------------------------------------------
     def constant(self, array: np.ndarray, sizes: Sequence[int] | None = None) -> int:
@@ -120,7 +98,7 @@ class ProgramBuilder:
             idx = len(self.constants) - 1
             self._const_index[digest] = idx
         shape = list(sizes) if sizes is not None else list(arr.shape)
-        return self.add(Tensor(st, shape, contiguous_order(len(shape)), data_buffer_idx=idx))
+        return self.add(pm.Tensor(st, shape, contiguous_order(len(shape)), data_buffer_idx=idx))
 
     def new_buffer(self, key_hint: str, nbytes: int) -> str:
         key = key_hint
@@ -134,14 +112,14 @@ class ProgramBuilder:
     def planned(
         self,
         buffer: str,
-        scalar_type: ScalarType,
+        scalar_type: pm.ScalarType,
         sizes: Sequence[int],
         dim_order: Sequence[int] | None = None,
     ) -> int:
         """A tensor value viewing (the start of) `buffer` in the arena."""
         sizes = [int(s) for s in sizes]
         order = list(dim_order) if dim_order is not None else contiguous_order(len(sizes))
-        t = Tensor(scalar_type, sizes, order, allocation=Allocation(1, 0))
+        t = pm.Tensor(scalar_type, sizes, order, allocation=pm.Allocation(1, 0))
         need = t.nbytes
         if need > self.buffers[buffer].nbytes:
             raise AssertionError(f"tensor of {need} bytes does not fit buffer {buffer}")
@@ -149,16 +127,16 @@ class ProgramBuilder:
         self.tensor_buffer[vi] = buffer
         return vi
 
-    def tensor(self, vi: int) -> Tensor:
+    def tensor(self, vi: int) -> pm.Tensor:
         t = self.values[vi]
-        assert isinstance(t, Tensor)
+        assert isinstance(t, pm.Tensor)
         return t
 
     # -- instructions -------------------------------------------------------------------------
     def operator(self, name: str, overload: str = "out") -> int:
         key = (name, overload)
         if key not in self._op_index:
-            self.operators.append(Operator(name, overload))
+            self.operators.append(pm.Operator(name, overload))
             self._op_index[key] = len(self.operators) - 1
         return self._op_index[key]
 
@@ -166,7 +144,7 @@ class ProgramBuilder:
         """Append a kernel call; `args` exclude the out tensor, which is appended twice."""
         index = len(self.instructions)
         full = list(args) + [out, out]
-        self.instructions.append(KernelCall(self.operator(name), full))
+        self.instructions.append(pm.KernelCall(self.operator(name), full))
         self.touch_values(full, index)
         return index
 
@@ -181,7 +159,9 @@ class ProgramBuilder:
         found: list[int] = []
         for vi in value_indices:
             value = self.values[vi] if 0 <= vi < len(self.values) else None
-            items = value.items if isinstance(value, (TensorList, OptionalTensorList)) else [vi]
+            items = (
+                value.items if isinstance(value, (pm.TensorList, pm.OptionalTensorList)) else [vi]
+            )
             found += [i for i in items if i in self.tensor_buffer]
         return found
 
@@ -190,12 +170,12 @@ class ProgramBuilder:
         b.first_use = index if b.first_use is None else min(b.first_use, index)
         b.last_use = index if b.last_use is None else max(b.last_use, index)
 
-    def delegate(self, backend_id: str, blob: bytes, args: Sequence[int]) -> DelegateCall:
+    def delegate(self, backend_id: str, blob: bytes, args: Sequence[int]) -> pm.DelegateCall:
         """A DelegateCall to a new BackendDelegate whose processed data is `blob` (not yet
         placed in `instructions`: the partitioner orders them)."""
         self.segments.append(bytes(blob))
-        self.delegates.append(BackendDelegate(backend_id, len(self.segments) - 1))
-        return DelegateCall(len(self.delegates) - 1, list(args))
+        self.delegates.append(pm.BackendDelegate(backend_id, len(self.segments) - 1))
+        return pm.DelegateCall(len(self.delegates) - 1, list(args))
 
     def recompute_uses(self) -> None:
         """Buffer lifetimes from the current instruction list (after the partitioner replaced
@@ -213,7 +193,7 @@ class ProgramBuilder:
         planner: Callable,
         request_type: type,
         name: str = "forward",
-    ) -> tuple[Program, PlanResult]:
+    ) -> tuple[pm.Program, PlanResult]:
         """Plan the arena, fix allocations, and return the Program."""
         end = max(len(self.instructions) - 1, 0)
         for vi in inputs:
@@ -235,19 +215,19 @@ class ProgramBuilder:
         for vi, key in self.tensor_buffer.items():
             t = self.tensor(vi)
             if key in plan.offsets:
-                t.allocation = Allocation(1, int(plan.offsets[key]))
-        ep = ExecutionPlan(
+                t.allocation = pm.Allocation(1, int(plan.offsets[key]))
+        ep = pm.ExecutionPlan(
             name=name,
             values=self.values,
             inputs=list(inputs),
             outputs=list(outputs),
-            chains=[Chain(list(inputs), list(outputs), list(self.instructions))],
+            chains=[pm.Chain(list(inputs), list(outputs), list(self.instructions))],
             operators=self.operators,
             delegates=list(self.delegates),
             non_const_buffer_sizes=[0, int(plan.arena_bytes)],
         )
         self.check_plan(inputs, outputs, int(plan.arena_bytes))
-        program = Program([ep], constants=self.constants, segments_data=list(self.segments))
+        program = pm.Program([ep], constants=self.constants, segments_data=list(self.segments))
         return program, PlanResult(int(plan.arena_bytes), int(plan.lower_bound))
 
     def check_plan(self, inputs: list[int], outputs: list[int], arena_bytes: int) -> None:
@@ -268,10 +248,10 @@ class ProgramBuilder:
     def describe_instruction(self, index: int) -> str:
         """'instruction 7 (aten::cat.out)', as the runtime's errors name it."""
         ins = self.instructions[index]
-        if isinstance(ins, KernelCall):
+        if isinstance(ins, pm.KernelCall):
             op = self.operators[ins.op_index]
             what = f"{op.name}.{op.overload}"
-        elif isinstance(ins, DelegateCall):
+        elif isinstance(ins, pm.DelegateCall):
             what = f"delegate {self.delegates[ins.delegate_index].id}"
         else:
             what = type(ins).__name__
@@ -280,15 +260,15 @@ class ProgramBuilder:
 
 def instruction_values(ins: object) -> list[int]:
     """The value indices an instruction reads or writes (control flow included)."""
-    if isinstance(ins, MoveCall):
+    if isinstance(ins, pm.MoveCall):
         return [ins.move_from, ins.move_to]
-    if isinstance(ins, JumpFalseCall):
+    if isinstance(ins, pm.JumpFalseCall):
         return [ins.cond_value_index]
     return list(getattr(ins, "args", []))
 
 
-def nbytes_of(scalar_type: ScalarType, sizes: Sequence[int]) -> int:
+def nbytes_of(scalar_type: pm.ScalarType, sizes: Sequence[int]) -> int:
     n = 1
     for s in sizes:
         n *= int(s)
-    return n * ELEMENT_SIZE[scalar_type]
+    return n * pm.ELEMENT_SIZE[scalar_type]

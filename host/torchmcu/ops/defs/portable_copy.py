@@ -12,6 +12,7 @@ import numpy as np
 
 from torchmcu.ops.core import Bound, pattern
 from torchmcu.ops.defs.portable import is_copyable, norm_dim, portable
+from torchmcu.ops.defs.views import VIEWS
 from torchmcu.ops.layout import disjoint, laid_out_as
 from torchmcu.pte import program as pm
 
@@ -250,15 +251,6 @@ def lower_cat(k: Any, node: Any) -> None:
 pattern("aten::permute.default", lower_float=lower_permute, emits=(PERMUTE_COPY,))
 pattern("aten::cat.default", lower_float=lower_cat, emits=(CAT,))
 pattern(
-    "aten::flatten.using_ints",
-    "aten::view.default",
-    "aten::reshape.default",
-    "aten::_unsafe_view.default",
-    "aten::squeeze.dim",
-    "aten::squeeze.dims",
-    "aten::unsqueeze.default",
-    "aten::dropout.default",
-    "aten::clone.default",
-    "aten::contiguous.default",
+    *VIEWS,  # the int8 view patterns' targets (defs/views.py)
     lower_float=lower_view,
 )
