@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from torchmcu.ops import generate
 from torchmcu.pte import bundled as B
 from torchmcu.pte.program import Double, Int, ScalarType
 
@@ -84,6 +85,8 @@ def reader(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("bundled-c")
     (d / "harness.c").write_text(HARNESS)
     exe = d / "harness"
+    generated = d / "generated"  # method.c includes the registry's control_ops.inc
+    assert generate.main(["--out", str(generated)]) == 0
     sources = [
         RUNTIME / "src" / s for s in ("bundled.c", "fb.c", "program.c", "method.c", "registry.c")
     ]
@@ -100,6 +103,7 @@ def reader(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "-fno-sanitize-recover=all",
             f"-I{RUNTIME / 'include'}",
             f"-I{RUNTIME / 'src'}",
+            f"-I{generated}",
             str(d / "harness.c"),
             *map(str, sources),
             "-o",
