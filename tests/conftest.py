@@ -129,3 +129,15 @@ def executorch_export(
     )
     _ET_EXPORTS[key] = result
     return result
+
+
+@pytest.fixture(scope="session")
+def op_tables(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory holding the C tables generated from the operator registry (op_args.h,
+    kernel_entries.h, control_ops.inc...): what cmake/ops.cmake writes into a build's
+    generated/, for the tests that compile firmware sources with clang by hand."""
+    from torchmcu.ops import generate
+
+    out = tmp_path_factory.mktemp("generated")
+    assert generate.main(["--out", str(out)]) == 0
+    return out

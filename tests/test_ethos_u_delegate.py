@@ -428,7 +428,7 @@ def delegate_only_program(blob: bytes) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def model_harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def model_harness(tmp_path_factory: pytest.TempPathFactory, op_tables: Path) -> Path:
     if not (ROOT / "firmware" / "drivers" / "ethos_u" / "ethos_u_driver.c").exists():
         pytest.skip("the NPU driver is not in the tree")
     doctor.require("clang-sanitizers")
@@ -447,6 +447,7 @@ def model_harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "-Werror",
             *flags,
             *(f"-I{i}" for i in HARNESS_INCLUDES),
+            f"-I{op_tables}",  # method.c includes the registry's control_ops.inc
             *map(str, HARNESS),
             "-o",
             str(out),
