@@ -16,7 +16,10 @@ Deterministic by construction: the models come from torchmcu.examples.build(name
 weights, seed 0) and are calibrated with calibration(name, 16, seed=1), the samples
 bench/export_bench.py and tests/test_models_e2e.py use; torch's global RNG is reseeded before
 each export and torch runs on one thread, so the calibration ranges do not depend on the
-machine's core count. Running it twice prints the same lines.
+machine's core count. Running it twice prints the same lines. The bytes do depend on the CPU:
+torch's float kernels differ by instruction set, and the calibration ranges with them, so compare
+lists made on one kind of machine (pte_hashes.txt; pte_hashes.amd-epyc.txt for an AMD EPYC) or
+record a baseline on yours before a change.
 """
 
 from __future__ import annotations
