@@ -303,13 +303,13 @@ class Kernel:
     symbol: str  # "tm_torchmcu_slice_copy_out"
     source: str  # "cortex_m/slice_copy.c"
     scratch_c: str | None = None  # "tm_quantized_conv2d_scratch_bytes"
-    # Place in kernels.json: the kernels of before the registry keep their order so the table
-    # stays byte-identical; a new op leaves it None and comes after them, in load order.
+    # Place in the generated kernels.json: the kernels of before the registry keep their order;
+    # a new op leaves it None and comes after them, in load order.
     table_index: int | None = None
 
     @property
     def c_name(self) -> str:
-        """Enum prefix of firmware/kernels/op_args.h: "TORCHMCU_SLICE_COPY"."""
+        """Enum prefix in the generated op_args.h (cmake/ops.cmake): "TORCHMCU_SLICE_COPY"."""
         name = self.symbol.removeprefix("tm_").removesuffix("_out")
         return name.upper()
 
