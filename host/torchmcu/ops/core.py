@@ -561,19 +561,26 @@ class Bound:
             raise self.reject(name, f"expected an int in [{lo}, {hi}]")
         return v.value
 
-    def pair_in(self, name: str, lo: int, hi: int, allow_single: bool = False) -> tuple[int, int]:
-        """tm_pair_arg: argument `name` as an int list of 2 items (or 1, used for both, if
-        allow_single), each in [lo, hi], as (h, w) (else its ArgError)."""
+    def pair_or_none(
+        self, name: str, lo: int, hi: int, allow_single: bool = False
+    ) -> tuple[int, int] | None:
+        """tm_pair_arg: argument `name` as an int list of 2 Int items (or 1, used for both, if
+        allow_single), each in [lo, hi], as (h, w); None when it breaks that rule."""
         v = self.value(name)
-        items = scalar_value(self.values, v) if isinstance(v, pm.IntList) else None
-        if not (
-            items is not None
-            and (1 if allow_single else 2) <= len(items) <= 2
-            and lo <= items[0] <= hi
-            and lo <= items[-1] <= hi
-        ):
-            raise self.reject(name, f"expected {'1 or ' if allow_single else ''}2 ints in [{lo}, {hi}]")
-        return int(items[0]), int(items[-1])
+        if not isinstance(v, pm.IntList) or not (1 if allow_single else 2) <= len(v.items) <= 2:
+            return None
+        items = [self.values[i] for i in v.items]
+        if not all(isinstance(item, pm.Int) and lo <= item.value <= hi for item in items):
+            return None
+        return int(items[0].value), int(items[-1].value)  # type: ignore[union-attr]
+
+    def pair_in(self, name: str, lo: int, hi: int, allow_single: bool = False) -> tuple[int, int]:
+        """pair_or_none, or its ArgError."""
+        pair = self.pair_or_none(name, lo, hi, allow_single)
+        if pair is None:
+            one = "1 or " if allow_single else ""
+            raise self.reject(name, f"expected {one}2 ints in [{lo}, {hi}]")
+        return pair
 
     def tensor(self, name: str) -> pm.Tensor:
         v = self.value(name)

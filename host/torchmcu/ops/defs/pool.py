@@ -153,26 +153,11 @@ def _activation(b: Bound, name: str) -> tuple[int, int, int, int]:
     return dims
 
 
-def _pair_arg(b: Bound, name: str, allow_single: bool, lo: int, hi: int) -> tuple[int, int] | None:
-    """tm_pair_arg: an int list of 1 (if allow_single) or 2 items in [lo, hi] as (h, w)."""
-    v = b.value(name)
-    if not isinstance(v, pm.IntList) or not (1 if allow_single else 2) <= len(v.items) <= 2:
-        return None
-    items = [b.values[i] for i in v.items]
-    if not all(isinstance(item, pm.Int) and lo <= item.value <= hi for item in items):
-        return None
-    return items[0].value, items[-1].value  # type: ignore[union-attr]
-
-
 def _window(b: Bound) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
     """tm_pool_window_args: (kernel, stride, padding), padding at most half the kernel."""
-    kernel = _pair_arg(b, "kernel_size", True, 1, INT16_MAX)
-    if kernel is None:
-        raise b.reject("kernel_size", f"expected 1 or 2 ints in [1, {INT16_MAX}]")
-    stride = _pair_arg(b, "stride", True, 1, INT16_MAX)
-    if stride is None:
-        raise b.reject("stride", f"expected 1 or 2 ints in [1, {INT16_MAX}]")
-    padding = _pair_arg(b, "padding", True, 0, INT16_MAX)
+    kernel = b.pair_in("kernel_size", 1, INT16_MAX, allow_single=True)
+    stride = b.pair_in("stride", 1, INT16_MAX, allow_single=True)
+    padding = b.pair_or_none("padding", 0, INT16_MAX, allow_single=True)
     if padding is None or padding[0] > kernel[0] // 2 or padding[1] > kernel[1] // 2:
         raise b.reject("padding", "expected 1 or 2 ints in [0, kernel // 2]")
     return kernel, stride, padding
@@ -220,7 +205,7 @@ def check_max(b: Bound) -> None:
     """quantized_max_pool2d.c's checks, in its order."""
     dims = _activation(b, "input")
     window = _window(b)
-    if _pair_arg(b, "dilation", True, 1, 1) is None:
+    if b.pair_or_none("dilation", 1, 1, allow_single=True) is None:
         raise b.reject("dilation", "expected [1] or [1, 1]")
     if _ceil_mode(b):
         raise b.reject("ceil_mode", "expected false")
