@@ -10,6 +10,7 @@ import torch
 import torch.fx
 
 from torchmcu.lower.errors import LoweringError, describe_node, unsupported
+from torchmcu.ops.layout import pair as layout_pair
 from torchmcu.quantize.qdq import DQ_PER_CHANNEL, is_dq
 
 
@@ -140,16 +141,11 @@ def named_arg(node: torch.fx.Node, name: str, default: object = None) -> object:
 
 
 def pair(value: object, default: tuple[int, int]) -> tuple[int, int]:
-    if value is None:
+    """An aten int or int-list argument as (h, w) (ops/layout.py's rule); `default` when it is
+    None or empty."""
+    if value is None or (isinstance(value, (list, tuple)) and not value):
         return default
-    if isinstance(value, int):
-        return (value, value)
-    items = [int(v) for v in value]  # type: ignore[union-attr]
-    if not items:
-        return default
-    if len(items) == 1:
-        return (items[0], items[0])
-    return (items[0], items[1])
+    return layout_pair(value)  # type: ignore[arg-type]
 
 
 def shape_of(node: torch.fx.Node) -> list[int]:

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from torchmcu.ops.core import ArgError, Bound, OpDef
-from torchmcu.ops.layout import fit_window, pair  # noqa: F401 (ops_pool reads them here)
 from torchmcu.pte import program as pm
 from torchmcu.reference import ops_layout
 
