@@ -33,7 +33,6 @@ def _npu_ops() -> list[OpDef]:
 def test_the_45_kernels() -> None:
     assert len(ops.ops()) == 45
     assert [len(ops.ops(f)) for f in ("int8", "portable", "control")] == [18, 16, 11]
-    assert [o.kernel.table_index for o in ops.ops()] == list(range(45))
 
 
 def test_native_kernel_names() -> None:

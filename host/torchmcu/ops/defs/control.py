@@ -86,7 +86,7 @@ SUM = op(
     "aten::sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *,"
     " ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
     family="control",
-    kernel=Kernel("tm_portable_sum_intlist_out", _PREDICATE, table_index=32),
+    kernel=Kernel("tm_portable_sum_intlist_out", _PREDICATE),
     reference=reference_sum,
     check=check_sum,
     contract=SUM_CONTRACT,
@@ -114,7 +114,7 @@ def check_compare(b: Bound) -> None:
         raise b.reject("out", "expected a Bool tensor of self's element count and layout")
 
 
-def _compare(name: str, symbol: str, fn: Callable[..., np.ndarray], table_index: int) -> OpDef:
+def _compare(name: str, symbol: str, fn: Callable[..., np.ndarray]) -> OpDef:
     """aten::<name>.Scalar_out: an integer tensor against an Int, into a Bool tensor."""
 
     def reference(b: Any) -> np.ndarray:
@@ -124,17 +124,17 @@ def _compare(name: str, symbol: str, fn: Callable[..., np.ndarray], table_index:
     return op(
         f"aten::{name}.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)",
         family="control",
-        kernel=Kernel(f"tm_portable_{name}_scalar_out", _PREDICATE, table_index=table_index),
+        kernel=Kernel(f"tm_portable_{name}_scalar_out", _PREDICATE),
         reference=reference,
         check=check_compare,
         contract=COMPARE_CONTRACT.format(op=symbol),
     )
 
 
-GT = _compare("gt", ">", np.greater, 33)
-GE = _compare("ge", ">=", np.greater_equal, 34)
-LT = _compare("lt", "<", np.less, 35)
-LE = _compare("le", "<=", np.less_equal, 36)
+GT = _compare("gt", ">", np.greater)
+GE = _compare("ge", ">=", np.greater_equal)
+LT = _compare("lt", "<", np.less)
+LE = _compare("le", "<=", np.less_equal)
 
 # The torch.cond predicates the cond lowering (lower/rules_control.py) takes: mean() or sum()
 # of an int8 tensor, compared with a constant, become SUM then one comparison of the sum
@@ -170,7 +170,7 @@ def reference_sym_size(b: Any) -> pm.Int:
 SYM_SIZE = op(
     "aten::sym_size.int(Tensor self, int dim) -> SymInt",
     family="control",
-    kernel=Kernel("tm_prim_sym_size_int", _PRIM, table_index=37),
+    kernel=Kernel("tm_prim_sym_size_int", _PRIM),
     reference=reference_sym_size,
     check=check_sym_size,
     call="loop_scalar",
@@ -225,7 +225,7 @@ SELECT_COPY = op(
     "aten::select_copy.int_out(Tensor self, int dim, SymInt index, *, Tensor(a!) out)"
     " -> Tensor(a!)",
     family="control",
-    kernel=Kernel("tm_portable_select_copy_int_out", _PRIM, table_index=38),
+    kernel=Kernel("tm_portable_select_copy_int_out", _PRIM),
     reference=reference_select_copy,
     check=check_select_copy,
     call="loop_select",
@@ -258,7 +258,7 @@ def reference_et_copy_index(b: Any) -> np.ndarray:
 ET_COPY_INDEX = op(
     "executorch_prim::et_copy_index.tensor(Tensor(a!) self, Tensor copy_from, SymInt index) -> ()",
     family="control",
-    kernel=Kernel("tm_prim_et_copy_index_tensor", _PRIM, table_index=39),
+    kernel=Kernel("tm_prim_et_copy_index_tensor", _PRIM),
     reference=reference_et_copy_index,
     check=check_et_copy_index,
     call="loop_copy_index",
@@ -271,7 +271,7 @@ SCALAR_CONTRACT = """\
   set to `{result}`{wraps}."""
 
 
-def _scalar(name: str, fn: Callable[[int, int], pm.EValue], table_index: int) -> OpDef:
+def _scalar(name: str, fn: Callable[[int, int], pm.EValue]) -> OpDef:
     """executorch_prim::<name>.Scalar on two Int values: the loop counter and its test."""
     returned = pm.Bool if name == "eq" else pm.Int
 
@@ -295,7 +295,7 @@ def _scalar(name: str, fn: Callable[[int, int], pm.EValue], table_index: int) ->
         f"executorch_prim::{name}.Scalar(Scalar a, Scalar b) -> "
         + ("bool" if returned is pm.Bool else "Scalar"),
         family="control",
-        kernel=Kernel(f"tm_prim_{name}_scalar", _PRIM, table_index=table_index),
+        kernel=Kernel(f"tm_prim_{name}_scalar", _PRIM),
         reference=reference,
         check=check,
         call="loop_scalar",
@@ -309,6 +309,6 @@ def _wrap(v: int) -> pm.Int:
     return pm.Int((v + 2**63) % 2**64 - 2**63)
 
 
-PRIM_ADD = _scalar("add", lambda a, b: _wrap(a + b), 40)
-PRIM_SUB = _scalar("sub", lambda a, b: _wrap(a - b), 41)
-PRIM_EQ = _scalar("eq", lambda a, b: pm.Bool(a == b), 42)
+PRIM_ADD = _scalar("add", lambda a, b: _wrap(a + b))
+PRIM_SUB = _scalar("sub", lambda a, b: _wrap(a - b))
+PRIM_EQ = _scalar("eq", lambda a, b: pm.Bool(a == b))

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from torchmcu.ops.core import Annotate, Bound, Kernel, Npu, nhwc_variant, op, pattern
+from torchmcu.ops.core import Annotate, Bound, Npu, nhwc_variant, op, pattern
 from torchmcu.ops.defs.linear import bias_of, check_offsets, contiguous, int32_vector
 from torchmcu.ops.intmath import INT8_MAX, INT8_MIN, check_activation, requantize
 from torchmcu.ops.layout import activation_dims, fit_window, is_scratch, pair
@@ -528,12 +528,7 @@ QUANTIZED_CONV2D = op(
     " Tensor requantize_multipliers, Tensor requantize_shifts, int activation_min,"
     " int activation_max, Tensor scratch, *, Tensor(a!) out) -> Tensor(a!)",
     family="int8",
-    kernel=Kernel(
-        "tm_cortex_m_quantized_conv2d_out",
-        "cortex_m/quantized_conv2d.c",
-        scratch_c=_CONV_SCRATCH,
-        table_index=5,
-    ),
+    scratch_c=_CONV_SCRATCH,
     reference=reference_conv,
     check=check_conv,
     scratch_bytes=quantized_conv2d_scratch_bytes,
@@ -547,15 +542,7 @@ QUANTIZED_CONV2D = op(
     contract=CONV_CONTRACT,
 )
 
-QUANTIZED_CONV2D_NHWC = nhwc_variant(
-    QUANTIZED_CONV2D,
-    Kernel(
-        "tm_cortex_m_quantized_conv2d_nhwc_out",
-        "cortex_m/quantized_conv2d.c",
-        scratch_c=_CONV_SCRATCH,
-        table_index=6,
-    ),
-)
+QUANTIZED_CONV2D_NHWC = nhwc_variant(QUANTIZED_CONV2D)
 
 QUANTIZED_DEPTHWISE_CONV2D = op(
     "cortex_m::quantized_depthwise_conv2d.out(Tensor input, Tensor weight, Tensor? bias,"
@@ -563,12 +550,7 @@ QUANTIZED_DEPTHWISE_CONV2D = op(
     " int output_offset, Tensor requantize_multipliers, Tensor requantize_shifts,"
     " int activation_min, int activation_max, Tensor scratch, *, Tensor(a!) out) -> Tensor(a!)",
     family="int8",
-    kernel=Kernel(
-        "tm_cortex_m_quantized_depthwise_conv2d_out",
-        "cortex_m/quantized_depthwise_conv2d.c",
-        scratch_c=_DEPTHWISE_SCRATCH,
-        table_index=7,
-    ),
+    scratch_c=_DEPTHWISE_SCRATCH,
     reference=reference_depthwise,
     check=check_depthwise,
     scratch_bytes=quantized_depthwise_conv2d_scratch_bytes,
@@ -582,15 +564,7 @@ QUANTIZED_DEPTHWISE_CONV2D = op(
     contract=DEPTHWISE_CONTRACT,
 )
 
-QUANTIZED_DEPTHWISE_CONV2D_NHWC = nhwc_variant(
-    QUANTIZED_DEPTHWISE_CONV2D,
-    Kernel(
-        "tm_cortex_m_quantized_depthwise_conv2d_nhwc_out",
-        "cortex_m/quantized_depthwise_conv2d.c",
-        scratch_c=_DEPTHWISE_SCRATCH,
-        table_index=8,
-    ),
-)
+QUANTIZED_DEPTHWISE_CONV2D_NHWC = nhwc_variant(QUANTIZED_DEPTHWISE_CONV2D)
 
 
 # -- the aten side: k is the lowering Kit, node a torch.fx.Node (torch-free here)

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from torchmcu.ops.core import Annotate, ArgError, Bound, Kernel, Npu, nhwc_variant, op, pattern
+from torchmcu.ops.core import Annotate, ArgError, Bound, Npu, nhwc_variant, op, pattern
 from torchmcu.ops.defs.pad import PAD
 from torchmcu.ops.intmath import (
     INT8_MAX,
@@ -445,12 +445,7 @@ QUANTIZED_AVG_POOL2D = op(
     " int[] padding, bool ceil_mode, int zero_point, int multiplier, int shift, Tensor scratch, *,"
     " Tensor(a!) out) -> Tensor(a!)",
     family="int8",
-    kernel=Kernel(
-        "tm_cortex_m_quantized_avg_pool2d_out",
-        "cortex_m/quantized_avg_pool2d.c",
-        scratch_c=_AVG_SCRATCH,
-        table_index=9,
-    ),
+    scratch_c=_AVG_SCRATCH,
     reference=reference_avg,
     check=check_avg,
     scratch_bytes=quantized_avg_pool2d_scratch_bytes,
@@ -463,38 +458,20 @@ QUANTIZED_AVG_POOL2D = op(
     contract=AVG_CONTRACT,
 )
 
-QUANTIZED_AVG_POOL2D_NHWC = nhwc_variant(
-    QUANTIZED_AVG_POOL2D,
-    Kernel(
-        "tm_cortex_m_quantized_avg_pool2d_nhwc_out",
-        "cortex_m/quantized_avg_pool2d.c",
-        scratch_c=_AVG_SCRATCH,
-        table_index=10,
-    ),
-)
+QUANTIZED_AVG_POOL2D_NHWC = nhwc_variant(QUANTIZED_AVG_POOL2D)
 
 QUANTIZED_MAX_POOL2D = op(
     "cortex_m::quantized_max_pool2d.out(Tensor input, int[] kernel_size, int[] stride,"
     " int[] padding, int[] dilation, bool ceil_mode, int input_zero_point, int output_zero_point,"
     " int activation_min, int activation_max, *, Tensor(a!) out) -> Tensor(a!)",
     family="int8",
-    kernel=Kernel(
-        "tm_cortex_m_quantized_max_pool2d_out", "cortex_m/quantized_max_pool2d.c", table_index=11
-    ),
     reference=reference_max,
     check=check_max,
     npu=Npu(lower=lower_tosa_max, support=npu_support_max, doc="TOSA MAX_POOL2D (+ CLAMP)"),
     contract=MAX_CONTRACT,
 )
 
-QUANTIZED_MAX_POOL2D_NHWC = nhwc_variant(
-    QUANTIZED_MAX_POOL2D,
-    Kernel(
-        "tm_cortex_m_quantized_max_pool2d_nhwc_out",
-        "cortex_m/quantized_max_pool2d.c",
-        table_index=12,
-    ),
-)
+QUANTIZED_MAX_POOL2D_NHWC = nhwc_variant(QUANTIZED_MAX_POOL2D)
 
 
 # -- the aten side: k is the lowering Kit, node a torch.fx.Node (torch-free here)

@@ -172,9 +172,6 @@ def check_addmm(b: Bound) -> None:
 ADDMM = portable(
     "aten::addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1,"
     " Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)",
-    "tm_portable_addmm_out",
-    "addmm.c",
-    19,
     reference=lambda b: b.to_out(
         addmm(b.logical("self"), b.logical("mat1"), b.logical("mat2"), b.beta, b.alpha)
     ),
@@ -183,9 +180,6 @@ ADDMM = portable(
 )
 MM = portable(
     "aten::mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)",
-    "tm_portable_mm_out",
-    "mm.c",
-    20,
     reference=lambda b: b.to_out(mm(b.logical("self"), b.logical("mat2"))),
     check=check_mm,
     contract=MATMUL_CONTRACT,
@@ -280,9 +274,6 @@ CONVOLUTION = portable(
     "aten::convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride,"
     " SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding,"
     " SymInt groups, *, Tensor(a!) out) -> Tensor(a!)",
-    "tm_portable_convolution_out",
-    "convolution.c",
-    21,
     reference=_convolution_reference,
     check=check_convolution,
     contract=CONVOLUTION_CONTRACT,
