@@ -20,9 +20,11 @@ from _pte_programs import Planned, call_program
 from torch import nn
 from torchmcu import native, ops
 from torchmcu.npu.tosa.lower import lower_to_tosa, npu_support, run_tosa_reference
+from torchmcu.ops.defs.portable_resize import MODES, aten_scale, upsample2d
 from torchmcu.ops.defs.resize import axis_params, resize2d
 from torchmcu.ops.intmath import single_rounding_multiplier
 from torchmcu.pte import program as pm
+from torchmcu.quantize import TorchmcuQuantizer
 from torchmcu.reference.interpreter import run_program
 
 RESIZE = ops.get("torchmcu::resize2d.out")
@@ -265,3 +267,47 @@ def test_tiny_unet_exports_int8_and_runs_bit_exact_on_the_host(unet):
     want = run_program(unet.program, [x])
     for o, r in zip(ours, want):
         np.testing.assert_array_equal(o, r)
+
+
+FP32 = [  # (H, W), (OH, OW), mode, scale factor or None
+    ((4, 6), (8, 12), "nearest", 2.0),
+    ((3, 5), (7, 11), "nearest", None),
+    ((5, 3), (8, 4), "nearest-exact", None),
+    ((4, 6), (8, 12), "bilinear", 2.0),
+    ((4, 4), (6, 6), "bilinear", 1.5),
+    ((3, 5), (7, 11), "bilinear", None),
+    ((5, 3), (9, 5), "bilinear-align", None),
+]
+
+
+@pytest.mark.parametrize(("hw", "out_hw", "mode", "factor"), FP32)
+def test_fp32_kernel_is_the_reference_and_torch(hw, out_hw, mode, factor):
+    """torchmcu::upsample2d (float regions): the C kernel bit-exact with the numpy reference;
+    nearest equal to torch's float32 F.interpolate, bilinear within float32 rounding of it."""
+    x = np.random.default_rng(sum(hw)).standard_normal((2, 3, *hw)).astype(np.float32)
+    sh, sw = (aten_scale(s, o, factor, mode) for s, o in zip(hw, out_hw))
+    want = upsample2d(x, out_hw, MODES.index(mode), sh, sw)
+    out = np.zeros((2, 3, *out_hw), np.float32)
+    native.call_kernel("torchmcu::upsample2d", [x, MODES.index(mode), sh, sw, out])
+    assert out.tobytes() == want.tobytes()
+    kw = {"scale_factor": factor} if factor else {"size": out_hw}
+    if mode.startswith("bilinear"):
+        kw["align_corners"] = mode == "bilinear-align"
+    torch_out = F.interpolate(torch.from_numpy(x), mode=mode.replace("-align", ""), **kw).numpy()
+    tolerance = 0 if mode.startswith("nearest") else 1e-6
+    np.testing.assert_allclose(out, torch_out, rtol=0, atol=tolerance)
+
+
+def test_tiny_unet_with_float_resizes_runs_bit_exact_on_the_host():
+    torch.manual_seed(0)
+    quantizer = TorchmcuQuantizer().set_operator(torch.ops.aten.upsample_nearest2d.vec, None)
+    quantizer.set_operator(torch.ops.aten.upsample_bilinear2d.vec, None)
+    calibration = [(torch.randn(1, 3, 8, 8),) for _ in range(4)]
+    exported = torchmcu.export(TinyUNet().eval(), calibration[0], calibration=calibration,
+                               quantizer=quantizer)  # fmt: skip
+    assert exported.report["op_counts"].get("torchmcu::upsample2d") == 4
+    x = torch.randn(1, 3, 8, 8).numpy()
+    for o, r in zip(
+        native.run_program(exported.pte_bytes, [x]), run_program(exported.program, [x])
+    ):
+        assert o.tobytes() == r.tobytes()
