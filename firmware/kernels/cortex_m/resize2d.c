@@ -17,18 +17,32 @@
 #define SIZE_LIMIT 16384
 #define SCALE_N_MAX 2048
 
+/* One axis walked output index by output index: v = o * d + offset = i * n + r with 0 <= r < n,
+ * stepped without a division (d < 16 n: at most 16 subtractions a step). */
 typedef struct {
-  int32_t i0, i1, r; /* source indices (clamped) and the remainder in units of 1/n */
-} axis_src;
+  int32_t i, r, n, d, size;
+} axis_walk;
 
-static axis_src source(int32_t o, int32_t n, int32_t d, int32_t offset, int32_t size) {
-  const int32_t v = o * d + offset; /* |v| < 2^29: o < 2^14, d < 2^15 */
-  const int32_t i = v >= 0 ? v / n : -((-v + n - 1) / n);
-  axis_src s;
-  s.r = v - i * n;
-  s.i0 = i < 0 ? 0 : (i > size - 1 ? size - 1 : i);
-  s.i1 = i + 1 < 0 ? 0 : (i + 1 > size - 1 ? size - 1 : i + 1);
-  return s;
+static axis_walk walk_start(int32_t n, int32_t d, int32_t offset, int32_t size) {
+  axis_walk a;
+  a.i = offset >= 0 ? offset / n : -((-offset + n - 1) / n);
+  a.r = offset - a.i * n;
+  a.n = n;
+  a.d = d;
+  a.size = size;
+  return a;
+}
+
+static void walk_next(axis_walk *a) {
+  a->r += a->d;
+  while (a->r >= a->n) {
+    a->r -= a->n;
+    ++a->i;
+  }
+}
+
+static int32_t clamp_index(int32_t i, int32_t size) {
+  return i < 0 ? 0 : (i > size - 1 ? size - 1 : i);
 }
 
 typedef struct {
@@ -77,26 +91,39 @@ static void blend_pixel(int8_t *dst, const int8_t *const px[4], const int32_t w[
 static void resize(const resize_params *p, bool bilinear) {
   const int32_t h = p->in_dims[1], w = p->in_dims[2], c = p->in_dims[3];
   const int32_t yn = p->scale[0], xn = p->scale[2];
+  const size_t row_bytes = (size_t)p->out_dims[2] * (size_t)c;
   int8_t *dst = p->out;
   for (int32_t b = 0; b < p->in_dims[0]; ++b) {
     const int8_t *image = p->input + (size_t)b * (size_t)h * (size_t)w * (size_t)c;
-    for (int32_t oy = 0; oy < p->out_dims[1]; ++oy) {
-      const axis_src y = source(oy, yn, p->scale[1], p->offset[0], h);
-      for (int32_t ox = 0; ox < p->out_dims[2]; ++ox) {
-        const axis_src x = source(ox, xn, p->scale[3], p->offset[1], w);
-        if (!bilinear) {
-          const int32_t iy = 2 * y.r >= yn ? y.i1 : y.i0, ix = 2 * x.r >= xn ? x.i1 : x.i0;
-          copy_pixel(dst, image + ((size_t)iy * (size_t)w + (size_t)ix) * (size_t)c, c);
-        } else {
-          const int8_t *const px[4] = {
-              image + ((size_t)y.i0 * (size_t)w + (size_t)x.i0) * (size_t)c,
-              image + ((size_t)y.i0 * (size_t)w + (size_t)x.i1) * (size_t)c,
-              image + ((size_t)y.i1 * (size_t)w + (size_t)x.i0) * (size_t)c,
-              image + ((size_t)y.i1 * (size_t)w + (size_t)x.i1) * (size_t)c,
-          };
-          const int32_t wts[4] = {(yn - y.r) * (xn - x.r), (yn - y.r) * x.r, y.r * (xn - x.r), y.r * x.r};
-          blend_pixel(dst, px, wts, c, p);
+    axis_walk y = walk_start(yn, p->scale[1], p->offset[0], h);
+    int32_t last_row = -1; /* nearest: the source row of the previous output row */
+    for (int32_t oy = 0; oy < p->out_dims[1]; ++oy, walk_next(&y)) {
+      const int32_t y0 = clamp_index(y.i, h), y1 = clamp_index(y.i + 1, h);
+      if (!bilinear) {
+        const int32_t iy = 2 * y.r >= yn ? y1 : y0;
+        if (iy == last_row) { /* the same source row: repeat the output row */
+          memcpy(dst, dst - row_bytes, row_bytes);
+          dst += row_bytes;
+          continue;
         }
+        last_row = iy;
+        const int8_t *row = image + (size_t)iy * (size_t)w * (size_t)c;
+        axis_walk x = walk_start(xn, p->scale[3], p->offset[1], w);
+        for (int32_t ox = 0; ox < p->out_dims[2]; ++ox, walk_next(&x)) {
+          const int32_t ix = 2 * x.r >= xn ? clamp_index(x.i + 1, w) : clamp_index(x.i, w);
+          copy_pixel(dst, row + (size_t)ix * (size_t)c, c);
+          dst += c;
+        }
+        continue;
+      }
+      const int8_t *r0 = image + (size_t)y0 * (size_t)w * (size_t)c;
+      const int8_t *r1 = image + (size_t)y1 * (size_t)w * (size_t)c;
+      axis_walk x = walk_start(xn, p->scale[3], p->offset[1], w);
+      for (int32_t ox = 0; ox < p->out_dims[2]; ++ox, walk_next(&x)) {
+        const size_t x0 = (size_t)clamp_index(x.i, w) * (size_t)c, x1 = (size_t)clamp_index(x.i + 1, w) * (size_t)c;
+        const int8_t *const px[4] = {r0 + x0, r0 + x1, r1 + x0, r1 + x1};
+        const int32_t wts[4] = {(yn - y.r) * (xn - x.r), (yn - y.r) * x.r, y.r * (xn - x.r), y.r * x.r};
+        blend_pixel(dst, px, wts, c, p);
         dst += c;
       }
     }
