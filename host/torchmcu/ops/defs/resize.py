@@ -246,9 +246,10 @@ def axis_params(size: int, out_size: int, r: Fraction, mode: str) -> tuple[int, 
 
 
 def _emit(k: Any, node: Any, mode: str, factors: Any) -> None:
-    x = k.as_nhwc(k.input_value(node.args[0]))
+    x = k.input_value(node.args[0])
     if x.rank != 4:
         raise k.unsupported(node, "resize of a tensor that is not 4-D")
+    x = k.as_nhwc(x)
     _, _, h, w = x.sizes
     out_shape = k.shape_of(node)
     oh, ow = out_shape[2], out_shape[3]
