@@ -1,4 +1,4 @@
-"""Executed instructions of quantize/dequantize, add/mul, max/avg pooling and softmax on QEMU
+"""Executed instructions of quantize/dequantize, add/mul, max/avg pooling, softmax and resize on QEMU
 (Cortex-M55), scalar vs Helium (MVE), against the CMSIS-NN figures of issue 4.
 
     python bench/kernels_mve_elementwise.py [--shapes add maxpool ...]
@@ -35,6 +35,7 @@ class Shape:
     elements: int
     cmsis_nn: int | None  # issue 4's reference figure
     build: Callable  # (CaseProgram, rng) -> None, adds exactly one call
+    prefix: str = "tm_cortex_m_"  # of the kernel's entry point
 
 
 def _quantize(p, rng) -> None:
@@ -124,6 +125,20 @@ def _softmax(n: int) -> Callable:
     return build
 
 
+def _resize(bilinear: bool) -> Callable:
+    def build(p, rng) -> None:
+        from torchmcu import reference as ref
+        from torchmcu.pte import program as pm
+
+        m, s = ref.single_rounding_multiplier(1 / 16) if bilinear else (0, 0)
+        x = _nhwc(p, rng, 16, 16, 16)
+        out = p.output(pm.ScalarType.CHAR, [1, 16, 32, 32], LEGACY)
+        args = [x, p.ints([4, 2, 4, 2]), p.ints([-1, -1]), p.b(bilinear), p.i(m), p.i(s), out]
+        p.call("torchmcu::resize2d", args, f"16x16x16 2x bilinear={bilinear}")
+
+    return build
+
+
 SHAPES: dict[str, Shape] = {
     "quantize": Shape("quantize_per_tensor", 16384, None, _quantize),
     "dequantize": Shape("dequantize_per_tensor", 16384, None, _dequantize),
@@ -133,6 +148,8 @@ SHAPES: dict[str, Shape] = {
     "avgpool": Shape("quantized_avg_pool2d", 8000, 9_359, _avgpool),
     "softmax_1x10": Shape("softmax", 10, 5_779, _softmax(10)),
     "softmax_1x1000": Shape("softmax", 1000, 537_951, _softmax(1000)),
+    "resize_nearest_2x": Shape("resize2d", 16384, None, _resize(False), "tm_torchmcu_"),
+    "resize_bilinear_2x": Shape("resize2d", 16384, None, _resize(True), "tm_torchmcu_"),
 }
 
 
@@ -159,7 +176,7 @@ def measure(name: str, shape: Shape, build_dir: Path, scalar_only: bool) -> int:
     expected = run_program(program, p.input_arrays)
     if any(g.tobytes() != e.tobytes() for g, e in zip(got, expected)):
         raise SystemExit(f"{name}: output differs from the reference (scalar_only={scalar_only})")
-    entry = f"tm_cortex_m_{shape.op}_out"
+    entry = f"{shape.prefix}{shape.op}_out"
     counts = count_instructions(image.elf, BOARD, {"kernel": (entry, "tm_bench_end")}, timeout=300)
     return counts["regions"]["kernel"][0]
 

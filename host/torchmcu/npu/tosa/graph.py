@@ -188,6 +188,20 @@ class Graph:
         shape = tuple(x.shape[p] for p in perm)
         return self.op("TRANSPOSE", [x], shape, x.dtype, attr("TransposeAttribute", list(perm)))
 
+    def resize(
+        self,
+        x: Tensor,
+        bilinear: bool,
+        params: Sequence[Sequence[int]],
+        shape: Sequence[int],
+    ) -> Tensor:
+        """RESIZE of an int8 x; params: scale (4), offset (2), border (2). NEAREST gives int8,
+        BILINEAR int32 (the weighted sum in units of scale_y_n * scale_x_n)."""
+        mode = ts().ResizeMode.BILINEAR if bilinear else ts().ResizeMode.NEAREST
+        inputs = [x, *(self.shape_const(p) for p in params)]
+        dtype = "INT32" if bilinear else "INT8"
+        return self.op("RESIZE", inputs, tuple(shape), dtype, attr("ResizeAttribute", mode))
+
     def slice(self, x: Tensor, start: Sequence[int], size: Sequence[int]) -> Tensor:
         if tuple(size) == x.shape:
             return x
