@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from torchmcu import device, native
 from torchmcu import reference as ref
+from torchmcu.reference import ops_pool
 from torchmcu.pte import program as pm
 from torchmcu.pte import writer
 from torchmcu.reference.interpreter import run_program
@@ -284,7 +285,7 @@ def _pool_geometries():
 
 
 def _pool_out(size: int, k: int, s: int, pad: int, ceil: bool) -> int:
-    return ref.ops_pool.pool_output_size(size, k, s, pad, ceil)
+    return ops_pool.pool_output_size(size, k, s, pad, ceil)
 
 
 def max_pool_cases(p: CaseProgram, rng: np.random.Generator) -> None:
