@@ -1,4 +1,4 @@
-"""Fold inference BatchNorm into the preceding conv2d / linear.
+"""Fold inference BatchNorm into the preceding conv2d / conv1d / linear.
 
 Runs before annotation (Quantizer.transform_for_annotation) so the weights
 that get observed and quantized are the folded ones, as on the device where
@@ -15,7 +15,7 @@ import torch.fx
 from torchmcu.quantize.annotation import mark_folded
 
 _aten = torch.ops.aten
-_WEIGHTED = (_aten.conv2d.default, _aten.linear.default)
+_WEIGHTED = (_aten.conv2d.default, _aten.conv1d.default, _aten.linear.default)
 _BN_PLAIN = (_aten.batch_norm.default,)
 _BN_TUPLE = (_aten._native_batch_norm_legit_no_training.default,)
 

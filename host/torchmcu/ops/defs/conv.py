@@ -594,23 +594,29 @@ QUANTIZED_DEPTHWISE_CONV2D_NHWC = nhwc_variant(
 
 
 # -- the aten side: k is the lowering Kit, node a torch.fx.Node (torch-free here)
-def lower_conv2d(k: Any, node: Any) -> None:
-    """aten::conv2d.default: a depthwise convolution (groups == Cin, one input channel per
-    group) or a (grouped) conv2d, NHWC activations, per-channel requantization."""
-    x = k.as_nhwc(k.input_value(k.aten_arg(node, "input")))
-    stride = k.pair(k.aten_arg(node, "stride", [1, 1]), (1, 1))
-    padding_arg = k.aten_arg(node, "padding", [0, 0])
-    if isinstance(padding_arg, str):
-        raise k.unsupported(node, f"padding='{padding_arg}' (give explicit padding)")
-    padding = k.pair(padding_arg, (0, 0))
-    dilation = k.pair(k.aten_arg(node, "dilation", [1, 1]), (1, 1))
+def _padding_arg(k: Any, node: Any, default: list[int]) -> Any:
+    padding = k.aten_arg(node, "padding", default)
+    if isinstance(padding, str):
+        raise k.unsupported(node, f"padding='{padding}' (give explicit padding)")
+    return padding
+
+
+def _lower_conv(
+    k: Any,
+    node: Any,
+    x: Any,
+    window: tuple[tuple[int, int], tuple[int, int], tuple[int, int]],
+    out_shape: list[int],
+) -> Any:
+    """The int8 call of a (grouped or depthwise) convolution of the NHWC 4-D value x with
+    the node's weight (OIHW, H = 1 for conv1d) and window (stride, padding, dilation
+    pairs); returns the NHWC out of `out_shape` [N, Cout, OH, OW]."""
+    stride, padding, dilation = window
     groups = int(k.aten_arg(node, "groups", 1))
-    out_shape = k.shape_of(node)
-    if len(out_shape) != 4:
-        raise k.unsupported(node, "only 2-D convolution on 4-D inputs")
     _, cin, _, _ = x.sizes
     cout = out_shape[1]
     w, w_scales = k.weights(node, k.aten_arg(node, "weight"), cout)
+    w = w.reshape(cout, w.shape[1], -1, w.shape[-1])  # conv1d's OIL as OI1L
     qs, act, qp = k.output_quant(node, allow_activation=True)
     act_min, act_max = k.activation_range(act, qp)
     in_scale, in_zp = float(x.scale), int(x.zero_point)
@@ -648,12 +654,65 @@ def lower_conv2d(k: Any, node: Any) -> None:
         out=out.vi,
     )
     k.call(definition, node, **named)
+    return qs, act, out
+
+
+def lower_conv2d(k: Any, node: Any) -> None:
+    """aten::conv2d.default: a depthwise convolution (groups == Cin, one input channel per
+    group) or a (grouped) conv2d, NHWC activations, per-channel requantization."""
+    x = k.as_nhwc(k.input_value(k.aten_arg(node, "input")))
+    stride = k.pair(k.aten_arg(node, "stride", [1, 1]), (1, 1))
+    padding = k.pair(_padding_arg(k, node, [0, 0]), (0, 0))
+    dilation = k.pair(k.aten_arg(node, "dilation", [1, 1]), (1, 1))
+    out_shape = k.shape_of(node)
+    if len(out_shape) != 4:
+        raise k.unsupported(node, "only 2-D convolution on 4-D inputs")
+    qs, act, out = _lower_conv(k, node, x, (stride, padding, dilation), out_shape)
     k.bind_output(qs, act, out)
+
+
+def _single(k: Any, node: Any, name: str, default: int) -> int:
+    """A conv1d window argument: an int or a one-item list."""
+    value = k.aten_arg(node, name, [default])
+    items = [value] if isinstance(value, int) else list(value)
+    if len(items) != 1:
+        raise k.unsupported(node, f"conv1d {name} {value} (expected one value)")
+    return int(items[0])
+
+
+def lower_conv1d(k: Any, node: Any) -> None:
+    """aten::conv1d.default on [N, C, L]: the 2-D kernels with H = 1 (the [N, C, 1, L] NHWC
+    view of [N, L, C] bytes); the out stays [N, L, C] for the next conv1d (Kit.input_value
+    makes it contiguous for any other rule)."""
+    x = k.input_value(k.aten_arg(node, "input"), channels_last_1d=True)
+    out_shape = k.shape_of(node)
+    if x.rank != 3 or len(out_shape) != 3:
+        raise k.unsupported(node, "only 1-D convolution on 3-D [N, C, L] inputs")
+    x = k.as_nhwc_1d(x)
+    n, cin, length = x.sizes
+    x4 = k.alias(x, [n, cin, 1, length], nhwc=True)
+    _padding_arg(k, node, [0])
+    window = (
+        (1, _single(k, node, "stride", 1)),
+        (0, _single(k, node, "padding", 0)),
+        (1, _single(k, node, "dilation", 1)),
+    )
+    n, cout, out_len = out_shape
+    qs, act, out = _lower_conv(k, node, x4, window, [n, cout, 1, out_len])
+    k.bind_output(qs, act, k.alias(out, out_shape, nhwc=True))
 
 
 pattern(
     "aten::conv2d.default",
     annotate=Annotate("weighted", {"kind": "conv2d", "per_channel": True}),
     lower=lower_conv2d,
+    emits=(QUANTIZED_CONV2D, QUANTIZED_DEPTHWISE_CONV2D),
+)
+
+
+pattern(
+    "aten::conv1d.default",
+    annotate=Annotate("weighted", {"kind": "conv2d", "per_channel": True}),
+    lower=lower_conv1d,
     emits=(QUANTIZED_CONV2D, QUANTIZED_DEPTHWISE_CONV2D),
 )
