@@ -3,7 +3,9 @@ them: a Conv1d keyword-spotter block (Conv1d, BatchNorm1d, inplace ReLU, dilated
 Conv1d, grouped 1x1 Conv1d, mean(-1), Linear) on [1, 40, 49], a conv1d feeding a flatten, and a
 tiny decoder with ConvTranspose2d (stride 2, output_padding). Each exports with every compute op
 an int8 cortex_m:: call, the host runtime is bit-exact with the reference interpreter, and both
-are within one output step of torchao's fake-quantized model (the independent reference)."""
+are within one output step of torchao's fake-quantized model (the independent reference). On
+ethos-u55-128 each is one delegate with all its MACs (Vela accepts the dilated, grouped and
+transposed forms), bit-exact on the host (TOSA reference model) with the CPU program."""
 
 from __future__ import annotations
 
@@ -73,7 +75,7 @@ MODELS = {
 }
 
 
-def _export(name: str):
+def _export(name: str, **kw):
     cls, shape = MODELS[name]
     torch.manual_seed(0)
     model = cls().eval()
@@ -83,7 +85,7 @@ def _export(name: str):
             m.running_var.uniform_(0.5, 2.0)
     calibration = [(torch.randn(*shape),) for _ in range(8)]
     prog = torchmcu.export(
-        model, (torch.randn(*shape),), calibration=calibration, board="corstone-300"
+        model, (torch.randn(*shape),), calibration=calibration, board="corstone-300", **kw
     )
     return prog, shape
 
@@ -121,3 +123,13 @@ def test_exports_as_int8_calls_bit_exact_on_the_host(exported):
         fake_quant = prog.quantized_model(torch.from_numpy(x)).detach().numpy()
         assert np.abs(host - fake_quant).max() <= 1.01 * scale
         assert np.abs(fake_quant).max() > 10 * scale  # not a constant output
+
+
+def test_one_npu_delegate_bit_exact_with_the_cpu_program(exported, tmp_path):
+    name, cpu, shape = exported
+    npu, _ = _export(name, npu="ethos-u55-128")
+    assert npu.report["npu"]["macs"]["fraction"] == 1.0
+    assert len(npu.program.execution_plan[0].delegates) == 1
+    path = npu.save(tmp_path, name)
+    x = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
+    assert run_on_host(path, [x])[0].tobytes() == reference_run(cpu.program, [x])[0].tobytes()

@@ -206,6 +206,12 @@ class Graph:
         )
         return self.op("TRANSPOSE_CONV2D", inputs, tuple(shape), "INT32", a)
 
+    def concat(self, items: Sequence[Tensor], axis: int) -> Tensor:
+        """CONCAT of same-dtype tensors along `axis`."""
+        shape = list(items[0].shape)
+        shape[axis] = sum(t.shape[axis] for t in items)
+        return self.op("CONCAT", list(items), tuple(shape), items[0].dtype, attr("ConcatAttribute", axis))
+
     def table(self, x: Tensor, lut: np.ndarray) -> Tensor:
         """TABLE of an int8 x through the 256-entry int8 lut."""
         return self.op("TABLE", [x, self.const(lut, "INT8")], x.shape, "INT8", attr("TableAttribute"))

@@ -454,30 +454,37 @@ def _windowed_input(
     return x, pad, stride, dilation
 
 
-def _requantized(g: Any, a: Any, acc: Any) -> Any:
+def _requantized(g: Any, a: Any, acc: Any, channels: slice = slice(None)) -> Any:
+    """The RESCALE (and CLAMP) of the accumulators of output `channels`."""
     return g.requantize(
-        acc, a.ints("requantize_multipliers"), a.ints("requantize_shifts"),
+        acc, a.ints("requantize_multipliers")[channels], a.ints("requantize_shifts")[channels],
         int(a.output_offset), int(a.activation_min), int(a.activation_max),
     )  # fmt: skip
 
 
 def lower_tosa_conv(g: Any, a: Any, read: Callable[[int], Any]) -> Any:
+    """CONV2D and RESCALE; a grouped convolution is, per group, a SLICE of its input
+    channels, CONV2D and RESCALE, then one CONCAT of the groups' int8 outputs."""
     a.checked()
     x, extra = _source(g, a, read)
     n, cin = x.shape[0], x.shape[3]
     weight = a.constant("weight")  # OHWI
-    cout, kh, kw, cin_w = weight.shape
-    if cin_w != cin:
-        raise a.error(
-            f"grouped convolution (weight Cin {cin_w}, input C {cin}) has no TOSA lowering here"
-        )
+    cout, kh, kw, cin_g = weight.shape
+    groups = cin // cin_g
+    cout_g = cout // groups
     _, oh, ow, _ = a.nhwc_shape("out")
     x, pad, stride, dilation = _windowed_input(g, a, x, (oh, ow), (kh, kw), extra)
-    acc = g.conv(
-        "CONV2D", x, weight, bias_of(a, "bias", cout), -int(a.input_offset), (n, oh, ow, cout),
-        pad, stride, dilation,
-    )  # fmt: skip
-    return _requantized(g, a, acc)
+    bias = bias_of(a, "bias", cout)
+    outs = []
+    for i in range(groups):
+        xi = x if groups == 1 else g.slice(x, [0, 0, 0, i * cin_g], [*x.shape[:3], cin_g])
+        part = slice(i * cout_g, (i + 1) * cout_g)
+        acc = g.conv(
+            "CONV2D", xi, weight[part], bias[part], -int(a.input_offset), (n, oh, ow, cout_g),
+            pad, stride, dilation,
+        )  # fmt: skip
+        outs.append(_requantized(g, a, acc, part))
+    return outs[0] if groups == 1 else g.concat(outs, 3)
 
 
 def lower_tosa_depthwise(g: Any, a: Any, read: Callable[[int], Any]) -> Any:
@@ -512,13 +519,6 @@ def _window_reason(b: Bound, family: str) -> str | None:
     return stride_reason("convolution", family, b.stride, (oh, ow))
 
 
-def npu_support_conv(b: Bound, family: str) -> str | None:
-    cin = _activation(b, "input")[3]
-    if b.tensor("weight").sizes[3] != cin:
-        return "grouped convolution is not lowered to the NPU"
-    return _window_reason(b, family)
-
-
 _CONV_SCRATCH = "tm_quantized_conv2d_scratch_bytes"
 _DEPTHWISE_SCRATCH = "tm_quantized_depthwise_conv2d_scratch_bytes"
 
@@ -540,9 +540,9 @@ QUANTIZED_CONV2D = op(
     macs=macs_conv,
     npu=Npu(
         lower=lower_tosa_conv,
-        support=npu_support_conv,
+        support=_window_reason,
         pad_fold="input_offset",
-        doc="TOSA CONV2D and RESCALE (not grouped)",
+        doc="TOSA CONV2D and RESCALE (grouped: per group SLICE, CONV2D, RESCALE; then CONCAT)",
     ),
     contract=CONV_CONTRACT,
 )
