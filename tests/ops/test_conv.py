@@ -108,6 +108,20 @@ def _requant(rng, cout: int) -> tuple[np.ndarray, np.ndarray]:
     return (np.array([p[0] for p in pairs], np.int32), np.array([p[1] for p in pairs], np.int32))
 
 
+def _quant_args(rng, cout: int) -> dict[str, object]:
+    """input_offset .. activation_max of a convolution call, by schema name."""
+    m, s = _requant(rng, cout)
+    lo = int(rng.integers(-128, 0))
+    return {
+        "input_offset": -int(rng.integers(-128, 128)),
+        "output_offset": int(rng.integers(-128, 128)),
+        "requantize_multipliers": m,
+        "requantize_shifts": s,
+        "activation_min": lo,
+        "activation_max": int(rng.integers(lo, 128)),
+    }
+
+
 def _case(
     definition, rng, g: dict[str, int], n: int, cin: int, cout: int, per_group: int, with_bias: bool
 ) -> dict[str, object]:
@@ -120,8 +134,6 @@ def _case(
     w = rng.integers(-128, 128, shape, dtype=np.int8)
     oh = conv_output_size(g["h"], g["kh"], g["sh"], g["ph"], g["dh"])
     ow = conv_output_size(g["w"], g["kw"], g["sw"], g["pw"], g["dw"])
-    m, s = _requant(rng, cout)
-    lo = int(rng.integers(-128, 0))
     case: dict[str, object] = {
         "input": _activation(x, nhwc_sizes),
         "weight": w,
@@ -132,36 +144,26 @@ def _case(
     }
     if depthwise:
         case["depth_multiplier"] = per_group
-    case.update(
-        {
-            "input_offset": -int(rng.integers(-128, 128)),
-            "output_offset": int(rng.integers(-128, 128)),
-            "requantize_multipliers": m,
-            "requantize_shifts": s,
-            "activation_min": lo,
-            "activation_max": int(rng.integers(lo, 128)),
-        }
-    )
+    case.update(_quant_args(rng, cout))
     nbytes = definition.scratch_bytes((n, g["h"], g["w"], cin), shape)
     case["scratch"] = np.zeros(nbytes, np.uint8)
     case["out"] = _activation(np.zeros((n, oh, ow, cout), np.int8), nhwc_sizes)
     return case
 
 
-geometry = st.fixed_dictionaries(
-    {
-        "h": st.integers(1, 9),
-        "w": st.integers(1, 9),
-        "kh": st.integers(1, 4),
-        "kw": st.integers(1, 4),
-        "sh": st.integers(1, 3),
-        "sw": st.integers(1, 3),
-        "ph": st.integers(0, 2),
-        "pw": st.integers(0, 2),
-        "dh": st.integers(1, 2),
-        "dw": st.integers(1, 2),
-    }
-).filter(
+GEOMETRY = {
+    "h": st.integers(1, 9),
+    "w": st.integers(1, 9),
+    "kh": st.integers(1, 4),
+    "kw": st.integers(1, 4),
+    "sh": st.integers(1, 3),
+    "sw": st.integers(1, 3),
+    "ph": st.integers(0, 2),
+    "pw": st.integers(0, 2),
+    "dh": st.integers(1, 2),
+    "dw": st.integers(1, 2),
+}
+geometry = st.fixed_dictionaries(GEOMETRY).filter(
     lambda g: (
         conv_output_size(g["h"], g["kh"], g["sh"], g["ph"], g["dh"]) >= 1
         and conv_output_size(g["w"], g["kw"], g["sw"], g["pw"], g["dw"]) >= 1
@@ -458,8 +460,6 @@ def _tcase(definition, seed: int, g: dict[str, int], n: int, cin: int, cout: int
     w = rng.integers(-128, 128, (cout, g["kh"], g["kw"], cin), dtype=np.int8)
     oh = transpose_conv_output_size(g["h"], g["kh"], g["sh"], g["ph"], g["oph"], g["dh"])
     ow = transpose_conv_output_size(g["w"], g["kw"], g["sw"], g["pw"], g["opw"], g["dw"])
-    m, s = _requant(rng, cout)
-    lo = int(rng.integers(-128, 0))
     nbytes = TCONV.scratch_bytes((n, g["h"], g["w"], cin), w.shape)
     return {
         "input": _activation(x, nhwc_sizes),
@@ -469,12 +469,7 @@ def _tcase(definition, seed: int, g: dict[str, int], n: int, cin: int, cout: int
         "padding": [g["ph"], g["pw"]],
         "output_padding": [g["oph"], g["opw"]],
         "dilation": [g["dh"], g["dw"]],
-        "input_offset": -int(rng.integers(-128, 128)),
-        "output_offset": int(rng.integers(-128, 128)),
-        "requantize_multipliers": m,
-        "requantize_shifts": s,
-        "activation_min": lo,
-        "activation_max": int(rng.integers(lo, 128)),
+        **_quant_args(rng, cout),
         "scratch": np.zeros(nbytes, np.uint8),
         "output_scratch": np.zeros(1, np.uint8),
         "out": _activation(np.zeros((n, oh, ow, cout), np.int8), nhwc_sizes),
@@ -483,18 +478,11 @@ def _tcase(definition, seed: int, g: dict[str, int], n: int, cin: int, cout: int
 
 tgeometry = st.fixed_dictionaries(
     {
+        **GEOMETRY,
         "h": st.integers(1, 6),
         "w": st.integers(1, 6),
-        "kh": st.integers(1, 4),
-        "kw": st.integers(1, 4),
-        "sh": st.integers(1, 3),
-        "sw": st.integers(1, 3),
-        "ph": st.integers(0, 2),
-        "pw": st.integers(0, 2),
         "oph": st.integers(0, 2),
         "opw": st.integers(0, 2),
-        "dh": st.integers(1, 2),
-        "dw": st.integers(1, 2),
     }
 ).filter(
     lambda g: (

@@ -106,6 +106,21 @@ TM_MAYBE_UNUSED static void tconv_scalar(const tconv_params *p) {
  * fewer than four channels repeats its last channel's weights in the unused lanes and
  * stores only its own.
  */
+/* The kernel taps k (and their input positions) that feed output position o along one
+ * axis, in kernel order; returns their count (at most `kernel` <= TCONV_MAX_TAPS). */
+static int32_t tconv_taps(int32_t o, int32_t kernel, int32_t stride, int32_t pad, int32_t dilation, int32_t size,
+                          int32_t *taps, int32_t *sources) {
+  int32_t count = 0;
+  for (int32_t k = 0; k < kernel; ++k) {
+    const int32_t i = tconv_source(o, k, stride, pad, dilation, size);
+    if (i >= 0) {
+      taps[count] = k;
+      sources[count++] = i;
+    }
+  }
+  return count;
+}
+
 static void tconv_mve(const tconv_params *p, int32_t *kterm) {
   const int32_t h = p->in_dims[1], w = p->in_dims[2], c = p->in_dims[3];
   const int32_t cout = p->out_dims[3];
@@ -127,23 +142,11 @@ static void tconv_mve(const tconv_params *p, int32_t *kterm) {
   for (int32_t n = 0; n < p->in_dims[0]; ++n) {
     const int8_t *image = p->input + (size_t)n * (size_t)h * (size_t)w * (size_t)c;
     for (int32_t oy = 0; oy < p->out_dims[1]; ++oy) {
-      int32_t rows_k[TCONV_MAX_TAPS], rows_i[TCONV_MAX_TAPS], nrows = 0;
-      for (int32_t ky = 0; ky < p->kh; ++ky) {
-        const int32_t iy = tconv_source(oy, ky, p->win.stride_h, p->win.pad_h, p->win.dil_h, h);
-        if (iy >= 0) {
-          rows_k[nrows] = ky;
-          rows_i[nrows++] = iy;
-        }
-      }
+      int32_t rows_k[TCONV_MAX_TAPS], rows_i[TCONV_MAX_TAPS];
+      const int32_t nrows = tconv_taps(oy, p->kh, p->win.stride_h, p->win.pad_h, p->win.dil_h, h, rows_k, rows_i);
       for (int32_t ox = 0; ox < p->out_dims[2]; ++ox, dst += cout) {
-        int32_t cols_k[TCONV_MAX_TAPS], cols_i[TCONV_MAX_TAPS], ncols = 0;
-        for (int32_t kx = 0; kx < p->kw; ++kx) {
-          const int32_t ix = tconv_source(ox, kx, p->win.stride_w, p->win.pad_w, p->win.dil_w, w);
-          if (ix >= 0) {
-            cols_k[ncols] = kx;
-            cols_i[ncols++] = ix;
-          }
-        }
+        int32_t cols_k[TCONV_MAX_TAPS], cols_i[TCONV_MAX_TAPS];
+        const int32_t ncols = tconv_taps(ox, p->kw, p->win.stride_w, p->win.pad_w, p->win.dil_w, w, cols_k, cols_i);
         for (int32_t oc = 0; oc < cout; oc += 4) {
           const int32_t lanes = cout - oc < 4 ? cout - oc : 4;
           const mve_pred16_t pred = vctp32q((uint32_t)lanes);
@@ -218,11 +221,9 @@ static tm_status tconv_entry(tm_kernel_context *ctx, tm_value *const *args, size
   p.out = (int8_t *)out->data;
 
 #if TM_KERNELS_USE_MVE
-  const size_t need = tm_quantized_transpose_conv2d_scratch_bytes(p.in_dims, weight_dims);
-  uint8_t *base = (uint8_t *)scratch->data;
-  const size_t skip = (16u - ((uintptr_t)base & 15u)) & 15u;
-  if (scratch->nbytes >= need && p.kh <= TCONV_MAX_TAPS && p.kw <= TCONV_MAX_TAPS) {
-    tconv_mve(&p, (int32_t *)(void *)(base + skip));
+  uint8_t *aligned = tm_aligned_scratch(scratch, tm_quantized_transpose_conv2d_scratch_bytes(p.in_dims, weight_dims));
+  if (aligned != NULL && p.kh <= TCONV_MAX_TAPS && p.kw <= TCONV_MAX_TAPS) {
+    tconv_mve(&p, (int32_t *)(void *)aligned);
     return TM_OK;
   }
 #else

@@ -19,33 +19,23 @@ def _transpose(ctx: Ctx, v: LValue, src_sizes: list[int], perm: list[int], hint:
     return v.with_(vi=out_vi, buffer=key, sizes=out_sizes, nhwc=False, flatten_chw=None)
 
 
-def as_nhwc(ctx: Ctx, v: LValue) -> LValue:
-    """v as a legacy 4-D channels-last tensor, transposing once (cached) if needed."""
-    if v.rank != 4:
+def as_nhwc(ctx: Ctx, v: LValue, rank: int = 4) -> LValue:
+    """v as a legacy 4-D channels-last tensor (rank 3: a [N, C, L] one stored [N, L, C], the
+    bytes of its [N, C, 1, L] NHWC view), transposing once (cached) if needed."""
+    if v.rank != rank:
         raise LoweringError(
-            f"{describe_node(ctx.current) if ctx.current else ''}: expected a 4-D activation, "
+            f"{describe_node(ctx.current) if ctx.current else ''}: expected a {rank}-D activation, "
             f"got sizes {v.sizes}"
         )
     if v.nhwc:
         return v
     if v.layout_free:
         return alias(ctx, v, v.sizes, nhwc=True)
-    return _channels_last(ctx, v, [0, 2, 3, 1])
+    return _channels_last(ctx, v, [0, 2, 1] if rank == 3 else [0, 2, 3, 1])
 
 
 def as_nhwc_1d(ctx: Ctx, v: LValue) -> LValue:
-    """A 3-D [N, C, L] activation stored [N, L, C] (the bytes of its [N, C, 1, L] NHWC view),
-    transposing once (cached) if needed."""
-    if v.rank != 3:
-        raise LoweringError(
-            f"{describe_node(ctx.current) if ctx.current else ''}: expected a 3-D activation, "
-            f"got sizes {v.sizes}"
-        )
-    if v.nhwc:
-        return v
-    if v.layout_free:
-        return alias(ctx, v, v.sizes, nhwc=True)
-    return _channels_last(ctx, v, [0, 2, 1])
+    return as_nhwc(ctx, v, rank=3)
 
 
 def _channels_last(ctx: Ctx, v: LValue, perm: list[int]) -> LValue:

@@ -197,13 +197,8 @@ class Graph:
         """int8 TRANSPOSE_CONV2D (OHWI weight, out_pad [top, bottom, left, right]): int32 bias
         and accumulator, weight zero point 0."""
         inputs = self._conv_inputs(x, weight, bias, input_zp)
-        a = attr(
-            "TransposeConv2dAttribute",
-            [int(p) for p in out_pad],
-            [int(s) for s in stride],
-            False,
-            ts().DType.INT32,
-        )
+        ints = ([int(p) for p in out_pad], [int(s) for s in stride])
+        a = attr("TransposeConv2dAttribute", *ints, False, ts().DType.INT32)
         return self.op("TRANSPOSE_CONV2D", inputs, tuple(shape), "INT32", a)
 
     def concat(self, items: Sequence[Tensor], axis: int) -> Tensor:

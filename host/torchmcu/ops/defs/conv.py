@@ -52,7 +52,9 @@ CONV_CONTRACT = """\
 - `acc[n,oh,ow,oc] = bias[oc] + sum_{kh,kw,c} (x[n, ih, iw, g*Cin_g + c] + input_offset) * w[oc,kh,kw,c]`
   with `g = oc // (Cout/groups)`, `ih = oh*stride_h - pad_h + kh*dil_h`, and taps outside the
   input contributing 0 (padding is the input zero point).
-- `out = clamp(requantize(acc, m[oc], s[oc]) + output_offset, activation_min, activation_max)`."""
+- `out = clamp(requantize(acc, m[oc], s[oc]) + output_offset, activation_min, activation_max)`.
+- aten::conv1d on `[N, C, L]` is this call with H = 1: the `[N, C, 1, L]` view of the
+  activation's `[N, L, C]` bytes, weight `[Cout, 1, K, Cin_g]` (so for the depthwise form)."""
 DEPTHWISE_CONTRACT = """\
 - As conv2d, but `weight` int8 `[1, KH, KW, Cout]`, `Cout = Cin * depth_multiplier`
   (`depth_multiplier >= 1`), and output channel `oc` reads input channel `oc // depth_multiplier`:
@@ -601,6 +603,33 @@ def _padding_arg(k: Any, node: Any, default: list[int]) -> Any:
     return padding
 
 
+def conv_quantization(k: Any, node: Any, x: Any, out_shape: list[int]) -> tuple[Any, ...]:
+    """What every int8 convolution rule reads first: (int8 weight as torch has it, int32 bias,
+    quantize users, fused activation, the NHWC out, and a function creating the values of
+    input_offset .. activation_max in schema order, called where the call's arguments reach
+    them)."""
+    cout = out_shape[1]
+    w, w_scales = k.weights(node, k.aten_arg(node, "weight"), cout)
+    qs, act, qp = k.output_quant(node, allow_activation=True)
+    act_min, act_max = k.activation_range(act, qp)
+    in_scale, in_zp = float(x.scale), int(x.zero_point)
+    bias = k.bias_int32(node, k.aten_arg(node, "bias", None), in_scale * w_scales, cout)
+    mults, shifts = k.per_channel_requant(in_scale, w_scales, qp.scale)
+    out = k.new_int8(node.name, out_shape, qp, nhwc=True)
+
+    def quant_values() -> dict[str, int]:
+        return {
+            "input_offset": k.int_(-in_zp),
+            "output_offset": k.int_(qp.zero_point),
+            "requantize_multipliers": k.constant(np.array(mults, dtype=np.int32)),
+            "requantize_shifts": k.constant(np.array(shifts, dtype=np.int32)),
+            "activation_min": k.int_(act_min),
+            "activation_max": k.int_(act_max),
+        }
+
+    return w, bias, qs, act, out, quant_values
+
+
 def _lower_conv(
     k: Any,
     node: Any,
@@ -615,14 +644,8 @@ def _lower_conv(
     groups = int(k.aten_arg(node, "groups", 1))
     _, cin, _, _ = x.sizes
     cout = out_shape[1]
-    w, w_scales = k.weights(node, k.aten_arg(node, "weight"), cout)
+    w, bias, qs, act, out, quant_values = conv_quantization(k, node, x, out_shape)
     w = w.reshape(cout, w.shape[1], -1, w.shape[-1])  # conv1d's OIL as OI1L
-    qs, act, qp = k.output_quant(node, allow_activation=True)
-    act_min, act_max = k.activation_range(act, qp)
-    in_scale, in_zp = float(x.scale), int(x.zero_point)
-    bias = k.bias_int32(node, k.aten_arg(node, "bias", None), in_scale * w_scales, cout)
-    mults, shifts = k.per_channel_requant(in_scale, w_scales, qp.scale)
-    out = k.new_int8(node.name, out_shape, qp, nhwc=True)
     depthwise = groups == cin and groups > 1 and w.shape[1] == 1 and cout % cin == 0
     if depthwise:
         definition = QUANTIZED_DEPTHWISE_CONV2D
@@ -643,16 +666,7 @@ def _lower_conv(
     }
     if depthwise:
         named["depth_multiplier"] = k.int_(cout // cin)
-    named.update(
-        input_offset=k.int_(-in_zp),
-        output_offset=k.int_(qp.zero_point),
-        requantize_multipliers=k.constant(np.array(mults, dtype=np.int32)),
-        requantize_shifts=k.constant(np.array(shifts, dtype=np.int32)),
-        activation_min=k.int_(act_min),
-        activation_max=k.int_(act_max),
-        scratch=scratch,
-        out=out.vi,
-    )
+    named.update(**quant_values(), scratch=scratch, out=out.vi)
     k.call(definition, node, **named)
     return qs, act, out
 

@@ -29,6 +29,7 @@ from torchmcu.ops.defs.conv import (
     _requantized,
     _round_up,
     _weight,
+    conv_quantization,
 )
 from torchmcu.ops.defs.linear import bias_of, int32_vector
 from torchmcu.ops.layout import activation_dims, is_scratch
@@ -62,22 +63,12 @@ def transpose_conv_output_size(
 
 
 def quantized_transpose_conv2d(
-    input: np.ndarray,
-    weight: np.ndarray,
-    bias: np.ndarray | None,
-    stride: Sequence[int],
-    padding: Sequence[int],
-    output_padding: Sequence[int],
-    dilation: Sequence[int],
-    input_offset: int,
-    output_offset: int,
-    requantize_multipliers: np.ndarray,
-    requantize_shifts: np.ndarray,
-    activation_min: int,
-    activation_max: int,
-    scratch: np.ndarray | None = None,
-    output_scratch: np.ndarray | None = None,
-) -> np.ndarray:
+    input: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, stride: Sequence[int],
+    padding: Sequence[int], output_padding: Sequence[int], dilation: Sequence[int],
+    input_offset: int, output_offset: int, requantize_multipliers: np.ndarray,
+    requantize_shifts: np.ndarray, activation_min: int, activation_max: int,
+    scratch: np.ndarray | None = None, output_scratch: np.ndarray | None = None,
+) -> np.ndarray:  # fmt: skip
     """NHWC input, OHWI weight -> NHWC int8: every input pixel's tap products scattered into
     the uncropped output, then the padding cropped off."""
     del scratch, output_scratch
@@ -112,15 +103,14 @@ def quantized_transpose_conv2d(
                 kx * dw : kx * dw + (wd - 1) * sw + 1 : sw,
             ] += contrib
     acc = full[:, ph : ph + oh, pw : pw + ow]
-    return _finish(
-        acc,
-        bias,
+    quant = (
         requantize_multipliers,
         requantize_shifts,
         output_offset,
         activation_min,
         activation_max,
     )
+    return _finish(acc, bias, *quant)
 
 
 def quantized_transpose_conv2d_scratch_bytes(
@@ -258,14 +248,7 @@ def lower_conv_transpose2d(k: Any, node: Any) -> None:
     out_shape = k.shape_of(node)
     if len(out_shape) != 4:
         raise k.unsupported(node, "only 2-D transposed convolution on 4-D inputs")
-    cout = out_shape[1]
-    w, w_scales = k.weights(node, k.aten_arg(node, "weight"), cout)  # [Cin, Cout, KH, KW]
-    qs, act, qp = k.output_quant(node, allow_activation=True)
-    act_min, act_max = k.activation_range(act, qp)
-    in_scale, in_zp = float(x.scale), int(x.zero_point)
-    bias = k.bias_int32(node, k.aten_arg(node, "bias", None), in_scale * w_scales, cout)
-    mults, shifts = k.per_channel_requant(in_scale, w_scales, qp.scale)
-    out = k.new_int8(node.name, out_shape, qp, nhwc=True)
+    w, bias, qs, act, out, quant_values = conv_quantization(k, node, x, out_shape)
     w_packed = np.ascontiguousarray(w.transpose(1, 2, 3, 0))  # OHWI
     scratch = k.kernel_scratch(node.name, QUANTIZED_TRANSPOSE_CONV2D, x, tuple(w_packed.shape))
     stride, padding, output_padding, dilation = window
@@ -279,12 +262,7 @@ def lower_conv_transpose2d(k: Any, node: Any) -> None:
         padding=k.int_list(padding),
         output_padding=k.int_list(output_padding),
         dilation=k.int_list(dilation),
-        input_offset=k.int_(-in_zp),
-        output_offset=k.int_(qp.zero_point),
-        requantize_multipliers=k.constant(np.array(mults, dtype=np.int32)),
-        requantize_shifts=k.constant(np.array(shifts, dtype=np.int32)),
-        activation_min=k.int_(act_min),
-        activation_max=k.int_(act_max),
+        **quant_values(),
         scratch=scratch,
         output_scratch=scratch,
         out=out.vi,
