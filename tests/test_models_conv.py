@@ -1,8 +1,8 @@
 """Small models of the convolution forms of issue 17, exported for corstone-300 as users write
 them: a Conv1d keyword-spotter block (Conv1d, BatchNorm1d, inplace ReLU, dilated depthwise
 Conv1d, grouped 1x1 Conv1d, mean(-1), Linear) on [1, 40, 49], a conv1d feeding a flatten, and a
-tiny decoder with ConvTranspose2d (stride 2, output_padding). Each exports with every compute op
-an int8 cortex_m:: call, the host runtime is bit-exact with the reference interpreter, and both
+tiny decoder with ConvTranspose2d (stride 2, output_padding) and a BatchNorm2d folded into it.
+Each exports with every compute op an int8 cortex_m:: call, the host runtime is bit-exact with the reference interpreter, and both
 are within one output step of torchao's fake-quantized model (the independent reference). On
 ethos-u55-128 each is one delegate with all its MACs (Vela accepts the dilated, grouped and
 transposed forms), bit-exact on the host (TOSA reference model) with the CPU program."""
@@ -61,11 +61,12 @@ class Decoder(nn.Module):
         super().__init__()
         self.conv = nn.Conv2d(3, 8, 3, padding=1)
         self.up = nn.ConvTranspose2d(8, 6, 3, stride=2, padding=1, output_padding=1)
+        self.bn = nn.BatchNorm2d(6)
         self.up2 = nn.ConvTranspose2d(6, 4, 2, stride=2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = F.relu(self.conv(x))
-        return self.up2(F.relu(self.up(x), inplace=True))
+        return self.up2(F.relu(self.bn(self.up(x)), inplace=True))
 
 
 MODELS = {
@@ -80,7 +81,7 @@ def _export(name: str, **kw):
     torch.manual_seed(0)
     model = cls().eval()
     for m in model.modules():
-        if isinstance(m, nn.BatchNorm1d):
+        if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
             m.running_mean.uniform_(-0.5, 0.5)
             m.running_var.uniform_(0.5, 2.0)
     calibration = [(torch.randn(*shape),) for _ in range(8)]
