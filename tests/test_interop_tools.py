@@ -538,8 +538,6 @@ UNCOVERED = [
     "cortex_m::minimum.out",
     "cortex_m::quantized_batch_matmul.out",
     "cortex_m::quantized_div.out",
-    "cortex_m::quantized_transpose_conv2d.out",
-    "cortex_m::quantized_transpose_conv2d_nhwc.out",
 ]
 
 

@@ -592,8 +592,14 @@ def lower_adaptive_avg_pool2d(k: Any, node: Any) -> None:
 
 
 def lower_mean_dim(k: Any, node: Any) -> None:
-    """mean over H and W: a global average pool."""
-    x = k.as_nhwc(k.input_value(node.args[0]))
+    """mean over H and W: a global average pool (of [N, C, L] over L: the [N, C, 1, L] view)."""
+    x = k.input_value(node.args[0], channels_last_1d=True)
+    if x.rank == 3 and [int(d) % 3 for d in k.aten_arg(node, "dim")] == [2]:
+        n, c, length = x.sizes
+        x = k.alias(k.as_nhwc_1d(x), [n, c, 1, length], nhwc=True)
+        _global_pool(k, node, x, k.shape_of(node), (1, length), [n, c, 1, 1])
+        return
+    x = k.as_nhwc(x if x.rank != 3 else k.input_value(node.args[0]))
     n, c, h, w = x.sizes
     out_shape = k.shape_of(node)
     dims = k.aten_arg(node, "dim")

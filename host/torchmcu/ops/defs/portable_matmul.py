@@ -307,17 +307,18 @@ def lower_linear(k: Any, node: Any) -> None:
     )
 
 
-def lower_conv2d(k: Any, node: Any) -> None:
-    """aten::conv2d -> convolution.out (not transposed), weight and bias float32 constants."""
+def lower_conv2d(k: Any, node: Any, dims: int = 2) -> None:
+    """aten::conv2d (conv1d: dims 1) -> convolution.out (not transposed), weight and bias
+    float32 constants."""
     x = k.float_input(k.aten_arg(node, "input"))
     w = k.float_input(k.aten_arg(node, "weight"))
     bias = k.aten_arg(node, "bias")
     bias_vi = k.none() if bias is None else k.float_input(bias).vi
     stride, padding, dilation = (
-        list(k.aten_arg(node, name, [d, d]))
+        list(k.aten_arg(node, name, [d] * dims))
         for name, d in (("stride", 1), ("padding", 0), ("dilation", 1))
     )
-    if isinstance(k.aten_arg(node, "padding", [0, 0]), str):
+    if isinstance(k.aten_arg(node, "padding", [0] * dims), str):
         raise k.unsupported(node, "string padding of a float conv")
     groups = int(k.aten_arg(node, "groups", 1))
     k.call(
@@ -337,4 +338,9 @@ def lower_conv2d(k: Any, node: Any) -> None:
 
 
 pattern("aten::linear.default", lower_float=lower_linear, emits=(ADDMM, MM))
+def lower_conv1d(k: Any, node: Any) -> None:
+    lower_conv2d(k, node, dims=1)
+
+
 pattern("aten::conv2d.default", lower_float=lower_conv2d, emits=(CONVOLUTION,))
+pattern("aten::conv1d.default", lower_float=lower_conv1d, emits=(CONVOLUTION,))
