@@ -42,6 +42,7 @@ from torchmcu.ops import views
 from torchmcu.quantize.annotation import META_KEY, TorchmcuAnnotation, write_annotation
 from torchmcu.quantize.float_config import FloatConfig
 from torchmcu.quantize.fold_bn import fold_batch_norm
+from torchmcu.quantize.noops import remove_noops
 from torchmcu.quantize.targets import resolve_target
 
 _aten = torch.ops.aten
@@ -137,7 +138,7 @@ class TorchmcuQuantizer(Quantizer):
 
     # -- Quantizer interface -------------------------------------------------------------
     def transform_for_annotation(self, model: torch.fx.GraphModule) -> torch.fx.GraphModule:
-        return fold_batch_norm(model)
+        return fold_batch_norm(remove_noops(model))
 
     def annotate(self, model: torch.fx.GraphModule) -> torch.fx.GraphModule:
         self._float = {n for n in model.graph.nodes if self.float_config.keeps_float(n)}
