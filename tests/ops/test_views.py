@@ -50,10 +50,15 @@ ACTIVATIONS = {
     _aten.relu.default,
     _aten.relu_.default,
     _aten.relu6.default,
+    _aten.relu6_.default,
     _aten.hardtanh.default,
     _aten.hardtanh_.default,
     _aten.clamp.default,
     _aten.clamp_.default,
+    _aten.clamp_min.default,
+    _aten.clamp_min_.default,
+    _aten.clamp_max.default,
+    _aten.clamp_max_.default,
 }
 
 
@@ -70,9 +75,9 @@ def test_the_shared_targets_are_the_views_and_the_data_movement_ops():
     assert set(SHARED_TARGETS) <= set(EMITTERS)  # each has its int8 rule
 
 
-def test_the_activations_are_fused_and_have_no_rule_of_their_own():
+def test_the_activations_fuse_and_have_a_rule_for_where_they_do_not():
     assert set(ACTIVATION_TARGETS) == set(requant.ACTIVATIONS) == ACTIVATIONS
-    assert not ACTIVATIONS & set(EMITTERS)
+    assert ACTIVATIONS <= set(EMITTERS)  # standalone: a clamp table
     assert not ACTIVATIONS & set(SHARED_TARGETS)
 
 
@@ -96,6 +101,8 @@ RANGES = [
     (_act(_aten.clamp.default, -0.3), (-23, 127)),
     (_act(_aten.clamp_.default, None, 0.2), (-128, -18)),
     (_act(_aten.clamp.default, min=-20.0, max=20.0), (-128, 127)),
+    (_act(_aten.clamp_min.default, 0.35), (-16, 127)),  # 3.5 - 20, ties to even
+    (_act(_aten.clamp_max_.default, -0.25), (-128, -22)),  # -2.5 - 20
 ]
 
 
