@@ -1,4 +1,4 @@
-"""Helium (MVE) paths of quantize/dequantize, add/mul, max/avg pooling and softmax on QEMU
+"""Helium (MVE) paths of quantize/dequantize, add/mul, max/avg pooling, softmax and prelu on QEMU
 (Cortex-M55), bit-exact with the numpy reference and with the host (scalar) kernels.
 
 One firmware image per session runs every case: each case is an independent one-op call
@@ -32,6 +32,7 @@ _NP = {
     pm.ScalarType.SHORT: np.int16,
     pm.ScalarType.FLOAT: np.float32,
     pm.ScalarType.BYTE: np.uint8,
+    pm.ScalarType.INT: np.int32,
 }
 
 
@@ -364,6 +365,26 @@ def softmax_cases(p: CaseProgram, rng: np.random.Generator) -> None:
         p.call("cortex_m::softmax", args, f"{rows}x{n} m={m} s={s} diff_min={diff_min}")
 
 
+def prelu_cases(p: CaseProgram, rng: np.random.Generator) -> None:
+    """Channel tails 1..27 (four lanes a step), [N, C] and NHWC, slopes of both signs and 0."""
+    for k, c in enumerate([*range(1, 13), *CHANNELS, 5, 9, 13, 31]):
+        sizes, order = ([3, c], [0, 1]) if k % 2 else ([1, c, 2, 3], LEGACY)
+        s_in, s_out = (float(v) for v in rng.uniform(0.01, 0.1, 2))
+        slopes = rng.uniform(-2.0, 2.0, c)
+        slopes[k % c] = 0.0
+        pairs = [ref.single_rounding_multiplier(abs(s_in * a / s_out)) for a in slopes]
+        neg_m = np.array([-m if a < 0 else m for (m, _), a in zip(pairs, slopes)], np.int32)
+        neg_s = np.array([sh for _, sh in pairs], np.int32)
+        pos_m, pos_s = ref.single_rounding_multiplier(s_in / s_out)
+        zps = [int(v) for v in rng.integers(-128, 128, 2)]
+        x = p.input(_int8(rng, sizes), pm.ScalarType.CHAR, sizes, order, misalign=k % 3)
+        m = p.input(neg_m, pm.ScalarType.INT)
+        sh = p.input(neg_s, pm.ScalarType.INT)
+        out = p.output(pm.ScalarType.CHAR, sizes, order, misalign=(k + 1) % 4)
+        args = [x, p.i(zps[0]), p.i(zps[1]), p.i(pos_m), p.i(pos_s), m, sh, out]
+        p.call("torchmcu::quantized_prelu", args, f"{sizes} zps={zps}")
+
+
 CASE_BUILDERS = {
     "quantize_per_tensor": quantize_cases,
     "dequantize_per_tensor": dequantize_cases,
@@ -372,6 +393,7 @@ CASE_BUILDERS = {
     "quantized_max_pool2d": max_pool_cases,
     "quantized_avg_pool2d": avg_pool_cases,
     "softmax": softmax_cases,
+    "quantized_prelu": prelu_cases,
 }
 
 
@@ -425,6 +447,7 @@ MVE_KERNELS = {
     "quantized_add": "vqrdmulh",
     "quantized_mul": "vqrdmulh",
     "softmax": "vqrdmulh",
+    "quantized_prelu": "vqrdmulh",
 }
 
 
