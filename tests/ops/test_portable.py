@@ -80,6 +80,9 @@ CASES: dict[str, list[Case]] = {
     ],
     "aten::sigmoid.out": [lambda g: [_r(g, 3, 4, scale=20.0), _z(3, 4)], lambda g: [_r(g), _z()]],
     "aten::tanh.out": [lambda g: [_r(g, 2, 5, scale=5.0), _z(2, 5)]],
+    "aten::hardsigmoid.out": [lambda g: [_r(g, 3, 7, scale=5.0), _z(3, 7)]],
+    "aten::hardswish.out": [lambda g: [_nhwc(_r(g, 1, 3, 2, 2, scale=5.0)), _nhwc(_z(1, 3, 2, 2))]],
+    "aten::silu.out": [lambda g: [_r(g, 4, 5, scale=20.0), _z(4, 5)]],
     "aten::gelu.out": [
         lambda g: [_r(g, 2, 6, scale=4.0), "none", _z(2, 6)],
         lambda g: [_nhwc(_r(g, 1, 2, 3, 3)), "tanh", _nhwc(_z(1, 2, 3, 3))],
@@ -190,6 +193,8 @@ REJECTS = [
     ("relu", lambda: [_z(2, 3), _z(3, 2)], 1),
     ("sigmoid", lambda: [_z(2, 3), _z(2, 3, dtype=np.int8)], 1),
     ("tanh", lambda: [_z(1, 2, 2, 3), _nhwc(_z(1, 2, 2, 3))], 1),  # out in another layout
+    ("hardswish", lambda: [_z(2, 3, dtype=np.int8), _z(2, 3)], 0),
+    ("silu", lambda: [_z(2, 3), _z(2, 4)], 1),
     ("gelu", lambda: [_z(4), "erf", _z(4)], 1),  # unknown approximation
     ("gelu", lambda: [_z(4), None, _z(4)], 1),
     ("_softmax", lambda: [_z(2, 3), 2, False, _z(2, 3)], 1),  # dim out of range

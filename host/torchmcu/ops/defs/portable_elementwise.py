@@ -1,6 +1,8 @@
-"""aten::add.out, mul.out, relu.out, sigmoid.out, tanh.out, gelu.out: the fp32 elementwise
-kernels (firmware/kernels/portable/{add,mul,relu,sigmoid,tanh,gelu}.c), and the fp32 rules of
-aten::add/add_/mul/mul_ (Tensor), relu/relu_, sigmoid, tanh and gelu that emit them.
+"""aten::add.out, mul.out, relu.out, sigmoid.out, tanh.out, gelu.out, hardsigmoid.out,
+hardswish.out, silu.out: the fp32 elementwise kernels
+(firmware/kernels/portable/{add,mul,relu,sigmoid,tanh,gelu}.c; the last three in sigmoid.c), and
+the fp32 rules of aten::add/add_/mul/mul_ (Tensor), relu/relu_, sigmoid, tanh, gelu and
+hardsigmoid/hardswish/silu (and their in-place forms) that emit them.
 Conventions: defs/portable.py."""
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ BINARY_CONTRACT = """\
 
 UNARY_CONTRACT = """\
 - relu: `max(x, 0)`, NaN stays NaN. sigmoid: `1/(1+e)` for x >= 0, `e/(1+e)` below, with
-  `e = expf(-|x|)` (no overflow). tanh: `tanhf(x)`. `out`: input's sizes and layout."""
+  `e = expf(-|x|)` (no overflow). tanh: `tanhf(x)`. hardsigmoid: `min(max(x/6 + 1/2, 0), 1)`.
+  hardswish: `x * min(max(x + 3, 0), 6) / 6`. silu: `x * sigmoid(x)`. `out`: input's sizes and
+  layout."""
 
 GELU_CONTRACT = """\
 - `"none"`: `x/2 * (1 + erff(x/sqrt 2))`; `"tanh"`: `x/2 * (1 + tanhf(sqrt(2/pi) (x + 0.044715 x^3)))`.
@@ -78,6 +82,23 @@ def gelu(self: np.ndarray, approximate: str = "none") -> np.ndarray:
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
 
 
+def hardsigmoid(self: np.ndarray) -> np.ndarray:
+    """clamp(self / 6 + 1/2, 0, 1)."""
+    x = f32(self).astype(np.float64)
+    return np.clip(x / 6.0 + 0.5, 0.0, 1.0).astype(F32)
+
+
+def hardswish(self: np.ndarray) -> np.ndarray:
+    """self * clamp(self + 3, 0, 6) / 6."""
+    x = f32(self).astype(np.float64)
+    return (x * np.clip(x + 3.0, 0.0, 6.0) / 6.0).astype(F32)
+
+
+def silu(self: np.ndarray) -> np.ndarray:
+    """self * sigmoid(self)."""
+    return (f32(self).astype(np.float64) * sigmoid(self).astype(np.float64)).astype(F32)
+
+
 def check_binary(b: Bound) -> None:
     """tm_f32_binary_kernel's TM_ARG_CHECKs (add.c, mul.c), in its order."""
     a = f32_tensor(b, "self")
@@ -122,11 +143,13 @@ MUL = portable(
 )
 
 
-def _unary(name: str, fn: Callable[[np.ndarray], np.ndarray], table_index: int) -> OpDef:
+def _unary(
+    name: str, fn: Callable[[np.ndarray], np.ndarray], table_index: int | None, source: str = ""
+) -> OpDef:
     return portable(
         f"aten::{name}.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
         f"tm_portable_{name}_out",
-        f"{name}.c",
+        source or f"{name}.c",
         table_index,
         reference=lambda b: b.to_out(fn(b.logical("self"))),
         check=unary_check,
@@ -137,6 +160,9 @@ def _unary(name: str, fn: Callable[[np.ndarray], np.ndarray], table_index: int) 
 RELU = _unary("relu", relu, 24)
 SIGMOID = _unary("sigmoid", sigmoid, 25)
 TANH = _unary("tanh", tanh, 26)
+HARDSIGMOID = _unary("hardsigmoid", hardsigmoid, None, "sigmoid.c")  # the sigmoid family's file
+HARDSWISH = _unary("hardswish", hardswish, None, "sigmoid.c")
+SILU = _unary("silu", silu, None, "sigmoid.c")
 GELU = portable(
     'aten::gelu.out(Tensor self, *, str approximate="none", Tensor(a!) out) -> Tensor(a!)',
     "tm_portable_gelu_out",
@@ -187,4 +213,11 @@ pattern("aten::mul.Tensor", "aten::mul_.Tensor", lower_float=lower_mul, emits=(M
 pattern("aten::relu.default", "aten::relu_.default", lower_float=_lower_unary(RELU), emits=(RELU,))
 pattern("aten::sigmoid.default", lower_float=_lower_unary(SIGMOID), emits=(SIGMOID,))
 pattern("aten::tanh.default", lower_float=_lower_unary(TANH), emits=(TANH,))
+for _name, _definition in (("hardsigmoid", HARDSIGMOID), ("hardswish", HARDSWISH), ("silu", SILU)):
+    pattern(
+        f"aten::{_name}.default",
+        f"aten::{_name}_.default",
+        lower_float=_lower_unary(_definition),
+        emits=(_definition,),
+    )
 pattern("aten::gelu.default", lower_float=lower_gelu, emits=(GELU,))
