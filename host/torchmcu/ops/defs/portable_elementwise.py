@@ -99,6 +99,27 @@ def silu(self: np.ndarray) -> np.ndarray:
     return (f32(self).astype(np.float64) * sigmoid(self).astype(np.float64)).astype(F32)
 
 
+def leaky_relu(self: np.ndarray, negative_slope: float = 0.01) -> np.ndarray:
+    """self where positive, else self * negative_slope (in float32, as the kernel)."""
+    x = f32(self)
+    return np.where(x > 0, x, x * F32(negative_slope)).astype(F32)
+
+
+def hardtanh(self: np.ndarray, min_val: float = -1.0, max_val: float = 1.0) -> np.ndarray:
+    """self clamped to [min_val, max_val]; NaN stays NaN."""
+    x = f32(self)
+    lo, hi = F32(min_val), F32(max_val)
+    return np.where(x < lo, lo, np.where(x > hi, hi, x)).astype(F32)
+
+
+def check_scalars(b: Bound) -> None:
+    """relu.c's family_args: the unary rule, then each Scalar after self, in order."""
+    check_unary(b)
+    for a in b.op.schema.args[1:]:
+        if a.type == "Scalar":
+            f32_scalar(b, a.name)
+
+
 def check_binary(b: Bound) -> None:
     """tm_f32_binary_kernel's TM_ARG_CHECKs (add.c, mul.c), in its order."""
     a = f32_tensor(b, "self")
@@ -163,6 +184,29 @@ TANH = _unary("tanh", tanh, 26)
 HARDSIGMOID = _unary("hardsigmoid", hardsigmoid, None, "sigmoid.c")  # the sigmoid family's file
 HARDSWISH = _unary("hardswish", hardswish, None, "sigmoid.c")
 SILU = _unary("silu", silu, None, "sigmoid.c")
+LEAKY_RELU = portable(
+    "aten::leaky_relu.out(Tensor self, Scalar negative_slope=0.01, *, Tensor(a!) out)"
+    " -> Tensor(a!)",
+    "tm_portable_leaky_relu_out",
+    "relu.c",
+    None,
+    reference=lambda b: b.to_out(leaky_relu(b.logical("self"), f32_scalar(b, "negative_slope"))),
+    check=check_scalars,
+    contract="- `self > 0 ? self : self * negative_slope` (float32). `out`: input's sizes and layout.",
+)
+HARDTANH = portable(
+    "aten::hardtanh.out(Tensor self, Scalar min_val=-1, Scalar max_val=1, *, Tensor(a!) out)"
+    " -> Tensor(a!)",
+    "tm_portable_hardtanh_out",
+    "relu.c",
+    None,
+    reference=lambda b: b.to_out(
+        hardtanh(b.logical("self"), f32_scalar(b, "min_val"), f32_scalar(b, "max_val"))
+    ),
+    check=check_scalars,
+    contract="- `self` clamped to `[min_val, max_val]`, NaN stays NaN (float32). `out`: input's "
+    "sizes and layout.",
+)
 GELU = portable(
     'aten::gelu.out(Tensor self, *, str approximate="none", Tensor(a!) out) -> Tensor(a!)',
     "tm_portable_gelu_out",
@@ -221,3 +265,35 @@ for _name, _definition in (("hardsigmoid", HARDSIGMOID), ("hardswish", HARDSWISH
         emits=(_definition,),
     )
 pattern("aten::gelu.default", lower_float=lower_gelu, emits=(GELU,))
+
+
+def lower_leaky_relu(k: Any, node: Any) -> None:
+    x = k.float_input(node.args[0])
+    slope = k.double(float(k.aten_arg(node, "negative_slope", 0.01)))
+    k.call(LEAKY_RELU, node, self=x.vi, negative_slope=slope, out=k.float_out(node).vi)
+
+
+def lower_hardtanh(k: Any, node: Any) -> None:
+    """hardtanh(min_val, max_val); relu6 is hardtanh(0, 6)."""
+    x = k.float_input(node.args[0])
+    six = "relu6" in str(node.target)
+    lo = 0.0 if six else float(k.aten_arg(node, "min_val", -1.0))
+    hi = 6.0 if six else float(k.aten_arg(node, "max_val", 1.0))
+    out = k.float_out(node).vi
+    k.call(HARDTANH, node, self=x.vi, min_val=k.double(lo), max_val=k.double(hi), out=out)
+
+
+pattern(
+    "aten::leaky_relu.default",
+    "aten::leaky_relu_.default",
+    lower_float=lower_leaky_relu,
+    emits=(LEAKY_RELU,),
+)
+pattern(
+    "aten::hardtanh.default",
+    "aten::hardtanh_.default",
+    "aten::relu6.default",
+    "aten::relu6_.default",
+    lower_float=lower_hardtanh,
+    emits=(HARDTANH,),
+)
