@@ -31,9 +31,11 @@ def _npu_ops() -> list[OpDef]:
 
 
 def test_the_45_kernels() -> None:
-    assert len(ops.ops()) == 45
-    assert [len(ops.ops(f)) for f in ("int8", "portable", "control")] == [18, 16, 11]
-    assert [o.kernel.table_index for o in ops.ops()] == list(range(45))
+    """The 45 of the registry migration keep their table places; ops added since (issue 17:
+    quantized_prelu, the portable hardsigmoid/hardswish/silu/leaky_relu/hardtanh) come after."""
+    assert len(ops.ops()) == 51
+    assert [len(ops.ops(f)) for f in ("int8", "portable", "control")] == [19, 21, 11]
+    assert [o.kernel.table_index for o in ops.ops()] == [*range(45), *[None] * 6]
 
 
 def test_native_kernel_names() -> None:
@@ -58,7 +60,10 @@ def test_npu_support_sets_and_lowerings() -> None:
     assert all(o.npu.lower is not None for o in _npu_ops())  # type: ignore[union-attr]
     assert set(support.NO_NPU) == _names([o for o in ops.ops() if o.no_npu])
     no_npu = [o for o in ops.ops() if o.no_npu]
-    assert {o.no_npu for o in no_npu} == {"works on float tensors; no Ethos-U runs float"}
+    assert {o.no_npu for o in no_npu} == {
+        "works on float tensors; no Ethos-U runs float",
+        "TOSA has no PReLU; it stays on the Cortex-M",  # torchmcu::quantized_prelu
+    }
 
 
 def test_emitters_are_the_patterns() -> None:

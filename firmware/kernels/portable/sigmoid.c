@@ -17,25 +17,28 @@ static float sigmoid_one(float v) {
   return v >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
 }
 
-static float silu_one(float v) { return v * sigmoid_one(v); }
-
-static float hardsigmoid_one(float v) { return fminf(fmaxf(v / 6.0f + 0.5f, 0.0f), 1.0f); }
-
-static float hardswish_one(float v) { return v * fminf(fmaxf(v + 3.0f, 0.0f), 6.0f) / 6.0f; }
-
 tm_status tm_portable_sigmoid_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
   return tm_f32_unary_kernel(ctx, args, nargs, TM_NARGS(PORTABLE_SIGMOID), TM_ARG(PORTABLE_SIGMOID, SELF),
                              TM_ARG(PORTABLE_SIGMOID, OUT), sigmoid_one);
 }
 
-/* The others share sigmoid's argument rules: TM_NARGS and the SELF/OUT positions of their own
- * operator (op_args.h). */
-#define TM_UNARY_KERNEL(name, op)                                                                  \
-  tm_status tm_portable_##name##_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) { \
-    return tm_f32_unary_kernel(ctx, args, nargs, TM_NARGS(op), TM_ARG(op, SELF), TM_ARG(op, OUT),  \
-                               name##_one);                                                         \
-  }
+static float silu_one(float v) { return v * sigmoid_one(v); }
 
-TM_UNARY_KERNEL(silu, PORTABLE_SILU)
-TM_UNARY_KERNEL(hardsigmoid, PORTABLE_HARDSIGMOID)
-TM_UNARY_KERNEL(hardswish, PORTABLE_HARDSWISH)
+tm_status tm_portable_silu_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
+  return tm_f32_unary_kernel(ctx, args, nargs, TM_NARGS(PORTABLE_SILU), TM_ARG(PORTABLE_SILU, SELF),
+                             TM_ARG(PORTABLE_SILU, OUT), silu_one);
+}
+
+static float hardsigmoid_one(float v) { return fminf(fmaxf(v / 6.0f + 0.5f, 0.0f), 1.0f); }
+
+tm_status tm_portable_hardsigmoid_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
+  return tm_f32_unary_kernel(ctx, args, nargs, TM_NARGS(PORTABLE_HARDSIGMOID), TM_ARG(PORTABLE_HARDSIGMOID, SELF),
+                             TM_ARG(PORTABLE_HARDSIGMOID, OUT), hardsigmoid_one);
+}
+
+static float hardswish_one(float v) { return v * fminf(fmaxf(v + 3.0f, 0.0f), 6.0f) / 6.0f; }
+
+tm_status tm_portable_hardswish_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
+  return tm_f32_unary_kernel(ctx, args, nargs, TM_NARGS(PORTABLE_HARDSWISH), TM_ARG(PORTABLE_HARDSWISH, SELF),
+                             TM_ARG(PORTABLE_HARDSWISH, OUT), hardswish_one);
+}
