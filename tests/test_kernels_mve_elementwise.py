@@ -1,5 +1,5 @@
-"""Helium (MVE) paths of quantize/dequantize, add/mul, max/avg pooling, softmax and resize on QEMU
-(Cortex-M55), bit-exact with the numpy reference and with the host (scalar) kernels.
+"""Helium (MVE) paths of quantize/dequantize, add/mul, max/avg pooling, softmax, resize and prelu
+on QEMU (Cortex-M55), bit-exact with the numpy reference and with the host (scalar) kernels.
 
 One firmware image per session runs every case: each case is an independent one-op call
 inside a single Program (its operands are method inputs, its result a method output), so
@@ -33,6 +33,7 @@ _NP = {
     pm.ScalarType.SHORT: np.int16,
     pm.ScalarType.FLOAT: np.float32,
     pm.ScalarType.BYTE: np.uint8,
+    pm.ScalarType.INT: np.int32,
 }
 
 
@@ -383,6 +384,24 @@ def resize_cases(p: CaseProgram, rng: np.random.Generator) -> None:
         out = p.output(pm.ScalarType.CHAR, [1, c, oh, ow], LEGACY, misalign=(k * 7) % 16)
         args = [x, p.ints(scale), p.ints(offset), p.b(bilinear), p.i(m), p.i(s), out]
         p.call("torchmcu::resize2d", args, f"{h}x{w}x{c} -> {oh}x{ow} {scale} {offset} bilinear={bilinear}")
+def prelu_cases(p: CaseProgram, rng: np.random.Generator) -> None:
+    """Channel tails 1..27 (four lanes a step), [N, C] and NHWC, slopes of both signs and 0."""
+    for k, c in enumerate([*range(1, 13), *CHANNELS, 5, 9, 13, 31]):
+        sizes, order = ([3, c], [0, 1]) if k % 2 else ([1, c, 2, 3], LEGACY)
+        s_in, s_out = (float(v) for v in rng.uniform(0.01, 0.1, 2))
+        slopes = rng.uniform(-2.0, 2.0, c)
+        slopes[k % c] = 0.0
+        pairs = [ref.single_rounding_multiplier(abs(s_in * a / s_out)) for a in slopes]
+        neg_m = np.array([-m if a < 0 else m for (m, _), a in zip(pairs, slopes)], np.int32)
+        neg_s = np.array([sh for _, sh in pairs], np.int32)
+        pos_m, pos_s = ref.single_rounding_multiplier(s_in / s_out)
+        zps = [int(v) for v in rng.integers(-128, 128, 2)]
+        x = p.input(_int8(rng, sizes), pm.ScalarType.CHAR, sizes, order, misalign=k % 3)
+        m = p.input(neg_m, pm.ScalarType.INT)
+        sh = p.input(neg_s, pm.ScalarType.INT)
+        out = p.output(pm.ScalarType.CHAR, sizes, order, misalign=(k + 1) % 4)
+        args = [x, p.i(zps[0]), p.i(zps[1]), p.i(pos_m), p.i(pos_s), m, sh, out]
+        p.call("torchmcu::quantized_prelu", args, f"{sizes} zps={zps}")
 
 
 CASE_BUILDERS = {
@@ -394,6 +413,7 @@ CASE_BUILDERS = {
     "quantized_avg_pool2d": avg_pool_cases,
     "softmax": softmax_cases,
     "resize2d": resize_cases,
+    "quantized_prelu": prelu_cases,
 }
 
 
@@ -448,6 +468,7 @@ MVE_KERNELS = {
     "quantized_mul": "vqrdmulh",
     "softmax": "vqrdmulh",
     "resize2d": "vqrdmulh",
+    "quantized_prelu": "vqrdmulh",
 }
 
 

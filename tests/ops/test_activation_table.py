@@ -11,15 +11,25 @@ import math
 import numpy as np
 import pytest
 import torch
+import torch.fx
+import torch.nn.functional as F
+import torchmcu
 from _arg_checks import assert_every_stage_names, check_index
 from _pte_programs import activation_table_program
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from torch import nn
 from torchmcu import native, ops
+from torchmcu.lower.graph import named_arg
 from torchmcu.lower.kit import resolve_target
 from torchmcu.npu.tosa.lower import lower_to_tosa, npu_support, run_tosa_reference
 from torchmcu.ops import views
-from torchmcu.ops.defs.activation_table import activation_lut, quantized_activation, sigmoid
+from torchmcu.ops.defs.activation_table import (
+    activation_lut,
+    clamp_bounds,
+    quantized_activation,
+    sigmoid,
+)
 from torchmcu.pte import program as pm
 from torchmcu.quantize import quantizer
 from torchmcu.reference.interpreter import run_program
@@ -32,7 +42,9 @@ shapes = st.lists(st.integers(1, 6), min_size=0, max_size=4)
 
 def _case(shape, seed):
     rng = np.random.default_rng(seed)
-    return rng.integers(-128, 128, shape, dtype=np.int8), rng.integers(-128, 128, 256, dtype=np.int8)
+    return rng.integers(-128, 128, shape, dtype=np.int8), rng.integers(
+        -128, 128, 256, dtype=np.int8
+    )
 
 
 @settings(max_examples=40, deadline=None)
@@ -53,7 +65,11 @@ def test_c_kernel_is_bit_exact_with_the_reference(shape, seed, nhwc):
     out = np.zeros_like(phys)
     native.call_kernel(
         "cortex_m::quantized_activation",
-        [native.TensorArg(phys, list(shape), order), lut, native.TensorArg(out, list(shape), order)],
+        [
+            native.TensorArg(phys, list(shape), order),
+            lut,
+            native.TensorArg(out, list(shape), order),
+        ],
     )
     program = activation_table_program(list(shape), lut.tobytes(), dim_order=order)
     (reference,) = run_program(program, [x])
@@ -90,8 +106,10 @@ def test_check_names_the_argument_the_c_kernel_names(changes, bad):
     out_sizes = changes.get("out_sizes", [2, 3])
     x = np.zeros((2, 3), np.int8)
     with pytest.raises(native.NativeError, match=rf"argument {bad}\b"):
-        native.call_kernel("cortex_m::quantized_activation",
-                           [x, np.frombuffer(lut, np.int8).copy(), np.zeros(out_sizes, np.int8)])
+        native.call_kernel(
+            "cortex_m::quantized_activation",
+            [x, np.frombuffer(lut, np.int8).copy(), np.zeros(out_sizes, np.int8)],
+        )
     program = activation_table_program([2, 3], lut, out_sizes=out_sizes)
     assert_every_stage_names(TABLE, program, bad, [x])
 
@@ -102,8 +120,11 @@ def test_check_refuses_an_out_in_another_layout():
     with pytest.raises(native.NativeError, match=rf"argument {A.out}\b"):
         native.call_kernel(
             "cortex_m::quantized_activation",
-            [x, np.zeros(256, np.int8),
-             native.TensorArg(np.zeros((1, 3, 4, 2), np.int8), [1, 2, 3, 4], NHWC)],
+            [
+                x,
+                np.zeros(256, np.int8),
+                native.TensorArg(np.zeros((1, 3, 4, 2), np.int8), [1, 2, 3, 4], NHWC),
+            ],
         )
     program = activation_table_program([1, 2, 3, 4], LUT, out_dim_order=NHWC)
     assert_every_stage_names(TABLE, program, A.out, [x])
@@ -120,23 +141,174 @@ def test_check_refuses_an_input_that_is_not_int8():
     )
     assert check_index(TABLE, program) == A.input
     with pytest.raises(native.NativeError, match=rf"argument {A.input}\b"):
-        native.call_kernel("cortex_m::quantized_activation",
-                           [np.zeros((2, 3), np.float32), np.zeros(256, np.int8), np.zeros((2, 3), np.int8)])
+        native.call_kernel(
+            "cortex_m::quantized_activation",
+            [np.zeros((2, 3), np.float32), np.zeros(256, np.int8), np.zeros((2, 3), np.int8)],
+        )
+
+
+def _node(target, *args, **kwargs):
+    g = torch.fx.Graph()
+    return g.call_function(target, (g.placeholder("x"), *args), kwargs)
+
+
+AT = torch.ops.aten
+# (node, torch's own function on float64): each table function against torch
+FUNCTIONS = [
+    (_node(AT.sigmoid.default), torch.sigmoid),
+    (_node(AT.tanh_.default), torch.tanh),
+    (_node(AT.hardsigmoid_.default), F.hardsigmoid),
+    (_node(AT.hardswish.default), F.hardswish),
+    (_node(AT.silu_.default), F.silu),
+    (_node(AT.gelu.default), F.gelu),
+    (_node(AT.gelu.default, approximate="tanh"), lambda t: F.gelu(t, approximate="tanh")),
+    (_node(AT.leaky_relu_.default), F.leaky_relu),
+    (_node(AT.leaky_relu.default, 0.2), lambda t: F.leaky_relu(t, 0.2)),
+    (_node(AT.elu.default, 0.7), lambda t: F.elu(t, 0.7)),
+    (_node(AT.elu_.default, 1.0, 1.0507, 1.5), lambda t: torch.ops.aten.elu(t, 1.0, 1.0507, 1.5)),
+]
 
 
 def test_the_aten_side_comes_from_the_definition():
     """The quantizer's fixed output qparams and the lowering's functions are the patterns'."""
-    aten = torch.ops.aten
-    assert quantizer.TABLE_TARGETS == {
-        aten.sigmoid.default: {"kind": "sigmoid", "fixed_qparams": (1.0 / 256.0, -128)},
-        aten.tanh.default: {"kind": "tanh", "fixed_qparams": (1.0 / 128.0, 0)},
+    fixed = {
+        "sigmoid": (1.0 / 256.0, -128),
+        "tanh": (1.0 / 128.0, 0),
+        "hardsigmoid": (1.0 / 256.0, -128),
     }
-    functions = views.table_functions(resolve_target)
-    assert functions == {aten.sigmoid.default: sigmoid, aten.tanh.default: math.tanh}
+    names = ["sigmoid", "tanh", "hardsigmoid", "hardswish", "silu", "gelu", "leaky_relu", "elu"]
+    assert quantizer.TABLE_TARGETS == {
+        getattr(AT, n + inplace).default: {"kind": n, "fixed_qparams": fixed.get(n)}
+        for n in names
+        for inplace in ("", "_")
+    } | {AT.prelu.default: {"kind": "prelu", "fixed_qparams": None}}  # observed the same way
     xs = np.linspace(-800.0, 800.0, 41)
-    np.testing.assert_allclose([sigmoid(v) for v in xs], torch.sigmoid(torch.from_numpy(xs)).numpy(),
-                               rtol=0, atol=1e-15)
+    np.testing.assert_allclose(
+        [sigmoid(v) for v in xs], torch.sigmoid(torch.from_numpy(xs)).numpy(), rtol=0, atol=1e-15
+    )
     # a table's entries are the function's values at the input's 256 levels, requantized
     lut = activation_lut(math.tanh, 0.05, -7, 1.0 / 128.0, 0)
     want = np.clip(np.round(np.tanh((np.arange(-128, 128) + 7) * 0.05) * 128.0), -128, 127)
     assert np.abs(lut.astype(int) - want).max() <= 1  # ties: numpy to even, the table away
+
+
+@pytest.mark.parametrize(
+    ("node", "torch_f"), FUNCTIONS, ids=lambda v: str(getattr(v, "target", ""))
+)
+def test_each_table_function_is_torchs(node, torch_f):
+    function_of = views.table_functions(resolve_target)[node.target]
+    f = function_of(named_arg, node)
+    xs = np.concatenate([np.linspace(-9.0, 9.0, 721), [-3.0, 0.0, 3.0]])
+    want = torch_f(torch.from_numpy(xs)).numpy()
+    np.testing.assert_allclose([f(float(v)) for v in xs], want, rtol=1e-12, atol=1e-12)
+
+
+def test_gelu_with_an_unknown_approximation_is_refused():
+    function_of = views.table_functions(resolve_target)[AT.gelu.default]
+    with pytest.raises(ValueError, match="approximate must be 'none' or 'tanh'"):
+        function_of(named_arg, _node(AT.gelu.default, approximate="erf"))
+
+
+def _clamp_lut(lo: int, hi: int) -> bytes:
+    return np.clip(np.arange(-128, 128), lo, hi).astype(np.int8).tobytes()
+
+
+@pytest.mark.parametrize(
+    ("lut", "bounds"),
+    [
+        (_clamp_lut(-20, 127), (-20, 127)),  # relu, zero point -20
+        (_clamp_lut(-128, 40), (-128, 40)),
+        (_clamp_lut(-7, 9), (-7, 9)),
+        (_clamp_lut(-128, 127), (-128, 127)),  # the identity: a clamp of nothing
+        (bytes(range(256)), None),  # 0..255 read as int8: not monotone
+        (np.clip(np.arange(-128, 128) + 1, -128, 127).astype(np.int8).tobytes(), None),  # a shift
+    ],
+)
+def test_a_clamp_table_is_tosa_clamp_bit_exact(lut, bounds):
+    """A table that is an int8 clamp goes to the NPU as CLAMP, any other as TABLE; both equal
+    the reference on the TOSA reference model."""
+    assert clamp_bounds(np.frombuffer(lut, np.int8)) == bounds
+    program = activation_table_program([1, 3, 4, 5], lut, dim_order=NHWC)
+    plan = program.execution_plan[0]
+    assert npu_support(plan, 0, "u55") is None
+    graph = lower_to_tosa(program)
+    x = np.arange(-128, 128, dtype=np.int8)[np.random.default_rng(1).permutation(256)[:60]]
+    x = x.reshape(1, 3, 4, 5)
+    (got,) = run_tosa_reference(graph, [np.transpose(x, NHWC)])
+    (reference,) = run_program(program, [x])
+    assert got.tobytes() == np.ascontiguousarray(np.transpose(reference, NHWC)).tobytes()
+    want = np.clip(x, *bounds) if bounds else np.frombuffer(lut, np.int8)[x.astype(int) + 128]
+    np.testing.assert_array_equal(reference, want)
+
+
+class Branches(nn.Module):
+    """Every table activation and every standalone clamp, written the ways model code calls
+    them (nn modules in place, F.*, tensor methods). An in-place one gets its own conv's
+    output, or comes last, so it mutates nothing another branch reads."""
+
+    OWN = (  # in place: one conv each
+        nn.Hardswish(inplace=True),
+        nn.SiLU(inplace=True),
+        nn.LeakyReLU(0.2, inplace=True),
+        lambda y: F.elu(y, 0.7, inplace=True),
+        torch.Tensor.sigmoid_,
+    )
+    SHARED = (F.hardsigmoid, nn.GELU(), nn.GELU(approximate="tanh"), torch.tanh)
+    # after a leaky_relu table (no producer fuses them), the in-place one last
+    CLAMPS = (
+        lambda y: F.hardtanh(y, -0.5, 0.5),
+        lambda y: y.clamp(min=-0.2),
+        lambda y: torch.clamp_max(y, 0.3),
+        nn.ReLU6(inplace=True),
+    )
+    TABLES = len(OWN) + len(SHARED) + len(CLAMPS) + 4  # sigmoid, its relu, leaky_relu, relu
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.convs = nn.ModuleList(nn.Conv2d(3, 4, 1) for _ in range(len(self.OWN) + 3))
+
+    def forward(self, x):
+        outs = [f(conv(x)) for f, conv in zip(self.OWN, self.convs)]
+        shared = self.convs[-3](x)
+        outs += [f(shared) for f in self.SHARED]
+        outs.append(F.relu(torch.sigmoid(shared)))  # reads sigmoid's fixed qparams as they are
+        leaky = F.leaky_relu(self.convs[-2](x), 0.1)
+        outs += [f(leaky) for f in self.CLAMPS]
+        pooled = F.avg_pool2d(self.convs[-1](x), 2)  # an avg pool fuses no activation
+        outs.append(torch.flatten(F.relu(pooled), 1))  # no quantize between relu and flatten
+        return tuple(outs)
+
+
+@pytest.fixture(scope="module")
+def branches():
+    torch.manual_seed(3)
+    model = Branches().eval()
+    cal = [(torch.randn(1, 3, 6, 6) * 2,) for _ in range(8)]
+    return torchmcu.export(model, cal[0], calibration=cal, board="corstone-300"), cal
+
+
+def test_every_activation_exports_as_one_table_call(branches):
+    exported, _ = branches
+    plan = exported.program.execution_plan[0]
+    names = [plan.operators[i.op_index].name for i in plan.chains[0].instructions]
+    assert names.count("cortex_m::quantized_activation") == Branches.TABLES
+    assert all(n.startswith("cortex_m::") for n in names), names  # nothing left in float
+
+
+def test_every_activation_matches_torch_through_fake_quant(branches):
+    """Host C runtime == the reference interpreter, bit for bit; each output equal to torchao's
+    fake-quantized model (torch's own functions) but for ties, which round differently; the
+    avg pool's output within one step (its own rounding)."""
+    exported, cal = branches
+    scales = [o["scale"] for o in exported.report["outputs"]]
+    for (x,) in [cal[0], (torch.randn(1, 3, 6, 6) * 2,)]:
+        ours = torchmcu.run_on_host(exported.pte_bytes, [x.numpy()])
+        reference = run_program(exported.program, [x.numpy()])
+        want = exported.quantized_model(x)
+        assert len(ours) == len(reference) == len(want) == len(scales)
+        for i, (a, b, c, scale) in enumerate(zip(ours, reference, want, scales)):
+            np.testing.assert_array_equal(a, b)
+            steps = np.abs(a - c.detach().numpy()) / scale
+            assert steps.max() <= 1.0 + 1e-4, i
+            if i < len(ours) - 1:
+                assert (steps > 0.5).mean() <= 0.02, i

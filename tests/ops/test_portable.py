@@ -85,6 +85,13 @@ CASES: dict[str, list[Case]] = {
     ],
     "aten::sigmoid.out": [lambda g: [_r(g, 3, 4, scale=20.0), _z(3, 4)], lambda g: [_r(g), _z()]],
     "aten::tanh.out": [lambda g: [_r(g, 2, 5, scale=5.0), _z(2, 5)]],
+    "aten::hardsigmoid.out": [lambda g: [_r(g, 3, 7, scale=5.0), _z(3, 7)]],
+    "aten::hardswish.out": [lambda g: [_nhwc(_r(g, 1, 3, 2, 2, scale=5.0)), _nhwc(_z(1, 3, 2, 2))]],
+    "aten::silu.out": [lambda g: [_r(g, 4, 5, scale=20.0), _z(4, 5)]],
+    "aten::leaky_relu.out": [lambda g: [_r(g, 3, 4), 0.2, _z(3, 4)], lambda g: [_r(g, 5), 1, _z(5)]],
+    "aten::hardtanh.out": [
+        lambda g: [_nhwc(_r(g, 1, 2, 3, 3, scale=3.0)), -0.5, 2, _nhwc(_z(1, 2, 3, 3))],
+    ],
     "aten::gelu.out": [
         lambda g: [_r(g, 2, 6, scale=4.0), "none", _z(2, 6)],
         lambda g: [_nhwc(_r(g, 1, 2, 3, 3)), "tanh", _nhwc(_z(1, 2, 3, 3))],
@@ -141,7 +148,7 @@ def test_reference_matches_the_kernel(key: str, k: int, seed: int) -> None:
     assert len(got) == len(want) == len(op.schema.outs)
     for g, w in zip(got, want):
         assert g.shape == w.shape and g.dtype == w.dtype
-        if key in COPIES or key == "aten::relu.out":
+        if key in COPIES or key in ("aten::relu.out", "aten::leaky_relu.out", "aten::hardtanh.out"):
             np.testing.assert_array_equal(g, w)
         else:  # float32 sums in the kernels' order, libm functions: see docs/operators.md
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-4, err_msg=key)
@@ -195,6 +202,10 @@ REJECTS = [
     ("relu", lambda: [_z(2, 3), _z(3, 2)], 1),
     ("sigmoid", lambda: [_z(2, 3), _z(2, 3, dtype=np.int8)], 1),
     ("tanh", lambda: [_z(1, 2, 2, 3), _nhwc(_z(1, 2, 2, 3))], 1),  # out in another layout
+    ("hardswish", lambda: [_z(2, 3, dtype=np.int8), _z(2, 3)], 0),
+    ("silu", lambda: [_z(2, 3), _z(2, 4)], 1),
+    ("leaky_relu", lambda: [_z(2, 3), float("inf"), _z(2, 3)], 1),  # slope not finite
+    ("hardtanh", lambda: [_z(2, 3), 0, None, _z(2, 3)], 2),  # max_val not a Scalar
     ("gelu", lambda: [_z(4), "erf", _z(4)], 1),  # unknown approximation
     ("gelu", lambda: [_z(4), None, _z(4)], 1),
     ("_softmax", lambda: [_z(2, 3), 2, False, _z(2, 3)], 1),  # dim out of range

@@ -20,8 +20,10 @@ from torchmcu.reference.interpreter import run_program
 
 
 class Body(nn.Module):
-    """Every fp32 rule: conv2d, relu, sigmoid, tanh, mul, add, layer_norm, gelu, permute, cat,
-    adaptive_avg_pool2d, flatten (a view), linear with and without bias, softmax, mean.dim."""
+    """Every fp32 rule: conv2d, relu, sigmoid, tanh, mul, add, hardsigmoid_, silu, hardswish,
+    leaky_relu_, hardtanh, relu6,
+    layer_norm, gelu, permute, cat, adaptive_avg_pool2d, flatten (a view), linear with and
+    without bias, softmax, mean.dim."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -34,6 +36,8 @@ class Body(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = torch.relu(self.conv(x))
         y = torch.sigmoid(y) * torch.tanh(y) + y
+        y = F.hardswish(F.silu(F.hardsigmoid(y, inplace=True)))
+        y = F.relu6(F.hardtanh(F.leaky_relu(y, 0.2, inplace=True), -0.1, 0.9))
         y = F.gelu(self.norm(y), approximate="tanh")
         y = torch.cat([y, y.permute(0, 1, 3, 2)], 1)
         z = F.adaptive_avg_pool2d(y, 1).flatten(1)
@@ -65,7 +69,8 @@ def test_float_model_lowers_to_portable_calls(exported) -> None:
     names = [plan.operators[i.op_index].name for i in plan.chains[0].instructions]
     assert names == [
         "aten::convolution", "aten::relu", "aten::sigmoid", "aten::tanh", "aten::mul", "aten::add",
-        "aten::native_layer_norm", "aten::gelu", "aten::permute_copy", "aten::cat", "aten::mean",
+        "aten::hardsigmoid", "aten::silu", "aten::hardswish", "aten::leaky_relu", "aten::hardtanh",
+        "aten::hardtanh", "aten::native_layer_norm", "aten::gelu", "aten::permute_copy", "aten::cat", "aten::mean",
         "aten::addmm", "aten::_softmax", "aten::mm", "aten::mean", "aten::addmm", "aten::add",
     ]  # fmt: skip
     portable = {o.qualified for o in ops.ops("portable")}

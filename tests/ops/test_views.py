@@ -17,7 +17,7 @@ from torchmcu.lower import lower_to_program, requant
 from torchmcu.lower.errors import UnsupportedOpError
 from torchmcu.lower.graph import QParams
 from torchmcu.lower.lowering import EMITTERS
-from torchmcu.quantize import quantize
+from torchmcu.quantize import noops, quantize
 from torchmcu.quantize.quantizer import ACTIVATION_TARGETS, SHARED_TARGETS
 from torchmcu.reference.interpreter import run_program
 
@@ -31,18 +31,34 @@ VIEWS = {
     _aten.squeeze.dim,
     _aten.squeeze.dims,
     _aten.unsqueeze.default,
-    _aten.dropout.default,
+}
+# the eval graph's no-ops: removed before quantization (quantize/noops.py), a view if they stay
+NOOPS = {
+    _aten.alias.default,
     _aten.clone.default,
     _aten.contiguous.default,
+    _aten.detach.default,
+    _aten.detach_.default,
+    _aten.lift_fresh_copy.default,
+    *(
+        getattr(_aten, name + inplace).default
+        for name in ("dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout")
+        for inplace in ("", "_")
+    ),
 }
 ACTIVATIONS = {
     _aten.relu.default,
     _aten.relu_.default,
     _aten.relu6.default,
+    _aten.relu6_.default,
     _aten.hardtanh.default,
     _aten.hardtanh_.default,
     _aten.clamp.default,
     _aten.clamp_.default,
+    _aten.clamp_min.default,
+    _aten.clamp_min_.default,
+    _aten.clamp_max.default,
+    _aten.clamp_max_.default,
 }
 
 
@@ -54,13 +70,14 @@ def test_the_shared_targets_are_the_views_and_the_data_movement_ops():
         _aten.slice.Tensor,
         _aten.transpose.int,
     }
-    assert set(SHARED_TARGETS) == VIEWS | moves
+    assert set(SHARED_TARGETS) == VIEWS | NOOPS | moves
+    assert set(noops.NOOPS) == NOOPS
     assert set(SHARED_TARGETS) <= set(EMITTERS)  # each has its int8 rule
 
 
-def test_the_activations_are_fused_and_have_no_rule_of_their_own():
+def test_the_activations_fuse_and_have_a_rule_for_where_they_do_not():
     assert set(ACTIVATION_TARGETS) == set(requant.ACTIVATIONS) == ACTIVATIONS
-    assert not ACTIVATIONS & set(EMITTERS)
+    assert ACTIVATIONS <= set(EMITTERS)  # standalone: a clamp table
     assert not ACTIVATIONS & set(SHARED_TARGETS)
 
 
@@ -84,6 +101,8 @@ RANGES = [
     (_act(_aten.clamp.default, -0.3), (-23, 127)),
     (_act(_aten.clamp_.default, None, 0.2), (-128, -18)),
     (_act(_aten.clamp.default, min=-20.0, max=20.0), (-128, 127)),
+    (_act(_aten.clamp_min.default, 0.35), (-16, 127)),  # 3.5 - 20, ties to even
+    (_act(_aten.clamp_max_.default, -0.25), (-128, -22)),  # -2.5 - 20
 ]
 
 
@@ -164,6 +183,16 @@ def test_a_reshape_of_nhwc_bytes_makes_them_contiguous_first():
     assert names.count("cortex_m::transpose") == 2
 
 
+# a conv with its activation fused, between the program's layout conversions
+CONV_ONLY = [
+    "cortex_m::quantize_per_tensor",
+    "cortex_m::transpose",
+    "cortex_m::quantized_conv2d",
+    "cortex_m::transpose",
+    "cortex_m::dequantize_per_tensor",
+]
+
+
 class ConvClamp(nn.Module):
     def __init__(self, act) -> None:
         super().__init__()
@@ -186,10 +215,41 @@ FUSED = {
 @pytest.mark.parametrize("name", list(FUSED))
 def test_an_activation_fuses_into_its_producer(name):
     names = _lower_and_compare(ConvClamp(FUSED[name]), (1, 3, 6, 6))
-    assert names == [
-        "cortex_m::quantize_per_tensor",
-        "cortex_m::transpose",
-        "cortex_m::quantized_conv2d",
-        "cortex_m::transpose",
-        "cortex_m::dequantize_per_tensor",
-    ]
+    assert names == CONV_ONLY
+
+
+class NoOps(nn.Module):
+    """conv -> every no-op of an eval graph -> relu: the relu still fuses into the conv."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.drop = nn.Dropout(0.3, inplace=True)
+        self.same = nn.Identity()
+
+    def forward(self, x):
+        y = self.drop(self.same(self.conv(x)))
+        y = F.dropout2d(F.alpha_dropout(y, 0.1, training=False), 0.2, training=False)
+        y = y[:, :4].detach().clone().contiguous(memory_format=torch.channels_last)
+        return torch.relu_(F.dropout(y, 0.5, training=self.training))
+
+
+def test_the_no_ops_are_removed_before_quantization():
+    model = NoOps().eval()
+    gm = torch.export.export(model, (torch.randn(1, 3, 6, 6),)).module()
+    before = {n.target for n in gm.graph.nodes if n.op == "call_function"}
+    assert {_aten.dropout_.default, _aten.alias.default, _aten.detach.default} <= before
+    after = {n.target for n in noops.remove_noops(gm).graph.nodes if n.op == "call_function"}
+    assert after == {_aten.conv2d.default, _aten.relu_.default}
+    names = _lower_and_compare(model, (1, 3, 6, 6))
+    assert names == CONV_ONLY
+
+
+def test_a_training_dropout_is_not_a_no_op():
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    kept = g.call_function(_aten.dropout.default, (x, 0.5, True))
+    gone = g.call_function(_aten.dropout.default, (kept, 0.5, False))
+    g.output(gone)
+    gm = noops.remove_noops(torch.fx.GraphModule(torch.nn.Module(), g))
+    assert [n.args for n in gm.graph.nodes if n.op == "call_function"] == [(x, 0.5, True)]

@@ -117,3 +117,9 @@ def activation_bounds(resolve: Callable[[str], object]) -> dict[object, Callable
     """The fusable activations: resolve(aten name) -> its bounds(arg, node) -> (min, max)
     (torchmcu/ops/defs/activations.py)."""
     return pattern_params(resolve, "bounds")
+
+
+def noops(resolve: Callable[[str], object]) -> dict[object, Callable[..., bool]]:
+    """The eval graph's no-ops, removed before quantization: resolve(aten name) -> its
+    noop(arg, node) -> bool (torchmcu/ops/defs/views.py)."""
+    return pattern_params(resolve, "noop")

@@ -19,6 +19,7 @@ from torchmcu.quantize.control_flow import (
     quantize_branches,
 )
 from torchmcu.quantize.fold_bn import fold_batch_norm
+from torchmcu.quantize.noops import remove_noops
 from torchmcu.quantize.quantizer import TorchmcuQuantizer
 from torchmcu.quantize.recurrent import decompose_recurrent, simplify_recurrent
 
@@ -36,7 +37,8 @@ def check_example_inputs(example_inputs: Any) -> None:
 
 def export_model(model: torch.nn.Module, example_inputs: tuple[Any, ...]) -> torch.fx.GraphModule:
     """torch.export the model in eval mode into a GraphModule PT2E can prepare (a model in
-    training mode is switched to eval mode with a warning)."""
+    training mode is switched to eval mode with a warning), its no-ops (dropout, alias, clone,
+    contiguous, detach) removed."""
     check_example_inputs(example_inputs)
     if model.training:
         warnings.warn(
@@ -47,7 +49,7 @@ def export_model(model: torch.nn.Module, example_inputs: tuple[Any, ...]) -> tor
     model.eval()
     exported = decompose_recurrent(torch.export.export(model, tuple(example_inputs)))
     # check_guards=False: the default inserts a _guards_fn call_module that breaks PT2E passes.
-    return simplify_recurrent(exported.module(check_guards=False))
+    return remove_noops(simplify_recurrent(exported.module(check_guards=False)))
 
 
 def _shape(x: Any) -> tuple[int, ...] | None:

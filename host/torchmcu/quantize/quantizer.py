@@ -42,6 +42,7 @@ from torchmcu.ops import views
 from torchmcu.quantize.annotation import META_KEY, TorchmcuAnnotation, write_annotation
 from torchmcu.quantize.float_config import FloatConfig
 from torchmcu.quantize.fold_bn import fold_batch_norm
+from torchmcu.quantize.noops import remove_noops
 from torchmcu.quantize.targets import resolve_target
 
 _aten = torch.ops.aten
@@ -64,8 +65,8 @@ ACTIVATION_TARGETS = views.annotations(resolve_target, "activation")
 POOL_TARGETS = views.annotations(resolve_target, "anchor")
 # softmax: from its definition (torchmcu/ops/defs/softmax.py); no params
 SOFTMAX_TARGETS = views.annotations(resolve_target, "softmax")
-# Table activations (int8 LUT): target -> {"kind", "fixed_qparams"}, from their definitions
-# (torchmcu/ops/defs/activation_table.py)
+# Table activations (int8 LUT): target -> {"kind", "fixed_qparams" (None: observed)}, from
+# their definitions (torchmcu/ops/defs/activation_table.py)
 TABLE_TARGETS = views.annotations(resolve_target, "table")
 # Ops that keep their input's qparams (views, pad, slice/select, transpose): target -> {},
 # from their patterns (torchmcu/ops/defs/views.py and the definitions they emit)
@@ -137,7 +138,7 @@ class TorchmcuQuantizer(Quantizer):
 
     # -- Quantizer interface -------------------------------------------------------------
     def transform_for_annotation(self, model: torch.fx.GraphModule) -> torch.fx.GraphModule:
-        return fold_batch_norm(model)
+        return fold_batch_norm(remove_noops(model))
 
     def annotate(self, model: torch.fx.GraphModule) -> torch.fx.GraphModule:
         self._float = {n for n in model.graph.nodes if self.float_config.keeps_float(n)}
@@ -240,7 +241,7 @@ class TorchmcuQuantizer(Quantizer):
         if not isinstance(x, Node):
             return
         node.meta["quantization_annotation"] = QuantizationAnnotation(
-            input_qspec_map={x: self.act_qspec},
+            input_qspec_map={x: _input_spec(self, x)},
             output_qspec=SharedQuantizationSpec((x, node)),
             _annotated=True,
         )
@@ -262,10 +263,19 @@ class TorchmcuQuantizer(Quantizer):
             ),
         )
 
-    def _annotate_table(self, node: Node, kind: str, fixed_qparams: tuple[float, int]) -> None:
-        """sigmoid/tanh: observed input, output fixed to the function's range."""
+    def _annotate_table(
+        self, node: Node, kind: str, fixed_qparams: tuple[float, int] | None
+    ) -> None:
+        """A table activation: observed input; the output fixed to the function's range
+        (sigmoid, tanh, hardsigmoid) or observed (fixed_qparams None: hardswish, silu, ...)."""
         x = node.args[0]
         if not isinstance(x, Node):
+            return
+        if fixed_qparams is None:
+            node.meta["quantization_annotation"] = QuantizationAnnotation(
+                input_qspec_map={x: self.act_qspec}, output_qspec=self.act_qspec, _annotated=True
+            )
+            write_annotation(node, TorchmcuAnnotation(pattern=kind))
             return
         scale, zero_point = fixed_qparams
         out = FixedQParamsQuantizationSpec(

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from torchmcu.ops.core import Bound, OpDef, op
+from torchmcu.ops.core import Bound, Kernel, OpDef, Schema, op
 from torchmcu.ops.layout import same_layout
 from torchmcu.pte import program as pm
 
@@ -30,8 +30,12 @@ MAX_DIMS = 6  # TM_MAX_DIMS (firmware/runtime/include/torchmcu/types.h)
 FLOAT_MAX = 3.4028234663852886e38
 
 
-def portable(schema: str, **fields: Any) -> OpDef:
-    """Register a portable kernel (firmware/kernels/portable/, named by Kernel.by_name)."""
+def portable(schema: str, source: str | None = None, **fields: Any) -> OpDef:
+    """Register a portable kernel (firmware/kernels/portable/, named by Kernel.by_name), its
+    entry point in `source` when it shares another kernel's file."""
+    if source is not None:
+        symbol = Kernel.by_name(Schema.parse(schema)).symbol
+        fields["kernel"] = Kernel(symbol, f"portable/{source}")
     return op(schema, family="portable", **fields)
 
 

@@ -1,6 +1,8 @@
-"""aten::add.out, mul.out, relu.out, sigmoid.out, tanh.out, gelu.out: the fp32 elementwise
-kernels (firmware/kernels/portable/{add,mul,relu,sigmoid,tanh,gelu}.c), and the fp32 rules of
-aten::add/add_/mul/mul_ (Tensor), relu/relu_, sigmoid, tanh and gelu that emit them.
+"""aten::add.out, mul.out, relu.out, sigmoid.out, tanh.out, gelu.out, hardsigmoid.out,
+hardswish.out, silu.out: the fp32 elementwise kernels
+(firmware/kernels/portable/{add,mul,relu,sigmoid,tanh,gelu}.c; the last three in sigmoid.c), and
+the fp32 rules of aten::add/add_/mul/mul_ (Tensor), relu/relu_, sigmoid, tanh, gelu and
+hardsigmoid/hardswish/silu (and their in-place forms) that emit them.
 Conventions: defs/portable.py."""
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ BINARY_CONTRACT = """\
 
 UNARY_CONTRACT = """\
 - relu: `max(x, 0)`, NaN stays NaN. sigmoid: `1/(1+e)` for x >= 0, `e/(1+e)` below, with
-  `e = expf(-|x|)` (no overflow). tanh: `tanhf(x)`. `out`: input's sizes and layout."""
+  `e = expf(-|x|)` (no overflow). tanh: `tanhf(x)`. hardsigmoid: `min(max(x/6 + 1/2, 0), 1)`.
+  hardswish: `x * min(max(x + 3, 0), 6) / 6`. silu: `x * sigmoid(x)`. `out`: input's sizes and
+  layout."""
 
 GELU_CONTRACT = """\
 - `"none"`: `x/2 * (1 + erff(x/sqrt 2))`; `"tanh"`: `x/2 * (1 + tanhf(sqrt(2/pi) (x + 0.044715 x^3)))`.
@@ -78,6 +82,44 @@ def gelu(self: np.ndarray, approximate: str = "none") -> np.ndarray:
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
 
 
+def hardsigmoid(self: np.ndarray) -> np.ndarray:
+    """clamp(self / 6 + 1/2, 0, 1)."""
+    x = f32(self).astype(np.float64)
+    return np.clip(x / 6.0 + 0.5, 0.0, 1.0).astype(F32)
+
+
+def hardswish(self: np.ndarray) -> np.ndarray:
+    """self * clamp(self + 3, 0, 6) / 6."""
+    x = f32(self).astype(np.float64)
+    return (x * np.clip(x + 3.0, 0.0, 6.0) / 6.0).astype(F32)
+
+
+def silu(self: np.ndarray) -> np.ndarray:
+    """self * sigmoid(self)."""
+    return (f32(self).astype(np.float64) * sigmoid(self).astype(np.float64)).astype(F32)
+
+
+def leaky_relu(self: np.ndarray, negative_slope: float = 0.01) -> np.ndarray:
+    """self where positive, else self * negative_slope (in float32, as the kernel)."""
+    x = f32(self)
+    return np.where(x > 0, x, x * F32(negative_slope)).astype(F32)
+
+
+def hardtanh(self: np.ndarray, min_val: float = -1.0, max_val: float = 1.0) -> np.ndarray:
+    """self clamped to [min_val, max_val]; NaN stays NaN."""
+    x = f32(self)
+    lo, hi = F32(min_val), F32(max_val)
+    return np.where(x < lo, lo, np.where(x > hi, hi, x)).astype(F32)
+
+
+def check_scalars(b: Bound) -> None:
+    """relu.c's family_args: the unary rule, then each Scalar after self, in order."""
+    check_unary(b)
+    for a in b.op.schema.args[1:]:
+        if a.type == "Scalar":
+            f32_scalar(b, a.name)
+
+
 def check_binary(b: Bound) -> None:
     """tm_f32_binary_kernel's TM_ARG_CHECKs (add.c, mul.c), in its order."""
     a = f32_tensor(b, "self")
@@ -116,9 +158,10 @@ MUL = portable(
 )
 
 
-def _unary(name: str, fn: Callable[[np.ndarray], np.ndarray]) -> OpDef:
+def _unary(name: str, fn: Callable[[np.ndarray], np.ndarray], source: str | None = None) -> OpDef:
     return portable(
         f"aten::{name}.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+        source,
         reference=lambda b: b.to_out(fn(b.logical("self"))),
         check=unary_check,
         contract=UNARY_CONTRACT,
@@ -128,6 +171,28 @@ def _unary(name: str, fn: Callable[[np.ndarray], np.ndarray]) -> OpDef:
 RELU = _unary("relu", relu)
 SIGMOID = _unary("sigmoid", sigmoid)
 TANH = _unary("tanh", tanh)
+HARDSIGMOID = _unary("hardsigmoid", hardsigmoid, "sigmoid.c")  # the sigmoid family's file
+HARDSWISH = _unary("hardswish", hardswish, "sigmoid.c")
+SILU = _unary("silu", silu, "sigmoid.c")
+LEAKY_RELU = portable(
+    "aten::leaky_relu.out(Tensor self, Scalar negative_slope=0.01, *, Tensor(a!) out)"
+    " -> Tensor(a!)",
+    "relu.c",
+    reference=lambda b: b.to_out(leaky_relu(b.logical("self"), f32_scalar(b, "negative_slope"))),
+    check=check_scalars,
+    contract="- `self > 0 ? self : self * negative_slope` (float32). `out`: input's sizes and layout.",
+)
+HARDTANH = portable(
+    "aten::hardtanh.out(Tensor self, Scalar min_val=-1, Scalar max_val=1, *, Tensor(a!) out)"
+    " -> Tensor(a!)",
+    "relu.c",
+    reference=lambda b: b.to_out(
+        hardtanh(b.logical("self"), f32_scalar(b, "min_val"), f32_scalar(b, "max_val"))
+    ),
+    check=check_scalars,
+    contract="- `self` clamped to `[min_val, max_val]`, NaN stays NaN (float32). `out`: input's "
+    "sizes and layout.",
+)
 GELU = portable(
     'aten::gelu.out(Tensor self, *, str approximate="none", Tensor(a!) out) -> Tensor(a!)',
     reference=lambda b: b.to_out(gelu(b.logical("self"), string_arg(b, "approximate"))),
@@ -175,4 +240,43 @@ pattern("aten::mul.Tensor", "aten::mul_.Tensor", lower_float=lower_mul, emits=(M
 pattern("aten::relu.default", "aten::relu_.default", lower_float=_lower_unary(RELU), emits=(RELU,))
 pattern("aten::sigmoid.default", lower_float=_lower_unary(SIGMOID), emits=(SIGMOID,))
 pattern("aten::tanh.default", lower_float=_lower_unary(TANH), emits=(TANH,))
+for _name, _definition in (("hardsigmoid", HARDSIGMOID), ("hardswish", HARDSWISH), ("silu", SILU)):
+    pattern(
+        f"aten::{_name}.default",
+        f"aten::{_name}_.default",
+        lower_float=_lower_unary(_definition),
+        emits=(_definition,),
+    )
 pattern("aten::gelu.default", lower_float=lower_gelu, emits=(GELU,))
+
+
+def lower_leaky_relu(k: Any, node: Any) -> None:
+    x = k.float_input(node.args[0])
+    slope = k.double(float(k.aten_arg(node, "negative_slope", 0.01)))
+    k.call(LEAKY_RELU, node, self=x.vi, negative_slope=slope, out=k.float_out(node).vi)
+
+
+def lower_hardtanh(k: Any, node: Any) -> None:
+    """hardtanh(min_val, max_val); relu6 is hardtanh(0, 6)."""
+    x = k.float_input(node.args[0])
+    six = "relu6" in str(node.target)
+    lo = 0.0 if six else float(k.aten_arg(node, "min_val", -1.0))
+    hi = 6.0 if six else float(k.aten_arg(node, "max_val", 1.0))
+    out = k.float_out(node).vi
+    k.call(HARDTANH, node, self=x.vi, min_val=k.double(lo), max_val=k.double(hi), out=out)
+
+
+pattern(
+    "aten::leaky_relu.default",
+    "aten::leaky_relu_.default",
+    lower_float=lower_leaky_relu,
+    emits=(LEAKY_RELU,),
+)
+pattern(
+    "aten::hardtanh.default",
+    "aten::hardtanh_.default",
+    "aten::relu6.default",
+    "aten::relu6_.default",
+    lower_float=lower_hardtanh,
+    emits=(HARDTANH,),
+)

@@ -1,5 +1,11 @@
 """The aten ops that only re-view bytes: flatten, view, reshape, _unsafe_view, squeeze,
-unsqueeze, dropout (inference: the identity), clone and contiguous.
+unsqueeze, and the no-ops of an eval graph: dropout (inference: the identity), alias, clone,
+contiguous and detach.
+
+The no-ops (params["noop"]) never reach the quantizer: quantize/noops.py removes them from the
+exported graph first, so they cannot stand between a conv and its ReLU (breaking the fusion) or
+leave an op without qparams. `noop(arg, node)` says whether this node is one (a dropout only
+with train=False); their lowering rule below stays for graphs quantized by other means.
 
 They emit no kernel of their own: the quantizer gives them their input's qparams (annotate
 "shared") and the int8 rule aliases the input's bytes under the new sizes, a
@@ -23,10 +29,30 @@ VIEWS = (
     "aten::squeeze.dim",
     "aten::squeeze.dims",
     "aten::unsqueeze.default",
-    "aten::dropout.default",
+)
+# The ops that are the identity on values in an eval graph (their first argument is the result)
+NOOPS = (
+    "aten::alias.default",
     "aten::clone.default",
     "aten::contiguous.default",
+    "aten::detach.default",
+    "aten::detach_.default",
+    "aten::lift_fresh_copy.default",
 )
+# Dropout and its variants: the identity unless train=True
+DROPOUTS = tuple(
+    f"aten::{name}{inplace}.default"
+    for name in ("dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout")
+    for inplace in ("", "_")
+)
+
+
+def _always(arg: Any, node: Any) -> bool:
+    return True
+
+
+def _not_training(arg: Any, node: Any) -> bool:
+    return arg(node, "train", False) is False
 
 
 def lower_view(k: Any, node: Any) -> None:
@@ -54,3 +80,5 @@ def lower_view(k: Any, node: Any) -> None:
 
 
 pattern(*VIEWS, annotate=Annotate("shared"), lower=lower_view)
+pattern(*NOOPS, annotate=Annotate("shared"), lower=lower_view, params={"noop": _always})
+pattern(*DROPOUTS, annotate=Annotate("shared"), lower=lower_view, params={"noop": _not_training})

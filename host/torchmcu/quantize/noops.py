@@ -1,0 +1,44 @@
+"""Remove the no-ops of an eval graph before annotation: dropout (train=False), alias, clone,
+contiguous, detach (the registry's patterns with params["noop"], torchmcu/ops/defs/views.py).
+
+Each one's result is its first argument's values, so its users read that argument instead.
+Gone before the quantizer runs, they cannot separate a conv from the ReLU fused into it, add a
+quantize/dequantize pair, or leave an op in float for want of a kernel."""
+
+from __future__ import annotations
+
+import torch
+import torch.fx
+
+from torchmcu.ops import views
+from torchmcu.quantize.targets import resolve_target
+
+# aten target -> noop(arg, node): whether this node is the identity
+NOOPS = views.noops(resolve_target)
+
+
+def _arg(node: torch.fx.Node, name: str, default: object = None) -> object:
+    """Argument `name` of an aten call, positional or keyword, by its schema."""
+    for index, a in enumerate(node.target._schema.arguments):  # type: ignore[union-attr]
+        if a.name == name:
+            return node.args[index] if len(node.args) > index else node.kwargs.get(name, default)
+    return default
+
+
+def remove_noops(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """Bypass and erase every no-op node of gm (in place); returns gm."""
+    graph = gm.graph
+    changed = False
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target not in NOOPS:
+            continue
+        source = node.args[0] if node.args else None
+        if not isinstance(source, torch.fx.Node) or not NOOPS[node.target](_arg, node):
+            continue
+        node.replace_all_uses_with(source)
+        graph.erase_node(node)
+        changed = True
+    if changed:
+        graph.lint()
+        gm.recompile()
+    return gm
