@@ -118,3 +118,32 @@ def test_ethos_u85_one_delegate_bit_exact_with_cpu(exported) -> None:
     (got,) = reference_run(npu.program, [qx], delegate_fn=npu.tosa_delegate_fn())
     (want,) = reference_run(cpu.program, [qx])
     np.testing.assert_array_equal(got, want)
+
+
+class FloatBody(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = 2 - (x * 0.5 + 1)
+        y = -((y - x) / 4)
+        y = torch.maximum(y.abs(), x)
+        return torch.minimum(y, x * 3)
+
+
+def test_float_region_runs_the_portable_forms_like_torch() -> None:
+    """The same operators kept in float32 (set_module_name(..., None)): portable calls only,
+    the host runtime and the reference within float32 rounding of torch."""
+    from torchmcu.quantize import TorchmcuQuantizer
+
+    model = nn.Sequential(FloatBody()).eval()
+    xs = [(torch.randn(1, 4, 3, 3),) for _ in range(2)]
+    quantizer = TorchmcuQuantizer().set_module_name("0", None)
+    e = torchmcu.export(model, xs[0], calibration=xs, quantizer=quantizer)
+    plan = e.program.execution_plan[0]
+    names = {plan.operators[i.op_index].name for i in plan.chains[0].instructions}
+    assert names == {"aten::add", "aten::mul", "aten::abs", "aten::maximum", "aten::minimum"}
+    x = xs[1][0]
+    with torch.no_grad():
+        want = model(x).numpy()
+    (got,) = native.run_program(e.pte_bytes, [x.numpy()])
+    (ref,) = reference_run(e.program, [x.numpy()])
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(ref, got)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from _arg_checks import assert_every_stage_names
 from _pte_programs import binary_program
 from torchmcu import native, ops
@@ -79,3 +80,22 @@ def test_check_names_the_argument_the_c_kernel_names(sizes, bad) -> None:
     assert_every_stage_names(
         definition, program, index, [np.zeros(sizes[0], np.int8), np.zeros(sizes[1], np.int8)]
     )
+
+
+@pytest.mark.parametrize("name", ["maximum", "minimum", "abs"])
+def test_portable_fp32_kernels_are_torchs(name: str) -> None:
+    """aten::maximum/minimum/abs.out (the float regions' kernels) against torch, NaNs and
+    signed zeros included."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((3, 1, 5)).astype(np.float32)
+    b = rng.standard_normal((4, 1)).astype(np.float32)
+    a.reshape(-1)[:4] = [np.nan, -0.0, 0.0, np.inf]
+    b.reshape(-1)[:2] = [1.0, np.nan]
+    if name == "abs":
+        want = torch.abs(torch.from_numpy(a)).numpy()
+        args = [a, np.zeros_like(a)]
+    else:
+        want = getattr(torch, name)(torch.from_numpy(a), torch.from_numpy(b)).numpy()
+        args = [a, b, np.zeros(want.shape, np.float32)]
+    native.call_kernel(f"aten::{name}", args, "out")
+    np.testing.assert_array_equal(args[-1], want)
