@@ -247,18 +247,23 @@ tm_binary_status tm_binary_broadcast(const tm_tensor *a, const tm_tensor *b, con
   return TM_BINARY_OK;
 }
 
-void tm_binary_widen_scalar(const int8_t **a, const int8_t **b, tm_binary_shape *shape, int8_t *row) {
-  if (shape->numel <= 1 || (shape->a_period != 1 && shape->b_period != 1)) {
+void tm_binary_widen_short(const int8_t **a, const int8_t **b, tm_binary_shape *shape, int8_t *row) {
+  const bool a_short = shape->a_period < shape->b_period;
+  const uint32_t period = a_short ? shape->a_period : shape->b_period;
+  if (shape->numel <= period || period * 2u > TM_BINARY_ROW) {
     return;
   }
-  const bool a_scalar = shape->a_period == 1;
-  memset(row, a_scalar ? **a : **b, TM_BINARY_ROW);
-  if (a_scalar) {
+  const int8_t *src = a_short ? *a : *b;
+  const uint32_t copies = TM_BINARY_ROW / period;
+  for (uint32_t k = 0; k < copies; ++k) {
+    memcpy(row + k * period, src, period);
+  }
+  if (a_short) {
     *a = row;
-    shape->a_period = TM_BINARY_ROW;
+    shape->a_period = copies * period;
   } else {
     *b = row;
-    shape->b_period = TM_BINARY_ROW;
+    shape->b_period = copies * period;
   }
 }
 

@@ -105,12 +105,13 @@ tm_status tm_binary_out_arg(tm_kernel_context *ctx, tm_value *const *args, size_
                             size_t i_out, tm_tensor **out, tm_binary_shape *shape);
 
 /* For the vector loops, which run rows of min(a_period, b_period) elements: a
- * single-element operand (period 1 of a larger out) is repeated into `row`
- * (TM_BINARY_ROW bytes), *a or *b then points at it and its period becomes
- * TM_BINARY_ROW. Rows are then tm_binary_row_len(shape, i) long (the last one
- * may be shorter). */
+ * broadcast operand of a short period (a single element, or a channel vector of
+ * at most TM_BINARY_ROW / 2 channels) is repeated as often as it fits into `row`
+ * (TM_BINARY_ROW bytes), *a or *b then points at it and its period becomes that
+ * multiple. Rows are then tm_binary_row_len(shape, i) long (the last one may be
+ * shorter). */
 #define TM_BINARY_ROW 64u
-void tm_binary_widen_scalar(const int8_t **a, const int8_t **b, tm_binary_shape *shape, int8_t *row);
+void tm_binary_widen_short(const int8_t **a, const int8_t **b, tm_binary_shape *shape, int8_t *row);
 
 static inline uint32_t tm_binary_row_len(const tm_binary_shape *shape, uint32_t i) {
   const uint32_t row = shape->a_period < shape->b_period ? shape->a_period : shape->b_period;

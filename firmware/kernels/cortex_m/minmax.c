@@ -30,7 +30,7 @@ static void minmax_row_mve(const int8_t *a, const int8_t *b, int8_t *out, uint32
 
 static void minmax_mve(const int8_t *a, const int8_t *b, int8_t *out, tm_binary_shape shape, bool is_max) {
   int8_t row[TM_BINARY_ROW];
-  tm_binary_widen_scalar(&a, &b, &shape, row);
+  tm_binary_widen_short(&a, &b, &shape, row);
   for (uint32_t i = 0, n; i < shape.numel; i += n) {
     n = tm_binary_row_len(&shape, i);
     if (is_max) {

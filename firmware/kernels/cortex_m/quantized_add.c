@@ -172,7 +172,7 @@ static bool add_mve(const int8_t *a, const int8_t *b, int8_t *out, tm_binary_sha
   }
   int8_t row[TM_BINARY_ROW];
   tm_binary_shape *shape = &shape_in;
-  tm_binary_widen_scalar(&a, &b, shape, row);
+  tm_binary_widen_short(&a, &b, shape, row);
   add_shifts s;
   s.a_left = ADD_INPUT_LEFT_SHIFT + (p->a_shift > 0 ? p->a_shift : 0);
   s.a_right = p->a_shift < 0 ? p->a_shift : 0;

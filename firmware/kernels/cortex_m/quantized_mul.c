@@ -53,7 +53,7 @@ static void mul_row_mve(const int8_t *a, const int8_t *b, int8_t *out, uint32_t 
  * period). */
 static void mul_mve(const int8_t *a, const int8_t *b, int8_t *out, tm_binary_shape shape, const mul_params *p) {
   int8_t row[TM_BINARY_ROW];
-  tm_binary_widen_scalar(&a, &b, &shape, row);
+  tm_binary_widen_short(&a, &b, &shape, row);
   for (uint32_t i = 0, n; i < shape.numel; i += n) {
     n = tm_binary_row_len(&shape, i);
     mul_row_mve(a + i % shape.a_period, b + i % shape.b_period, out + i, n, p);
