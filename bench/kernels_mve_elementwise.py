@@ -1,4 +1,5 @@
-"""Executed instructions of quantize/dequantize, add/mul, max/avg pooling, softmax and resize on QEMU
+"""Executed instructions of quantize/dequantize, add/mul (also broadcast), maximum, max/avg
+pooling, softmax and resize on QEMU
 (Cortex-M55), scalar vs Helium (MVE), against the CMSIS-NN figures of issue 4.
 
     python bench/kernels_mve_elementwise.py [--shapes add maxpool ...]
@@ -89,6 +90,32 @@ def _mul(p, rng) -> None:
     p.call("cortex_m::quantized_mul", [a, p.i(-3), b, p.i(5), p.i(-1), p.i(mo), p.i(sho), out], "32x32x16")
 
 
+def _mul_broadcast(other: str) -> Callable:
+    """mul of a 32x32x16 map by a [1,16,1,1] channel vector (squeeze-excite) or one number."""
+
+    def build(p, rng) -> None:
+        from torchmcu import reference as ref
+        from torchmcu.pte import program as pm
+
+        mo, sho = ref.quantize_multiplier(0.05 * 0.08 / 0.1)
+        a = _nhwc(p, rng, 32, 32, 16)
+        sizes = [1, 16, 1, 1] if other == "channel" else [1]
+        b = p.input(rng.integers(-128, 128, sizes, dtype=np.int8), pm.ScalarType.CHAR)
+        out = p.output(pm.ScalarType.CHAR, [1, 16, 32, 32], LEGACY)
+        p.call("cortex_m::quantized_mul", [a, p.i(-3), b, p.i(5), p.i(-1), p.i(mo), p.i(sho), out],
+               f"32x32x16 * {other}")  # fmt: skip
+
+    return build
+
+
+def _maximum(p, rng) -> None:
+    from torchmcu.pte import program as pm
+
+    a, b = _nhwc(p, rng, 32, 32, 16), _nhwc(p, rng, 32, 32, 16)
+    out = p.output(pm.ScalarType.CHAR, [1, 16, 32, 32], LEGACY)
+    p.call("cortex_m::maximum", [a, b, out], "32x32x16")
+
+
 def _maxpool(p, rng) -> None:
     from torchmcu.pte import program as pm
 
@@ -144,6 +171,9 @@ SHAPES: dict[str, Shape] = {
     "dequantize": Shape("dequantize_per_tensor", 16384, None, _dequantize),
     "add": Shape("quantized_add", 16384, 225_378, _add),
     "mul": Shape("quantized_mul", 16384, None, _mul),
+    "mul_channel": Shape("quantized_mul", 16384, None, _mul_broadcast("channel")),
+    "mul_scalar": Shape("quantized_mul", 16384, None, _mul_broadcast("scalar")),
+    "maximum": Shape("maximum", 16384, None, _maximum),
     "maxpool": Shape("quantized_max_pool2d", 16384, 44_780, _maxpool),
     "avgpool": Shape("quantized_avg_pool2d", 8000, 9_359, _avgpool),
     "softmax_1x10": Shape("softmax", 10, 5_779, _softmax(10)),

@@ -12,6 +12,7 @@ vector loops, channel counts 1..27, broadcast, padding, strides and unaligned in
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import numpy as np
 import pytest
 from torchmcu import device, native
 from torchmcu import reference as ref
-from torchmcu.reference import ops_pool
+from torchmcu.ops.layout import pool_output_size
 from torchmcu.pte import program as pm
 from torchmcu.pte import writer
 from torchmcu.reference.interpreter import run_program
@@ -192,6 +193,9 @@ def _binary_shapes():
             shapes.append((full, LEGACY, [1, c, 1, 1], LEGACY, full, LEGACY, f"other per-channel c={c} {h}x{w}"))
             shapes.append(([1, c, 1, 1], [0, 1, 2, 3], full, LEGACY, full, LEGACY, f"self per-channel c={c} {h}x{w}"))
     shapes.append(([2, 17, 3, 2], LEGACY, [1, 17, 1, 1], LEGACY, [2, 17, 3, 2], LEGACY, "other per-channel n=2"))
+    for n in (1, 15, 16, 63, 64, 65, 130):  # a one-element operand: rows of TM_BINARY_ROW, tails
+        shapes.append(([n], [0], [1], [0], [n], [0], f"other scalar n={n}"))
+        shapes.append(([1, 1], [0, 1], [1, n], [0, 1], [1, n], [0, 1], f"self scalar n={n}"))
     return shapes
 
 
@@ -215,6 +219,8 @@ def _add_table_shapes():
         shapes.append((full, LEGACY, [1, c, 1, 1], LEGACY, full, LEGACY, f"other per-channel c={c} {h}x{w}"))
         shapes.append(([1, c, 1, 1], [0, 1, 2, 3], full, LEGACY, full, LEGACY, f"self per-channel c={c} {h}x{w}"))
     shapes.append(([2, 17, 4, 4], LEGACY, [1, 17, 1, 1], LEGACY, [2, 17, 4, 4], LEGACY, "other per-channel n=2"))
+    shapes.append(([1, 9, 8, 8], LEGACY, [1], [0], [1, 9, 8, 8], LEGACY, "other scalar 9x8x8"))
+    shapes.append(([1], [0], [1031], [0], [1031], [0], "self scalar n=1031"))
     return shapes
 
 
@@ -273,6 +279,17 @@ def mul_cases(p: CaseProgram, rng: np.random.Generator) -> None:
         p.call("cortex_m::quantized_mul", args, f"{what} zps={zps} m={mo} s={sho}")
 
 
+def minmax_cases(name: str) -> Callable[[CaseProgram, np.random.Generator], None]:
+    def cases(p: CaseProgram, rng: np.random.Generator) -> None:
+        for k, (sa, oa, sb, ob, so, oo, what) in enumerate(_binary_shapes()[::2]):
+            a = p.input(_int8(rng, sa), pm.ScalarType.CHAR, sa, oa, misalign=k % 3)
+            b = p.input(_int8(rng, sb), pm.ScalarType.CHAR, sb, ob, misalign=(k + 2) % 5)
+            out = p.output(pm.ScalarType.CHAR, so, oo, misalign=(k + 1) % 4)
+            p.call(f"cortex_m::{name}", [a, b, out], what)
+
+    return cases
+
+
 def _pool_geometries():
     """(h, w, c, kernel, stride, padding) covering channel tails, padding and strides 1-3."""
     geoms = []
@@ -286,7 +303,7 @@ def _pool_geometries():
 
 
 def _pool_out(size: int, k: int, s: int, pad: int, ceil: bool) -> int:
-    return ops_pool.pool_output_size(size, k, s, pad, ceil)
+    return pool_output_size(size, k, s, pad, ceil)
 
 
 def max_pool_cases(p: CaseProgram, rng: np.random.Generator) -> None:
@@ -409,6 +426,8 @@ CASE_BUILDERS = {
     "dequantize_per_tensor": dequantize_cases,
     "quantized_add": add_cases,
     "quantized_mul": mul_cases,
+    "maximum": minmax_cases("maximum"),
+    "minimum": minmax_cases("minimum"),
     "quantized_max_pool2d": max_pool_cases,
     "quantized_avg_pool2d": avg_pool_cases,
     "softmax": softmax_cases,
@@ -463,6 +482,7 @@ MVE_KERNELS = {
     "quantize_per_tensor": "vcvtn.s32.f32",
     "dequantize_per_tensor": "vcvt.f32.s32",
     "quantized_max_pool2d": "vmax.s8",
+    "minmax": "vmin.s8",
     "quantized_avg_pool2d": "vmulh",
     "quantized_add": "vqrdmulh",
     "quantized_mul": "vqrdmulh",

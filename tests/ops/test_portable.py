@@ -100,6 +100,18 @@ CASES: dict[str, list[Case]] = {
         lambda g: [_r(g, 3, 5, scale=6.0), -1, False, _z(3, 5)],
         lambda g: [_nhwc(_r(g, 1, 4, 2, 3)), 1, False, _nhwc(_z(1, 4, 2, 3))],
     ],
+    "aten::maximum.out": [
+        lambda g: [_r(g, 2, 3), _r(g, 3), _z(2, 3)],
+        lambda g: [_nhwc(_r(g, 1, 3, 2, 2)), _r(g, 1, 3, 1, 1), _z(1, 3, 2, 2)],
+    ],
+    "aten::minimum.out": [
+        lambda g: [np.array([1.0, np.nan, -2.0, 0.0], F32), np.array([np.nan, 3.0, -1.0, -0.5], F32), _z(4)],
+        lambda g: [_r(g, 4, 1), _r(g, 1, 5), _z(4, 5)],
+    ],
+    "aten::abs.out": [
+        lambda g: [_r(g, 3, 4), _z(3, 4)],
+        lambda g: [_nhwc(_r(g, 1, 2, 3, 3)), _nhwc(_z(1, 2, 3, 3))],
+    ],
     "aten::mean.out": [
         lambda g: [_r(g, 2, 3, 4), [1], False, None, _z(2, 4)],
         lambda g: [_nhwc(_r(g, 1, 3, 4, 5)), [-1, -2], True, 6, _z(1, 3, 1, 1)],
@@ -148,7 +160,14 @@ def test_reference_matches_the_kernel(key: str, k: int, seed: int) -> None:
     assert len(got) == len(want) == len(op.schema.outs)
     for g, w in zip(got, want):
         assert g.shape == w.shape and g.dtype == w.dtype
-        if key in COPIES or key in ("aten::relu.out", "aten::leaky_relu.out", "aten::hardtanh.out"):
+        if key in COPIES or key in (
+            "aten::relu.out",
+            "aten::leaky_relu.out",
+            "aten::hardtanh.out",
+            "aten::maximum.out",
+            "aten::minimum.out",
+            "aten::abs.out",
+        ):
             np.testing.assert_array_equal(g, w)
         else:  # float32 sums in the kernels' order, libm functions: see docs/operators.md
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-4, err_msg=key)
@@ -200,6 +219,9 @@ REJECTS = [
     ("add", lambda: [_z(2), _z(2), float("nan"), _z(2)], 2),  # alpha not finite
     ("mul", lambda: [_z(2, 3), _z(3), _z(1, 2, 3)], 2),  # out rank too large
     ("relu", lambda: [_z(2, 3), _z(3, 2)], 1),
+    ("maximum", lambda: [_z(2, 3), _z(2, 2), _z(2, 3)], 1),  # not broadcastable
+    ("minimum", lambda: [_z(2, 3, dtype=np.int8), _z(2, 3), _z(2, 3)], 0),
+    ("abs", lambda: [_z(2, 3), _z(2, 3, dtype=np.int32)], 1),
     ("sigmoid", lambda: [_z(2, 3), _z(2, 3, dtype=np.int8)], 1),
     ("tanh", lambda: [_z(1, 2, 2, 3), _nhwc(_z(1, 2, 2, 3))], 1),  # out in another layout
     ("hardswish", lambda: [_z(2, 3, dtype=np.int8), _z(2, 3)], 0),

@@ -1,6 +1,8 @@
 /* Argument checking shared by the cortex_m kernels (see kernel_args.h). */
 #include "kernel_args.h"
 
+#include <string.h>
+
 tm_status tm_check_arg_count(tm_kernel_context *ctx, tm_value *const *args, size_t nargs,
                              size_t schema_args) {
   if (nargs != schema_args + 1) {
@@ -218,6 +220,18 @@ tm_binary_status tm_binary_broadcast(const tm_tensor *a, const tm_tensor *b, con
   if (!a_full && !b_full) {
     return TM_BINARY_BAD_OUT;
   }
+  if (a_full && b->numel == 1) {
+    shape->a_period = out->numel;
+    shape->b_period = 1;
+    shape->numel = out->numel;
+    return TM_BINARY_OK;
+  }
+  if (b_full && a->numel == 1) {
+    shape->a_period = 1;
+    shape->b_period = out->numel;
+    shape->numel = out->numel;
+    return TM_BINARY_OK;
+  }
   const bool nhwc_out = out->dim == 4 && tm_has_layout(out, TM_LAYOUT_NHWC_LEGACY);
   const int32_t channels = out->dim == 4 ? out->sizes[1] : 0;
   if (nhwc_out && a_full && is_channel_vector(b, channels)) {
@@ -231,6 +245,26 @@ tm_binary_status tm_binary_broadcast(const tm_tensor *a, const tm_tensor *b, con
   }
   shape->numel = out->numel;
   return TM_BINARY_OK;
+}
+
+void tm_binary_widen_short(const int8_t **a, const int8_t **b, tm_binary_shape *shape, int8_t *row) {
+  const bool a_short = shape->a_period < shape->b_period;
+  const uint32_t period = a_short ? shape->a_period : shape->b_period;
+  if (shape->numel <= period || period * 2u > TM_BINARY_ROW) {
+    return;
+  }
+  const int8_t *src = a_short ? *a : *b;
+  const uint32_t copies = TM_BINARY_ROW / period;
+  for (uint32_t k = 0; k < copies; ++k) {
+    memcpy(row + k * period, src, period);
+  }
+  if (a_short) {
+    *a = row;
+    shape->a_period = copies * period;
+  } else {
+    *b = row;
+    shape->b_period = copies * period;
+  }
 }
 
 tm_status tm_binary_out_arg(tm_kernel_context *ctx, tm_value *const *args, size_t i_self, size_t i_other,

@@ -81,10 +81,11 @@ tm_status tm_qparams_args(tm_kernel_context *ctx, tm_value *const *args, size_t 
 
 
 /*
- * Shape rule of quantized_add / quantized_mul: equal sizes with the same
- * memory layout, or a 4-D NHWC channel broadcast where one operand holds one
- * value per channel. Output element i (in memory order) reads a[i % a_period]
- * and b[i % b_period].
+ * Shape rule of the int8 binary ops (quantized_add, quantized_mul, maximum,
+ * minimum): equal sizes with the same memory layout, one operand a single
+ * element (period 1) of any rank, or a 4-D NHWC channel broadcast where one
+ * operand holds one value per channel. Output element i (in memory order)
+ * reads a[i % a_period] and b[i % b_period].
  */
 typedef struct {
   uint32_t numel;
@@ -102,6 +103,20 @@ tm_binary_status tm_binary_broadcast(const tm_tensor *a, const tm_tensor *b, con
  * on failure names the operand at fault. */
 tm_status tm_binary_out_arg(tm_kernel_context *ctx, tm_value *const *args, size_t i_self, size_t i_other,
                             size_t i_out, tm_tensor **out, tm_binary_shape *shape);
+
+/* For the vector loops, which run rows of min(a_period, b_period) elements: a
+ * broadcast operand of a short period (a single element, or a channel vector of
+ * at most TM_BINARY_ROW / 2 channels) is repeated as often as it fits into `row`
+ * (TM_BINARY_ROW bytes), *a or *b then points at it and its period becomes that
+ * multiple. Rows are then tm_binary_row_len(shape, i) long (the last one may be
+ * shorter). */
+#define TM_BINARY_ROW 64u
+void tm_binary_widen_short(const int8_t **a, const int8_t **b, tm_binary_shape *shape, int8_t *row);
+
+static inline uint32_t tm_binary_row_len(const tm_binary_shape *shape, uint32_t i) {
+  const uint32_t row = shape->a_period < shape->b_period ? shape->a_period : shape->b_period;
+  return shape->numel - i < row ? shape->numel - i : row;
+}
 
 
 /* Spatial geometry of a convolution or pooling window (h, w pairs). */

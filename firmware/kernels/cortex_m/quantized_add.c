@@ -157,19 +157,22 @@ static void add_lut(const int8_t *a, const int8_t *b, int8_t *out, const tm_bina
   int32_t lut_b[LUT_SIZE];
   build_lut(lut_a, p->a_zp, p->a_mult, s->a_left, s->a_right);
   build_lut(lut_b, p->b_zp, p->b_mult, s->b_left, s->b_right);
-  const uint32_t row = shape->a_period < shape->b_period ? shape->a_period : shape->b_period;
-  for (uint32_t i = 0; i < shape->numel; i += row) {
-    add_row_lut(a + i % shape->a_period, b + i % shape->b_period, out + i, row, lut_a, lut_b, p, s);
+  for (uint32_t i = 0, n; i < shape->numel; i += n) {
+    n = tm_binary_row_len(shape, i);
+    add_row_lut(a + i % shape->a_period, b + i % shape->b_period, out + i, n, lut_a, lut_b, p, s);
   }
 }
 
-/* Elementwise, or row by row when one operand is per channel (its period); false when
- * the scalar loop must run. */
-static bool add_mve(const int8_t *a, const int8_t *b, int8_t *out, const tm_binary_shape *shape,
+/* Elementwise, or row by row when one operand is per channel or a single element (its
+ * period); false when the scalar loop must run. */
+static bool add_mve(const int8_t *a, const int8_t *b, int8_t *out, tm_binary_shape shape_in,
                     const add_params *p) {
   if (p->a_mult == INT32_MIN || p->b_mult == INT32_MIN) {
     return false;
   }
+  int8_t row[TM_BINARY_ROW];
+  tm_binary_shape *shape = &shape_in;
+  tm_binary_widen_short(&a, &b, shape, row);
   add_shifts s;
   s.a_left = ADD_INPUT_LEFT_SHIFT + (p->a_shift > 0 ? p->a_shift : 0);
   s.a_right = p->a_shift < 0 ? p->a_shift : 0;
@@ -181,9 +184,9 @@ static bool add_mve(const int8_t *a, const int8_t *b, int8_t *out, const tm_bina
     add_lut(a, b, out, shape, p, &s);
     return true;
   }
-  const uint32_t row = shape->a_period < shape->b_period ? shape->a_period : shape->b_period;
-  for (uint32_t i = 0; i < shape->numel; i += row) {
-    add_row_mve(a + i % shape->a_period, b + i % shape->b_period, out + i, row, p, &s);
+  for (uint32_t i = 0, n; i < shape->numel; i += n) {
+    n = tm_binary_row_len(shape, i);
+    add_row_mve(a + i % shape->a_period, b + i % shape->b_period, out + i, n, p, &s);
   }
   return true;
 }
@@ -229,7 +232,7 @@ tm_status tm_cortex_m_quantized_add_out(tm_kernel_context *ctx, tm_value *const 
   }
 
 #if TM_KERNELS_USE_MVE
-  if (add_mve((const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)out->data, &shape, &p)) {
+  if (add_mve((const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)out->data, shape, &p)) {
     return TM_OK;
   }
 #endif

@@ -49,12 +49,14 @@ static void mul_row_mve(const int8_t *a, const int8_t *b, int8_t *out, uint32_t 
   }
 }
 
-/* Elementwise, or row by row when one operand is per channel (its period). */
-static void mul_mve(const int8_t *a, const int8_t *b, int8_t *out, const tm_binary_shape *shape,
-                    const mul_params *p) {
-  const uint32_t row = shape->a_period < shape->b_period ? shape->a_period : shape->b_period;
-  for (uint32_t i = 0; i < shape->numel; i += row) {
-    mul_row_mve(a + i % shape->a_period, b + i % shape->b_period, out + i, row, p);
+/* Elementwise, or row by row when one operand is per channel or a single element (its
+ * period). */
+static void mul_mve(const int8_t *a, const int8_t *b, int8_t *out, tm_binary_shape shape, const mul_params *p) {
+  int8_t row[TM_BINARY_ROW];
+  tm_binary_widen_short(&a, &b, &shape, row);
+  for (uint32_t i = 0, n; i < shape.numel; i += n) {
+    n = tm_binary_row_len(&shape, i);
+    mul_row_mve(a + i % shape.a_period, b + i % shape.b_period, out + i, n, p);
   }
 }
 #endif
@@ -91,7 +93,7 @@ tm_status tm_cortex_m_quantized_mul_out(tm_kernel_context *ctx, tm_value *const 
 
 #if TM_KERNELS_USE_MVE
   const mul_params mp = {a_zp, b_zp, out_zp, mult, shift > 0 ? shift : 0, shift < 0 ? shift : 0};
-  mul_mve((const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)out->data, &shape, &mp);
+  mul_mve((const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)out->data, shape, &mp);
   return TM_OK;
 #endif
   mul_scalar((const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)out->data, &shape, a_zp, b_zp, out_zp,

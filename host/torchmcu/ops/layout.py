@@ -72,15 +72,20 @@ def _channel_vector(t: pm.Tensor, channels: int) -> bool:
 
 
 def binary_broadcast(a: pm.Tensor, b: pm.Tensor, out: pm.Tensor) -> tuple[int, int] | str:
-    """tm_binary_broadcast: (a's period, b's period) in out's elements (equal layouts, or one
-    operand a [1, C, 1, 1] channel vector of an NHWC out), else the argument name at fault
-    ("self", "other" or "out"), as the C kernels report it."""
+    """tm_binary_broadcast: (a's period, b's period) in out's elements (equal layouts, one
+    operand a single element (period 1), or one operand a [1, C, 1, 1] channel vector of an
+    NHWC out), else the argument name at fault ("self", "other" or "out"), as the C kernels
+    report it."""
     numel = math.prod(out.sizes)
     if same_layout(a, b):
         return (numel, numel) if same_layout(a, out) else "out"
     a_full, b_full = same_layout(a, out), same_layout(b, out)
     if not a_full and not b_full:
         return "out"
+    if a_full and math.prod(b.sizes) == 1:
+        return numel, 1
+    if b_full and math.prod(a.sizes) == 1:
+        return 1, numel
     nhwc_out = len(out.sizes) == 4 and laid_out_as(out.sizes, out.dim_order, NHWC)
     channels = out.sizes[1] if len(out.sizes) == 4 else 0
     if nhwc_out and a_full and _channel_vector(b, channels):

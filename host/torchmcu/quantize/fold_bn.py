@@ -1,4 +1,5 @@
-"""Fold inference BatchNorm into the preceding conv2d / conv1d / conv_transpose2d / linear.
+"""Fold inference BatchNorm into the preceding conv2d / conv1d / conv_transpose2d / linear; a
+BatchNorm2d with none to fold into becomes a 1x1 depthwise conv2d (its per-channel affine).
 
 Runs before annotation (Quantizer.transform_for_annotation) so the weights
 that get observed and quantized are the folded ones, as on the device where
@@ -104,14 +105,7 @@ def fold_batch_norm(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
             new_w = (weight.double() * factor.reshape(shape)).to(weight.dtype)
             b0 = bias.double() if bias is not None else torch.zeros_like(mean, dtype=torch.float64)
             new_b = ((b0 - mean.double()) * factor + beta.double()).to(weight.dtype)
-        prefix = str(producer.name)
-        w_name = _register(gm, f"{prefix}_bn_folded_weight", new_w)
-        b_name = _register(gm, f"{prefix}_bn_folded_bias", new_b)
-        with graph.inserting_before(producer):
-            w_node = graph.get_attr(w_name)
-            b_node = graph.get_attr(b_name)
-        w_node.meta["val"] = new_w
-        b_node.meta["val"] = new_b
+        w_node, b_node = _constants(gm, producer, f"{producer.name}_bn_folded", new_w, new_b)
         args = list(producer.args)
         while len(args) < 3:
             args.append(None)
@@ -126,8 +120,70 @@ def fold_batch_norm(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
             bn.replace_all_uses_with(producer)
         mark_folded(producer, "batch_norm")
         changed = True
+    return standalone_batch_norm_as_depthwise(_finish(gm, changed))
+
+
+def _constants(
+    gm: torch.fx.GraphModule, before: torch.fx.Node, prefix: str, weight: torch.Tensor,
+    bias: torch.Tensor,
+) -> tuple[torch.fx.Node, torch.fx.Node]:
+    """get_attr nodes (before `before`) of a new weight and bias registered on gm."""
+    w_name = _register(gm, f"{prefix}_weight", weight)
+    b_name = _register(gm, f"{prefix}_bias", bias)
+    with gm.graph.inserting_before(before):
+        w_node = gm.graph.get_attr(w_name)
+        b_node = gm.graph.get_attr(b_name)
+    w_node.meta["val"] = weight
+    b_node.meta["val"] = bias
+    return w_node, b_node
+
+
+def _finish(gm: torch.fx.GraphModule, changed: bool) -> torch.fx.GraphModule:
     if changed:
-        graph.eliminate_dead_code()
+        gm.graph.eliminate_dead_code()
         gm.graph.lint()
         gm.recompile()
     return gm
+
+
+def _output_of(bn: torch.fx.Node) -> torch.fx.Node | None:
+    """The node carrying the normalised tensor: bn itself, or the tuple form's item 0."""
+    if bn.target in _BN_PLAIN:
+        return bn
+    items = [u for u in bn.users if u.target is operator.getitem and u.args[1] == 0]
+    return items[0] if len(items) == 1 else None
+
+
+def standalone_batch_norm_as_depthwise(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """An inference BatchNorm2d that folding left (after an add, at the input, after a conv
+    with other users) becomes what it computes, a per-channel affine x * a_c + b_c: a 1x1
+    depthwise conv2d (groups = C, weight a_c = gamma / sqrt(var + eps), bias b_c = beta -
+    mean * a_c), quantized and lowered as every depthwise conv (per-channel int8 weights:
+    a_c is +-127 at scale |a_c| / 127, exactly)."""
+    graph = gm.graph
+    changed = False
+    for bn in list(graph.nodes):
+        if bn.op != "call_function" or bn.target not in _BN_PLAIN + _BN_TUPLE:
+            continue
+        out = _output_of(bn)
+        params = _bn_params(gm, bn)
+        val = out.meta.get("val") if out is not None else None
+        if params is None or val is None or val.dim() != 4 or val.dtype != torch.float32:
+            continue
+        gamma, beta, mean, var, eps = params
+        channels = int(val.shape[1])
+        with torch.no_grad():
+            factor = gamma.double() / torch.sqrt(var.double() + eps)
+            weight = factor.reshape(channels, 1, 1, 1).to(torch.float32)
+            bias = (beta.double() - mean.double() * factor).to(torch.float32)
+        w_node, b_node = _constants(gm, bn, f"{bn.name}_affine", weight, bias)
+        with graph.inserting_before(bn):
+            conv = graph.call_function(
+                _aten.conv2d.default, (bn.args[0], w_node, b_node, [1, 1], [0, 0], [1, 1], channels)
+            )
+        conv.meta.update({k: v for k, v in bn.meta.items() if k not in ("val", "custom")})
+        conv.meta["val"] = val
+        out.replace_all_uses_with(conv)
+        mark_folded(conv, "batch_norm")
+        changed = True
+    return _finish(gm, changed)

@@ -56,7 +56,7 @@ SOFTMAX_ZERO_POINT = -128
 # (torchmcu/ops/defs/conv.py, linear.py); per_channel says whether the weights may be per
 # channel (the quantizer's option decides)
 WEIGHTED_TARGETS = views.annotations(resolve_target, "weighted")
-# add/mul: target -> {"kind"}, from their definitions (torchmcu/ops/defs/elementwise.py)
+# add/sub/rsub/mul/div: target -> {"kind"}, from their definitions (torchmcu/ops/defs/elementwise.py)
 BINARY_TARGETS = views.annotations(resolve_target, "binary")
 # The clamps fused into their producer (relu, relu6, hardtanh, clamp): target -> {}, from
 # their patterns (torchmcu/ops/defs/activations.py)
@@ -223,14 +223,28 @@ class TorchmcuQuantizer(Quantizer):
         )
 
     def _annotate_binary(self, node: Node, kind: str) -> None:
-        a, b = node.args[0], node.args[1]
-        if not isinstance(a, Node) or not isinstance(b, Node):
-            return  # tensor-scalar ops are not supported by the kernels; lowering reports them
-        qmap: dict[Node, QuantizationSpecBase | None] = {a: _input_spec(self, a), b: _input_spec(self, b)}
+        """Tensor operands observed; a Python number operand (x * 0.5, x + 1, x / 6) is not
+        (the lowering makes it an exact int8 constant). div only by a number; neg and abs
+        (one operand) the same way."""
+        operands = [a for a in node.args[:2] if isinstance(a, Node)]
+        if not operands or (kind == "div" and isinstance(node.args[1], Node)):
+            return
+        qmap: dict[Node, QuantizationSpecBase | None] = {a: _input_spec(self, a) for a in operands}
+        if kind in ("maximum", "minimum"):
+            # One scale and zero point for both operands and the output (ExecuTorch's
+            # cortex_m::maximum/minimum take none): the second operand is requantized to the
+            # first's.
+            shared = SharedQuantizationSpec((operands[0], node))
+            qmap.update({a: shared for a in operands[1:]})
+            node.meta["quantization_annotation"] = QuantizationAnnotation(
+                input_qspec_map=qmap, output_qspec=shared, _annotated=True
+            )
+            write_annotation(node, TorchmcuAnnotation(pattern=kind))
+            return
         node.meta["quantization_annotation"] = QuantizationAnnotation(
             input_qspec_map=qmap, _annotated=True
         )
-        if kind == "add":
+        if kind in ("add", "sub", "rsub"):
             self._finish_output(node, kind, TorchmcuAnnotation())
         else:
             _annotation(node).output_qspec = self.act_qspec

@@ -144,10 +144,25 @@ class Graph:
         shape = tuple(max(p, q) for p, q in zip(x.shape, y.shape))
         return self.op("ADD", [x, y], shape, "INT32", attr("AddAttribute"))
 
+    def sub(self, x: Tensor, y: Tensor) -> Tensor:
+        """int32 SUB (x - y), broadcasting size-1 axes."""
+        shape = tuple(max(p, q) for p, q in zip(x.shape, y.shape))
+        return self.op("SUB", [x, y], shape, "INT32", attr("SubAttribute"))
+
+    def scalar_tensor(self, value: int, dtype: str, rank: int) -> Tensor:
+        """A constant of one element and `rank` axes (broadcast by the elementwise ops)."""
+        return self.const(np.full((1,) * rank, value, dtype=np.int32 if dtype == "INT32" else np.int8), dtype)
+
     def mul(self, x: Tensor, y: Tensor) -> Tensor:
         """int32 MUL (shift 0), broadcasting size-1 axes."""
         shape = tuple(max(p, q) for p, q in zip(x.shape, y.shape))
         return self.op("MUL", [x, y, self.scalar(0, "INT8")], shape, "INT32", attr("MulAttribute"))
+
+    def minmax(self, kind: str, x: Tensor, y: Tensor) -> Tensor:
+        """int32 MAXIMUM or MINIMUM (`kind`), broadcasting size-1 axes."""
+        shape = tuple(max(p, q) for p, q in zip(x.shape, y.shape))
+        a = attr(f"{kind.capitalize()}Attribute", ts().NanPropagationMode.PROPAGATE)
+        return self.op(kind, [x, y], shape, "INT32", a)
 
     def conv(
         self,

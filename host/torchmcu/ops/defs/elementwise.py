@@ -1,9 +1,11 @@
-"""cortex_m::quantized_add / quantized_mul: int8 elementwise with channel broadcast.
+"""cortex_m::quantized_add / quantized_mul: int8 elementwise with channel and scalar broadcast.
 
 Defined here once: the argument checks (the rules firmware/kernels/cortex_m/quantized_add.c
 and quantized_mul.c enforce, naming the same argument), the references, the TOSA lowerings,
-the contracts, and the aten rules that emit them (aten::add.Tensor, add_.Tensor, mul.Tensor,
-mul_.Tensor), which get the lowering Kit (torchmcu/lower/kit.py) as `k`.
+the contracts, and the aten rules that emit them, which get the lowering Kit
+(torchmcu/lower/kit.py) as `k`: add, sub (alpha and sign in the operand multipliers), rsub
+(`1 - x`), mul, div by a number (`x / 6`: x times an exact int8 constant 1/6), neg (x * -1),
+each with tensors or a Python number, and abs (a quantized_activation table).
 
 On the NPU each is RESCALE to int32, ADD/MUL (int32 only in TOSA 1.0), RESCALE back.
 quantized_add follows CMSIS-NN: each operand's requantize((x - zp) << 20, m, shift), the sum,
@@ -16,11 +18,13 @@ own DOUBLE_ROUND requantization, which is CMSIS-NN's by identity.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from torchmcu.ops.core import Annotate, Bound, Npu, op, pattern
+from torchmcu.ops.defs.activation_table import QUANTIZED_ACTIVATION, activation_lut
 from torchmcu.ops.intmath import (
     INT8_MAX,
     INT8_MIN,
@@ -96,7 +100,7 @@ def quantized_mul(
 
 
 # -- the checks: the C kernels' TM_ARG_CHECKs in their order
-def _tensor(b: Bound, name: str) -> pm.Tensor:
+def tensor_operand(b: Bound, name: str) -> pm.Tensor:
     t = b.value(name)
     if not (isinstance(t, pm.Tensor) and t.scalar_type == pm.ScalarType.CHAR and len(t.sizes) <= MAX_DIMS):
         raise b.reject(name, "expected an int8 tensor of rank 0..6")
@@ -109,9 +113,9 @@ def _requant_args(b: Bound, prefix: str) -> None:
     b.int_in(f"{prefix}_shift", SHIFT_MIN, SHIFT_MAX)
 
 
-def _broadcast(b: Bound, x: pm.Tensor, y: pm.Tensor) -> tuple[int, int]:
+def operands_tensor(b: Bound, x: pm.Tensor, y: pm.Tensor) -> tuple[int, int]:
     """tm_binary_out_arg: out an int8 tensor, then the broadcast rule."""
-    out = _tensor(b, "out")
+    out = tensor_operand(b, "out")
     periods = binary_broadcast(x, y, out)
     if isinstance(periods, str):
         raise b.reject(periods, "operands and out are neither one layout nor a channel broadcast")
@@ -120,31 +124,31 @@ def _broadcast(b: Bound, x: pm.Tensor, y: pm.Tensor) -> tuple[int, int]:
 
 def check_add(b: Bound) -> None:
     """quantized_add.c's checks, in its order."""
-    x = _tensor(b, "self")
+    x = tensor_operand(b, "self")
     _requant_args(b, "self")
-    y = _tensor(b, "other")
+    y = tensor_operand(b, "other")
     _requant_args(b, "other")
     b.int_in("output_zero_point", INT8_MIN, INT8_MAX)
     b.int_in("output_multiplier", INT32_MIN, INT32_MAX)
     b.int_in("output_shift", SHIFT_MIN, SHIFT_MAX)
     act_min = b.int_in("activation_min", INT8_MIN, INT8_MAX)
     b.int_in("activation_max", act_min, INT8_MAX)
-    _broadcast(b, x, y)
+    operands_tensor(b, x, y)
 
 
 def check_mul(b: Bound) -> None:
     """quantized_mul.c's checks, in its order."""
-    x = _tensor(b, "self")
+    x = tensor_operand(b, "self")
     b.int_in("self_zero_point", INT8_MIN, INT8_MAX)
-    y = _tensor(b, "other")
+    y = tensor_operand(b, "other")
     b.int_in("other_zero_point", INT8_MIN, INT8_MAX)
     b.int_in("output_zero_point", INT8_MIN, INT8_MAX)
     b.int_in("output_multiplier", INT32_MIN, INT32_MAX)
     b.int_in("output_shift", SHIFT_MIN, SHIFT_MAX)
-    _broadcast(b, x, y)
+    operands_tensor(b, x, y)
 
 
-def _operands(b: Any) -> tuple[np.ndarray, np.ndarray]:
+def physical_operands(b: Any) -> tuple[np.ndarray, np.ndarray]:
     """Both operands' memory, the channel vector (if any) as the fastest axis of out's NHWC
     memory: elementwise on bytes."""
     a_period, b_period = binary_broadcast(b.tensor("self"), b.tensor("other"), b.tensor("out"))  # type: ignore[misc]
@@ -155,7 +159,7 @@ def _operands(b: Any) -> tuple[np.ndarray, np.ndarray]:
 
 def reference_add(b: Any) -> np.ndarray:
     """(b: the interpreter's Bound) -> the physical out (flat)."""
-    x, y = _operands(b)
+    x, y = physical_operands(b)
     return quantized_add(x, b.self_zero_point, b.self_multiplier, b.self_shift, y,
                          b.other_zero_point, b.other_multiplier, b.other_shift,
                          b.output_zero_point, b.output_multiplier, b.output_shift,
@@ -163,7 +167,7 @@ def reference_add(b: Any) -> np.ndarray:
 
 
 def reference_mul(b: Any) -> np.ndarray:
-    x, y = _operands(b)
+    x, y = physical_operands(b)
     return quantized_mul(x, b.self_zero_point, y, b.other_zero_point, b.output_zero_point,
                          b.output_multiplier, b.output_shift).reshape(-1)
 
@@ -174,30 +178,38 @@ def _checked(a: Any) -> tuple[int, ...]:
     return a.physical_shape("out")
 
 
-def _operand(g: Any, a: Any, read: Callable[[int], Any], name: str, out_shape: tuple[int, ...]) -> Any:
-    """Operand `name` in the out tensor's physical shape, or as a per-channel [1,...,1,C] one."""
-    x = read(a.index(name))
+def tosa_operand(g: Any, a: Any, read: Callable[[int], Any], name: str, out_shape: tuple[int, ...]) -> Any:
+    """Operand `name` (an arena tensor or a constant) in the out tensor's physical shape, or
+    as a per-channel [1,...,1,C] or single-element [1,...,1] one."""
+    data = a.data(name)
+    x = g.const(data, "INT8") if data is not None else read(a.index(name))
     if x.shape == out_shape:
         return x
     if math.prod(x.shape) == math.prod(out_shape):
         return g.reshape(x, out_shape)
+    if math.prod(x.shape) == 1:  # a single element, broadcast by TOSA
+        return g.reshape(x, (1,) * len(out_shape))
     # the check passed: a channel vector of an NHWC out
     return g.reshape(x, (1,) * (len(out_shape) - 1) + (out_shape[-1],))
 
 
-def _centred(g: Any, x: Any, zero_point: int, left_shift: int) -> Any:
+def centred_operand(g: Any, x: Any, zero_point: int, left_shift: int) -> Any:
     """int8 -> int32 (x - zero_point) * 2^left_shift, exactly (m = 2^30, shift = 30 - left_shift)."""
     return g.rescale(x, "INT32", [1 << 30], [30 - left_shift], input_zp=zero_point)
 
 
 def single_rescale(zero_point: int, multiplier: int, shift: int) -> tuple[int, int] | None:
     """(m, tosa shift) whose one RESCALE of int8 x (input_zp = zero_point) equals
-    requantize((x - zero_point) << 20, multiplier, shift) for every int8 x, if one exists.
+    requantize((x - zero_point) << 20, multiplier, shift) for every int8 x, if one exists;
+    for a negative multiplier (a subtracted operand) it equals minus that, so the term is
+    subtracted (TOSA's RESCALE multipliers are non-negative).
 
     For each TOSA shift the multipliers that hit every target value form an interval
     (one linear inequality per x); shifts are tried from the natural one outwards."""
     centred = [x - zero_point for x in range(INT8_MIN, INT8_MAX + 1)]
     want = requantize(np.array(centred, dtype=np.int64) << ADD_INPUT_LEFT_SHIFT, multiplier, shift)
+    if multiplier < 0:
+        want = -want
     natural = 31 - shift - ADD_INPUT_LEFT_SHIFT
     # TOSA requires |value| < 2^(shift - 1): x - zero_point spans up to +-255, so shift >= 9.
     for s in sorted(range(9, 63), key=lambda s: (abs(s - natural), s)):
@@ -215,26 +227,48 @@ def single_rescale(zero_point: int, multiplier: int, shift: int) -> tuple[int, i
             if lo > hi:
                 break
         if lo <= hi:
-            m = min(max(round(multiplier * 2.0 ** (s - natural)), lo), hi)
+            m = min(max(round(abs(multiplier) * 2.0 ** (s - natural)), lo), hi)
             assert np.array_equal(tosa_double_round(np.array(centred), m, s), want)
             return m, s
     return None
 
 
+def npu_support_add(b: Bound, family: str) -> str | None:
+    for name in ("self", "other"):
+        if b.scalar(f"{name}_multiplier") == INT32_MIN:
+            return f"{name}_multiplier -2^31: TOSA RESCALE multipliers are below 2^31 in magnitude"
+    return None
+
+
+def _add_term(g: Any, a: Any, read: Callable[[int], Any], name: str, out_shape: tuple[int, ...]) -> tuple[Any, bool]:
+    """(int32 term, subtract it): operand `name`'s requantize((x - zp) << 20, m, shift).
+
+    One RESCALE where one reproduces it (for m < 0 it gives minus the term, to subtract);
+    otherwise the exact << 20 RESCALE, for m < 0 negated (requantize(v, -m) is
+    requantize(-v, m): the same product), and the operand's own DOUBLE_ROUND RESCALE."""
+    x = tosa_operand(g, a, read, name, out_shape)
+    zero_point = int(a.scalar(f"{name}_zero_point"))
+    multiplier, shift = int(a.scalar(f"{name}_multiplier")), int(a.scalar(f"{name}_shift"))
+    one = single_rescale(zero_point, multiplier, shift)
+    if one is not None:
+        return g.rescale(x, "INT32", [one[0]], [one[1]], input_zp=zero_point), multiplier < 0
+    wide = centred_operand(g, x, zero_point, ADD_INPUT_LEFT_SHIFT)
+    if multiplier < 0:
+        wide = g.sub(g.scalar_tensor(0, "INT32", len(out_shape)), wide)
+    return g.rescale(wide, "INT32", [abs(multiplier)], [31 - shift]), False
+
+
 def lower_tosa_add(g: Any, a: Any, read: Callable[[int], Any]) -> Any:
     out_shape = _checked(a)
-    terms = []
-    for name in ("self", "other"):
-        x = _operand(g, a, read, name, out_shape)
-        zero_point = int(a.scalar(f"{name}_zero_point"))
-        multiplier, shift = int(a.scalar(f"{name}_multiplier")), int(a.scalar(f"{name}_shift"))
-        one = single_rescale(zero_point, multiplier, shift)
-        if one is not None:
-            terms.append(g.rescale(x, "INT32", [one[0]], [one[1]], input_zp=zero_point))
-            continue
-        wide = _centred(g, x, zero_point, ADD_INPUT_LEFT_SHIFT)
-        terms.append(g.rescale(wide, "INT32", [multiplier], [31 - shift]))
-    total = g.add(*terms)
+    if (reason := npu_support_add(a, "")) is not None:
+        raise a.error(reason)
+    (x, sub_x), (y, sub_y) = (_add_term(g, a, read, name, out_shape) for name in ("self", "other"))
+    if sub_x and sub_y:
+        total = g.sub(g.scalar_tensor(0, "INT32", len(out_shape)), g.add(x, y))
+    elif sub_x or sub_y:
+        total = g.sub(y, x) if sub_x else g.sub(x, y)
+    else:
+        total = g.add(x, y)
     return g.requantize(
         total, [a.output_multiplier], [a.output_shift], a.output_zero_point,
         a.activation_min, a.activation_max,
@@ -244,7 +278,7 @@ def lower_tosa_add(g: Any, a: Any, read: Callable[[int], Any]) -> Any:
 def lower_tosa_mul(g: Any, a: Any, read: Callable[[int], Any]) -> Any:
     out_shape = _checked(a)
     terms = [
-        _centred(g, _operand(g, a, read, name, out_shape), int(a.scalar(f"{name}_zero_point")), 0)
+        centred_operand(g, tosa_operand(g, a, read, name, out_shape), int(a.scalar(f"{name}_zero_point")), 0)
         for name in ("self", "other")
     ]
     return g.requantize(g.mul(*terms), [a.output_multiplier], [a.output_shift], a.output_zero_point)
@@ -264,8 +298,11 @@ MUL_CONTRACT = """\
 - `out = clamp(requantize((a - self_zero_point) * (b - other_zero_point), output_multiplier, output_shift) + output_zero_point, -128, 127)`,
   `(output_multiplier, output_shift) = qm(s1 * s2 / s_out)`."""
 BROADCAST = """\
-**Broadcast (add, mul).** All int8. Either (a) `self`, `other`, `out` have equal sizes and
-memory-equivalent layouts (elementwise over memory, any rank); or (b) channel broadcast: all
+**Broadcast (add, mul, maximum, minimum).** All int8. Either (a) `self`, `other`, `out` have
+equal sizes and memory-equivalent layouts (elementwise over memory, any rank); or (s) one
+operand has a single element (any rank; the exporter's form of a Python number such as
+`x * 0.5`, `x + 1`, `x / 6`: +-127 at scale |c|/127, exactly c) and the other out's sizes and
+layout; or (b) channel broadcast: all
 three are 4-D with NHWC bytes (legacy sizes), one operand is full-size `[N,C,H,W]` (its sizes
 equal `out`'s) and the other has `sizes[1] == C` and `numel == C` (e.g. `[1,C,1,1]`); the small
 operand's value for channel c is used at every position of channel c."""
@@ -278,7 +315,8 @@ QUANTIZED_ADD = op(
     family="int8",
     reference=reference_add,
     check=check_add,
-    npu=Npu(lower=lower_tosa_add, doc="TOSA RESCALE, ADD (int32), RESCALE"),
+    npu=Npu(lower=lower_tosa_add, support=npu_support_add,
+            doc="TOSA RESCALE, ADD or SUB (int32), RESCALE"),
     contract=ADD_CONTRACT,
 )
 
@@ -295,10 +333,45 @@ QUANTIZED_MUL = op(
 
 
 # -- the aten side: k is the lowering Kit, node a torch.fx.Node (torch-free here)
-def _binary_operands(k: Any, node: Any) -> tuple[Any, Any, list[int], bool]:
-    """Both operands in one common layout -> (a, c, output sizes, output is NHWC)."""
-    a, c = k.input_value(k.aten_arg(node, "self")), k.input_value(k.aten_arg(node, "other"))
+@dataclass(frozen=True)
+class _Operand:
+    """What the rules read of an int8 operand: its value index and qparams."""
+
+    vi: int
+    scale: float
+    zero_point: int
+
+
+def scalar_operand(value: float) -> tuple[int, float]:
+    """(q, scale) of a Python number as a one-element int8 constant with zero point 0: +-127
+    at scale |value|/127, so q * scale is the number exactly (0 is q = 0, scale 1) and the
+    multipliers of the op absorb it."""
+    if value == 0:
+        return 0, 1.0
+    return (127 if value > 0 else -127), abs(float(value)) / 127.0
+
+
+def _scalar(k: Any, value: object, node: Any) -> _Operand:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise k.unsupported(node, f"a scalar operand {value!r} (a finite number)")
+    q, scale = scalar_operand(float(value))
+    return _Operand(k.constant(np.array([q], dtype=np.int8)), scale, 0)
+
+
+def binary_operands(k: Any, node: Any) -> tuple[Any, Any, list[int], bool]:
+    """Both operands in one common layout -> (a, c, output sizes, output is NHWC). A Python
+    number becomes a one-element int8 constant (scalar_operand), broadcast to every element."""
+    raw_a, raw_c = k.aten_arg(node, "self"), k.aten_arg(node, "other")
     out_shape = k.shape_of(node)
+    if not k.is_node(raw_a) or not k.is_node(raw_c):
+        t = k.input_value(raw_a if k.is_node(raw_a) else raw_c)
+        if t.sizes != out_shape:
+            raise k.unsupported(node, f"a tensor-scalar op whose output {out_shape} is not its "
+                                f"tensor's {t.sizes}")
+        a = t if k.is_node(raw_a) else _scalar(k, raw_a, node)
+        c = t if k.is_node(raw_c) else _scalar(k, raw_c, node)
+        return a, c, out_shape, t.nhwc
+    a, c = k.input_value(raw_a), k.input_value(raw_c)
     if a.sizes == c.sizes == out_shape:
         if a.rank == 4 and (a.nhwc or c.nhwc):
             return k.as_nhwc(a), k.as_nhwc(c), out_shape, True
@@ -313,14 +386,13 @@ def _binary_operands(k: Any, node: Any) -> tuple[Any, Any, list[int], bool]:
                         "per-channel [1,C,1,1] operand)")
 
 
-def lower_add(k: Any, node: Any) -> None:
-    alpha = k.aten_arg(node, "alpha", 1)
-    if alpha != 1:
-        raise k.unsupported(node, f"alpha={alpha}")
-    a, c, out_shape, nhwc = _binary_operands(k, node)
+def _add_like(k: Any, node: Any, self_sign: float, other_sign: float) -> None:
+    """out = self_sign * self + other_sign * other as one quantized_add: a sign (or sub's
+    alpha) goes into the operand's scale, a negative one into its multiplier's sign."""
+    a, c, out_shape, nhwc = binary_operands(k, node)
     qs, act, qp = k.output_quant(node, allow_activation=True)
     act_min, act_max = k.activation_range(act, qp)
-    s1, s2 = float(a.scale), float(c.scale)
+    s1, s2 = float(a.scale) * abs(self_sign), float(c.scale) * abs(other_sign)
     twice_max = 2.0 * max(s1, s2)
     # Operand rescales with shift 0 round once instead of twice, so each is one TOSA
     # RESCALE that Vela can fold into the NPU's add (docs/operators.md).
@@ -333,11 +405,11 @@ def lower_add(k: Any, node: Any) -> None:
         node,
         self=a.vi,
         self_zero_point=k.int_(a.zero_point),
-        self_multiplier=k.int_(m1),
+        self_multiplier=k.int_(-m1 if self_sign < 0 else m1),
         self_shift=k.int_(sh1),
         other=c.vi,
         other_zero_point=k.int_(c.zero_point),
-        other_multiplier=k.int_(m2),
+        other_multiplier=k.int_(-m2 if other_sign < 0 else m2),
         other_shift=k.int_(sh2),
         output_zero_point=k.int_(qp.zero_point),
         output_multiplier=k.int_(mo),
@@ -349,8 +421,39 @@ def lower_add(k: Any, node: Any) -> None:
     k.bind_output(qs, act, out)
 
 
-def lower_mul(k: Any, node: Any) -> None:
-    a, c, out_shape, nhwc = _binary_operands(k, node)
+def _alpha(k: Any, node: Any) -> float:
+    alpha = k.aten_arg(node, "alpha", 1)
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha == 0:
+        raise k.unsupported(node, f"alpha={alpha}")
+    return float(alpha)
+
+
+def lower_add(k: Any, node: Any) -> None:
+    alpha = k.aten_arg(node, "alpha", 1)
+    if alpha != 1:
+        raise k.unsupported(node, f"alpha={alpha}")
+    _add_like(k, node, 1.0, 1.0)
+
+
+def lower_sub(k: Any, node: Any) -> None:
+    """self - alpha * other."""
+    _add_like(k, node, 1.0, -_alpha(k, node))
+
+
+def lower_rsub(k: Any, node: Any) -> None:
+    """aten::rsub.Scalar (`1 - x`): other - alpha * self."""
+    _add_like(k, node, -_alpha(k, node), 1.0)
+
+
+def _mul_like(k: Any, node: Any, constant: float | None = None) -> None:
+    """self * other, or self * `constant` (div by a number, neg) as one quantized_mul."""
+    if constant is None:
+        a, c, out_shape, nhwc = binary_operands(k, node)
+    else:
+        a, out_shape = k.input_value(k.aten_arg(node, "self")), k.shape_of(node)
+        if a.sizes != out_shape:
+            raise k.unsupported(node, f"its output {out_shape} is not its input's {a.sizes}")
+        c, nhwc = _scalar(k, constant, node), a.nhwc
     qs, act, qp = k.output_quant(node, allow_activation=False)
     mo, sho = single_rounding_multiplier(float(a.scale) * float(c.scale) / qp.scale)
     out = k.new_int8(node.name, out_shape, qp, nhwc=nhwc)
@@ -369,7 +472,47 @@ def lower_mul(k: Any, node: Any) -> None:
     k.bind_output(qs, act, out)
 
 
+def lower_mul(k: Any, node: Any) -> None:
+    _mul_like(k, node)
+
+
+def lower_div(k: Any, node: Any) -> None:
+    """x / c for a number c: x * (1/c), the reciprocal an exact int8 constant's scale."""
+    divisor = k.aten_arg(node, "other")
+    if k.is_node(divisor):
+        raise k.unsupported(node, "a division by a tensor (only by a number: x / 6)")
+    if isinstance(divisor, bool) or not isinstance(divisor, (int, float)) or divisor == 0:
+        raise k.unsupported(node, f"a division by {divisor!r}")
+    _mul_like(k, node, 1.0 / float(divisor))
+
+
+def lower_neg(k: Any, node: Any) -> None:
+    """-x: x * -1."""
+    _mul_like(k, node, -1.0)
+
+
+def lower_abs(k: Any, node: Any) -> None:
+    """|x| as a 256-entry table (cortex_m::quantized_activation) for the node's qparams."""
+    x = k.input_value(k.aten_arg(node, "self"))
+    qs, act, qp = k.output_quant(node, allow_activation=False)
+    lut = activation_lut(abs, float(x.scale), int(x.zero_point), qp.scale, qp.zero_point)
+    out = k.new_int8(node.name, x.sizes, qp, nhwc=x.nhwc)
+    k.call(QUANTIZED_ACTIVATION, node, input=x.vi, lut=k.constant(lut), out=out.vi)
+    k.bind_output(qs, act, out)
+
+
 pattern("aten::add.Tensor", "aten::add_.Tensor", annotate=Annotate("binary", {"kind": "add"}),
         lower=lower_add, emits=(QUANTIZED_ADD,))
+pattern("aten::sub.Tensor", "aten::sub_.Tensor", annotate=Annotate("binary", {"kind": "sub"}),
+        lower=lower_sub, emits=(QUANTIZED_ADD,))
+pattern("aten::rsub.Scalar", annotate=Annotate("binary", {"kind": "rsub"}),
+        lower=lower_rsub, emits=(QUANTIZED_ADD,))
 pattern("aten::mul.Tensor", "aten::mul_.Tensor", annotate=Annotate("binary", {"kind": "mul"}),
         lower=lower_mul, emits=(QUANTIZED_MUL,))
+pattern("aten::div.Tensor", "aten::div_.Tensor",
+        annotate=Annotate("binary", {"kind": "div"}), lower=lower_div, emits=(QUANTIZED_MUL,))
+# neg and abs: observed input and output (the "binary" annotation of one tensor operand)
+pattern("aten::neg.default", "aten::neg_.default", annotate=Annotate("binary", {"kind": "neg"}),
+        lower=lower_neg, emits=(QUANTIZED_MUL,))
+pattern("aten::abs.default", "aten::abs_.default", annotate=Annotate("binary", {"kind": "abs"}),
+        lower=lower_abs, emits=(QUANTIZED_ACTIVATION,))

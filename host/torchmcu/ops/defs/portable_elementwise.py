@@ -1,8 +1,10 @@
-"""aten::add.out, mul.out, relu.out, sigmoid.out, tanh.out, gelu.out, hardsigmoid.out,
-hardswish.out, silu.out: the fp32 elementwise kernels
-(firmware/kernels/portable/{add,mul,relu,sigmoid,tanh,gelu}.c; the last three in sigmoid.c), and
-the fp32 rules of aten::add/add_/mul/mul_ (Tensor), relu/relu_, sigmoid, tanh, gelu and
-hardsigmoid/hardswish/silu (and their in-place forms) that emit them.
+"""aten::add.out, mul.out, maximum.out, minimum.out, abs.out, relu.out, sigmoid.out, tanh.out,
+gelu.out, hardsigmoid.out, hardswish.out, silu.out, leaky_relu.out, hardtanh.out: the fp32
+elementwise kernels (firmware/kernels/portable/{add,mul,minmax,abs,relu,sigmoid,tanh,gelu}.c;
+hardsigmoid, hardswish and silu in sigmoid.c, leaky_relu and hardtanh in relu.c), and the fp32
+rules that emit them: add/sub/rsub/mul with tensors or a Python number (a one-element constant),
+div by a number and neg (a mul), maximum, minimum, abs, relu, sigmoid, tanh, gelu,
+hardsigmoid/hardswish/silu, leaky_relu and hardtanh/relu6 (and their in-place forms).
 Conventions: defs/portable.py."""
 
 from __future__ import annotations
@@ -31,10 +33,10 @@ BINARY_CONTRACT = """\
 - Broadcasting as above; any dim orders (e.g. an NHWC activation plus a `[1,C,1,1]` vector)."""
 
 UNARY_CONTRACT = """\
-- relu: `max(x, 0)`, NaN stays NaN. sigmoid: `1/(1+e)` for x >= 0, `e/(1+e)` below, with
-  `e = expf(-|x|)` (no overflow). tanh: `tanhf(x)`. hardsigmoid: `min(max(x/6 + 1/2, 0), 1)`.
-  hardswish: `x * min(max(x + 3, 0), 6) / 6`. silu: `x * sigmoid(x)`. `out`: input's sizes and
-  layout."""
+- relu: `max(x, 0)`, NaN stays NaN. abs: `|x|`. sigmoid: `1/(1+e)` for x >= 0, `e/(1+e)`
+  below, with `e = expf(-|x|)` (no overflow). tanh: `tanhf(x)`. hardsigmoid:
+  `min(max(x/6 + 1/2, 0), 1)`. hardswish: `x * min(max(x + 3, 0), 6) / 6`. silu:
+  `x * sigmoid(x)`. `out`: input's sizes and layout."""
 
 GELU_CONTRACT = """\
 - `"none"`: `x/2 * (1 + erff(x/sqrt 2))`; `"tanh"`: `x/2 * (1 + tanhf(sqrt(2/pi) (x + 0.044715 x^3)))`.
@@ -49,6 +51,21 @@ def add(self: np.ndarray, other: np.ndarray, alpha: float = 1) -> np.ndarray:
 def mul(self: np.ndarray, other: np.ndarray) -> np.ndarray:
     """self * other with broadcasting."""
     return (f32(self) * f32(other)).astype(F32)
+
+
+def maximum(self: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """max(self, other) with broadcasting; NaN if either is NaN."""
+    return np.maximum(f32(self), f32(other)).astype(F32)
+
+
+def minimum(self: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """min(self, other) with broadcasting; NaN if either is NaN."""
+    return np.minimum(f32(self), f32(other)).astype(F32)
+
+
+def abs(self: np.ndarray) -> np.ndarray:
+    """|self|."""
+    return np.abs(f32(self)).astype(F32)
 
 
 def relu(self: np.ndarray) -> np.ndarray:
@@ -158,6 +175,20 @@ MUL = portable(
 )
 
 
+def _binary(name: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray], source: str) -> OpDef:
+    return portable(
+        f"aten::{name}.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
+        source,
+        reference=lambda b: b.to_out(fn(b.logical("self"), b.logical("other"))),
+        check=check_binary,
+        contract=f"`out = {name}(self, other)`, NaN if either is NaN\n\n" + BINARY_CONTRACT,
+    )
+
+
+MAXIMUM = _binary("maximum", maximum, "minmax.c")
+MINIMUM = _binary("minimum", minimum, "minmax.c")
+
+
 def _unary(name: str, fn: Callable[[np.ndarray], np.ndarray], source: str | None = None) -> OpDef:
     return portable(
         f"aten::{name}.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
@@ -174,6 +205,7 @@ TANH = _unary("tanh", tanh)
 HARDSIGMOID = _unary("hardsigmoid", hardsigmoid, "sigmoid.c")  # the sigmoid family's file
 HARDSWISH = _unary("hardswish", hardswish, "sigmoid.c")
 SILU = _unary("silu", silu, "sigmoid.c")
+ABS = _unary("abs", abs)
 LEAKY_RELU = portable(
     "aten::leaky_relu.out(Tensor self, Scalar negative_slope=0.01, *, Tensor(a!) out)"
     " -> Tensor(a!)",
@@ -202,23 +234,76 @@ GELU = portable(
 
 
 # -- the aten side: k is the lowering Kit, node a torch.fx.Node (torch-free here)
+def _value(k: Any, node: Any, v: object) -> int:
+    """A float32 operand: a graph value, or a Python number as a one-element constant."""
+    if k.is_node(v):
+        return k.float_input(v).vi
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise k.unsupported(node, f"an operand {v!r} (a tensor or a number)")
+    return k.constant(np.array([v], dtype=F32))
+
+
 def _operands(k: Any, node: Any) -> tuple[int, int]:
     a, c = k.aten_arg(node, "self"), k.aten_arg(node, "other")
-    if not k.is_node(a) or not k.is_node(c):
-        raise k.unsupported(node, "a float tensor-scalar op (both operands must be tensors)")
-    return k.float_input(a).vi, k.float_input(c).vi
+    if not k.is_node(a) and not k.is_node(c):
+        raise k.unsupported(node, "a float op of two numbers")
+    return _value(k, node, a), _value(k, node, c)
+
+
+def _alpha(k: Any, value: object) -> int:
+    return k.double(float(value)) if isinstance(value, float) else k.int_(int(value))  # type: ignore[arg-type]
 
 
 def lower_add(k: Any, node: Any) -> None:
     a, c = _operands(k, node)
-    alpha = k.aten_arg(node, "alpha", 1)
-    alpha_vi = k.double(float(alpha)) if isinstance(alpha, float) else k.int_(int(alpha))
+    alpha_vi = _alpha(k, k.aten_arg(node, "alpha", 1))
     k.call(ADD, node, self=a, other=c, alpha=alpha_vi, out=k.float_out(node).vi)
+
+
+def lower_sub(k: Any, node: Any) -> None:
+    """self - alpha * other: add with -alpha."""
+    a, c = _operands(k, node)
+    alpha_vi = _alpha(k, -k.aten_arg(node, "alpha", 1))
+    k.call(ADD, node, self=a, other=c, alpha=alpha_vi, out=k.float_out(node).vi)
+
+
+def lower_rsub(k: Any, node: Any) -> None:
+    """aten::rsub.Scalar, other - alpha * self: add(other, self, -alpha)."""
+    a, c = _operands(k, node)
+    alpha_vi = _alpha(k, -k.aten_arg(node, "alpha", 1))
+    k.call(ADD, node, self=c, other=a, alpha=alpha_vi, out=k.float_out(node).vi)
 
 
 def lower_mul(k: Any, node: Any) -> None:
     a, c = _operands(k, node)
     k.call(MUL, node, self=a, other=c, out=k.float_out(node).vi)
+
+
+def _times(k: Any, node: Any, factor: float) -> None:
+    x = k.float_input(k.aten_arg(node, "self"))
+    c = k.constant(np.array([factor], dtype=F32))
+    k.call(MUL, node, self=x.vi, other=c, out=k.float_out(node).vi)
+
+
+def lower_div(k: Any, node: Any) -> None:
+    """x / c for a number c: x * float32(1/c) (within an ulp of torch's division)."""
+    divisor = k.aten_arg(node, "other")
+    if k.is_node(divisor) or isinstance(divisor, bool) or not isinstance(divisor, (int, float)) \
+            or divisor == 0:
+        raise k.unsupported(node, f"a float division by {divisor} (only by a nonzero number)")
+    _times(k, node, 1.0 / float(divisor))
+
+
+def lower_neg(k: Any, node: Any) -> None:
+    _times(k, node, -1.0)
+
+
+def _lower_binary(definition: OpDef) -> Callable[[Any, Any], None]:
+    def lower(k: Any, node: Any) -> None:
+        a, c = _operands(k, node)
+        k.call(definition, node, self=a, other=c, out=k.float_out(node).vi)
+
+    return lower
 
 
 def _lower_unary(definition: OpDef) -> Callable[[Any, Any], None]:
@@ -236,7 +321,14 @@ def lower_gelu(k: Any, node: Any) -> None:
 
 
 pattern("aten::add.Tensor", "aten::add_.Tensor", lower_float=lower_add, emits=(ADD,))
+pattern("aten::sub.Tensor", "aten::sub_.Tensor", lower_float=lower_sub, emits=(ADD,))
+pattern("aten::rsub.Scalar", lower_float=lower_rsub, emits=(ADD,))
 pattern("aten::mul.Tensor", "aten::mul_.Tensor", lower_float=lower_mul, emits=(MUL,))
+pattern("aten::div.Tensor", "aten::div_.Tensor", lower_float=lower_div, emits=(MUL,))
+pattern("aten::neg.default", "aten::neg_.default", lower_float=lower_neg, emits=(MUL,))
+pattern("aten::maximum.default", lower_float=_lower_binary(MAXIMUM), emits=(MAXIMUM,))
+pattern("aten::minimum.default", lower_float=_lower_binary(MINIMUM), emits=(MINIMUM,))
+pattern("aten::abs.default", "aten::abs_.default", lower_float=_lower_unary(ABS), emits=(ABS,))
 pattern("aten::relu.default", "aten::relu_.default", lower_float=_lower_unary(RELU), emits=(RELU,))
 pattern("aten::sigmoid.default", lower_float=_lower_unary(SIGMOID), emits=(SIGMOID,))
 pattern("aten::tanh.default", lower_float=_lower_unary(TANH), emits=(TANH,))
