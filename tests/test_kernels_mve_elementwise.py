@@ -1,4 +1,4 @@
-"""Helium (MVE) paths of quantize/dequantize, add/mul, max/avg pooling and softmax on QEMU
+"""Helium (MVE) paths of quantize/dequantize, add/mul, max/avg pooling, softmax and cat on QEMU
 (Cortex-M55), bit-exact with the numpy reference and with the host (scalar) kernels.
 
 One firmware image per session runs every case: each case is an independent one-op call
@@ -21,6 +21,7 @@ from torchmcu import device, native
 from torchmcu import reference as ref
 from torchmcu.pte import program as pm
 from torchmcu.pte import writer
+from torchmcu.reference import ops_pool
 from torchmcu.reference.interpreter import run_program
 
 pytestmark = pytest.mark.needs("arm-gcc", "newlib", "qemu")
@@ -284,7 +285,7 @@ def _pool_geometries():
 
 
 def _pool_out(size: int, k: int, s: int, pad: int, ceil: bool) -> int:
-    return ref.ops_pool.pool_output_size(size, k, s, pad, ceil)
+    return ops_pool.pool_output_size(size, k, s, pad, ceil)
 
 
 def max_pool_cases(p: CaseProgram, rng: np.random.Generator) -> None:
@@ -364,6 +365,40 @@ def softmax_cases(p: CaseProgram, rng: np.random.Generator) -> None:
         p.call("cortex_m::softmax", args, f"{rows}x{n} m={m} s={s} diff_min={diff_min}")
 
 
+def cat_cases(p: CaseProgram, rng: np.random.Generator) -> None:
+    """Runs of 1..40 bytes (the 4-lane loop and its tails), inputs of >= 256 elements (the
+    table), identity inputs (copies), NHWC and contiguous, any cat dim, extreme shifts."""
+    shapes = [([1, c, 1, 1], 1, LEGACY) for c in range(1, 41)]
+    shapes += [([1, 5, 4, 13], 1, LEGACY), ([2, 24, 4, 4], 1, LEGACY), ([1, 3, 9, 11], 2, LEGACY),
+               ([3, 7, 5], 2, None), ([300], 0, None), ([2, 17, 9], 1, None)]  # fmt: skip
+    for k, (sizes, dim, order) in enumerate(shapes):
+        items, zps, mults, shifts = [], [], [], []
+        for j in range(1 + k % 3):
+            part = list(sizes)
+            part[dim] = max(1, sizes[dim] - j)
+            identity = (k + j) % 4 == 0
+            if identity:
+                m, sh, zp = 1 << 30, 1, 0
+            elif (k + j) % 7 == 3:  # extremes: the largest shifts either way
+                m, sh, zp = int(rng.integers(1 << 30, 2**31)), int(rng.choice([-31, -20, 20, 31])), 0
+                zp = int(rng.integers(-128, 128))
+            else:
+                m, sh = ref.single_rounding_multiplier(float(rng.uniform(0.05, 3.0)))
+                zp = int(rng.integers(-128, 128))
+            items.append(p.input(_int8(rng, part), pm.ScalarType.CHAR, part, order, misalign=(k + j) % 3))
+            zps.append(zp)
+            mults.append(m)
+            shifts.append(sh)
+        out_zp = 0 if k % 4 == 0 else int(rng.integers(-128, 128))
+        zps = [out_zp if (k + j) % 4 == 0 else z for j, z in enumerate(zps)]
+        out_sizes = list(sizes)
+        out_sizes[dim] = sum(p.values[i].sizes[dim] for i in items)
+        out = p.output(pm.ScalarType.CHAR, out_sizes, order, misalign=k % 4)
+        lst = p._add(pm.TensorList(items))
+        args = [lst, p.i(dim), p.ints(zps), p.ints(mults), p.ints(shifts), p.i(out_zp), out]
+        p.call("torchmcu::quantized_cat", args, f"{out_sizes} dim={dim} zps={zps} shifts={shifts}")
+
+
 CASE_BUILDERS = {
     "quantize_per_tensor": quantize_cases,
     "dequantize_per_tensor": dequantize_cases,
@@ -372,6 +407,7 @@ CASE_BUILDERS = {
     "quantized_max_pool2d": max_pool_cases,
     "quantized_avg_pool2d": avg_pool_cases,
     "softmax": softmax_cases,
+    "quantized_cat": cat_cases,
 }
 
 
@@ -425,6 +461,7 @@ MVE_KERNELS = {
     "quantized_add": "vqrdmulh",
     "quantized_mul": "vqrdmulh",
     "softmax": "vqrdmulh",
+    "quantized_cat": "vqrdmulh",
 }
 
 
