@@ -19,6 +19,7 @@ from torchmcu.quantize.control_flow import (
     quantize_branches,
 )
 from torchmcu.quantize.fold_bn import fold_batch_norm
+from torchmcu.quantize.layout_idioms import fuse_channel_shuffle
 from torchmcu.quantize.quantizer import TorchmcuQuantizer
 from torchmcu.quantize.recurrent import decompose_recurrent, simplify_recurrent
 
@@ -47,7 +48,7 @@ def export_model(model: torch.nn.Module, example_inputs: tuple[Any, ...]) -> tor
     model.eval()
     exported = decompose_recurrent(torch.export.export(model, tuple(example_inputs)))
     # check_guards=False: the default inserts a _guards_fn call_module that breaks PT2E passes.
-    return simplify_recurrent(exported.module(check_guards=False))
+    return fuse_channel_shuffle(simplify_recurrent(exported.module(check_guards=False)))
 
 
 def _shape(x: Any) -> tuple[int, ...] | None:
