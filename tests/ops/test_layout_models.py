@@ -9,7 +9,8 @@ reference equals torchao's fake-quantized model (prog.quantized_model) on the ou
 these ops only move bytes, cat requantizes each branch once, so the integer program rounds
 as the fake-quantized graph does. The channel shuffle is one cortex_m::transpose, the chunk
 two slices of the NHWC bytes; on ethos-u55-128 the unit is one delegate, bit-exact on the TOSA
-reference model."""
+reference model. Kept in float (the quantizer's set_operator) they run the fp32 forms.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import torchmcu
 from torch import nn
 from torchmcu import native
 from torchmcu.npu.tosa.lower import lower_to_tosa, run_tosa_reference
+from torchmcu.quantize import TorchmcuQuantizer
 from torchmcu.reference.interpreter import run_program
 
 
@@ -87,6 +89,19 @@ def _build(name: str) -> nn.Module:
     return model
 
 
+# the layout ops kept in float (their fp32 rules: portable cat / permute_copy, slice_copy)
+_FLOAT = ("cat.default", "stack.default", "repeat.default", "expand.default", "permute.default",
+          "transpose.int", "channel_shuffle.default", "slice.Tensor", "select.int")  # fmt: skip
+
+
+def _float_layout() -> TorchmcuQuantizer:
+    quantizer = TorchmcuQuantizer()
+    for name in _FLOAT:
+        packet, overload = name.split(".")
+        quantizer.set_operator(getattr(getattr(torch.ops.aten, packet), overload), None)
+    return quantizer
+
+
 @pytest.fixture(scope="module")
 def exported():
     cache: dict[tuple[str, str | None], torchmcu.ExportedModel] = {}
@@ -95,9 +110,11 @@ def exported():
         if (name, npu) not in cache:
             gen = torch.Generator().manual_seed(1)
             calib = [(torch.randn(SHAPES[name], generator=gen),) for _ in range(16)]
+            kept = npu == "float"
             cache[(name, npu)] = torchmcu.export(
-                _build(name), calib[0], calibration=calib, board="corstone-300", int8_io=True,
-                npu=npu,
+                _build(name), calib[0], calibration=calib, board="corstone-300",
+                int8_io=not kept, npu=None if kept else npu,
+                quantizer=_float_layout() if kept else None,
             )  # fmt: skip
         return cache[(name, npu)]
 
@@ -156,3 +173,20 @@ def test_shuffle_unit_is_one_npu_delegate_bit_exact_on_the_tosa_reference(export
     (ref,) = run_program(program, [x])
     (got,) = run_tosa_reference(lower_to_tosa(program, family="u55"), [x])
     assert got.tobytes() == ref.tobytes()
+
+
+def test_fp32_forms_run_on_the_host_as_the_fake_quantized_model(exported):
+    """The same ops kept in float32 (a float region): portable cat / permute_copy and
+    slice_copy of float tensors, the host runtime equal to the reference and both equal to
+    torchao's graph (the ops move float values exactly)."""
+    prog = exported("layout_ops", "float")
+    counts = prog.report["op_counts"]
+    assert counts["aten::cat"] == 3 and counts["aten::permute_copy"] == 2, counts
+    x = torch.randn(SHAPES["layout_ops"], generator=torch.Generator().manual_seed(9))
+    ours = native.run_program(prog.pte_bytes, [x.numpy()])
+    ref = run_program(prog.program, [x.numpy()])
+    with torch.no_grad():
+        fake = prog.quantized_model(x)
+    for o, r, f in zip(ours, ref, fake, strict=True):
+        assert o.tobytes() == r.tobytes()
+        np.testing.assert_array_equal(r, f.numpy())

@@ -225,5 +225,36 @@ def lower_select(k: Any, node: Any) -> None:
     k.bind_shared(node, qs, act, k.alias(part, k.shape_of(node), nhwc=False))
 
 
-pattern("aten::slice.Tensor", annotate=Annotate("shared"), lower=lower_slice, emits=(SLICE_COPY,))
-pattern("aten::select.int", annotate=Annotate("shared"), lower=lower_select, emits=(SLICE_COPY,))
+def _float_copy(k: Any, node: Any, x: Any, dim: int, start: int, end: int, step: int) -> Any:
+    """slice_copy of a float32 value (the kernel copies any element type)."""
+    out = k.new_float(node.name, out_sizes(x.sizes, dim, start, end, step))
+    k.call(
+        SLICE_COPY, node, self=x.vi, dim=k.int_(dim), start=k.int_(start), end=k.int_(end),
+        step=k.int_(step), out=out.vi,
+    )  # fmt: skip
+    return out
+
+
+def lower_slice_float(k: Any, node: Any) -> None:
+    x = k.float_input(node.args[0])
+    dim = int(k.aten_arg(node, "dim", 0)) % x.rank
+    start, end, step = _bounds(k, node, x.sizes[dim])
+    whole = start == 0 and end == x.sizes[dim] and step == 1
+    k.bind(node, x if whole else _float_copy(k, node, x, dim, start, end, step))
+
+
+def lower_select_float(k: Any, node: Any) -> None:
+    """A one-row slice (a view of a size-1 dim), viewed without the dim."""
+    x = k.float_input(node.args[0])
+    dim = int(k.aten_arg(node, "dim")) % x.rank
+    at = int(k.aten_arg(node, "index")) % x.sizes[dim]
+    if x.sizes[dim] > 1:
+        x = _float_copy(k, node, x, dim, at, at + 1, 1)
+    k.bind(node, k.alias(x, k.shape_of(node), nhwc=False))
+
+
+for _aten, _int8, _fp32 in (
+    ("aten::slice.Tensor", lower_slice, lower_slice_float),
+    ("aten::select.int", lower_select, lower_select_float),
+):
+    pattern(_aten, annotate=Annotate("shared"), lower=_int8, lower_float=_fp32, emits=(SLICE_COPY,))
