@@ -1,4 +1,4 @@
-"""Executed instructions of quantize/dequantize, add/mul, max/avg pooling and softmax on QEMU
+"""Executed instructions of quantize/dequantize, add/mul, max/avg pooling, softmax and cat on QEMU
 (Cortex-M55), scalar vs Helium (MVE), against the CMSIS-NN figures of issue 4.
 
     python bench/kernels_mve_elementwise.py [--shapes add maxpool ...]
@@ -35,6 +35,7 @@ class Shape:
     elements: int
     cmsis_nn: int | None  # issue 4's reference figure
     build: Callable  # (CaseProgram, rng) -> None, adds exactly one call
+    symbol: str | None = None  # the entry point, when not tm_cortex_m_<op>_out
 
 
 def _quantize(p, rng) -> None:
@@ -124,6 +125,24 @@ def _softmax(n: int) -> Callable:
     return build
 
 
+def _cat(requantized: bool, h: int, w: int) -> Callable:
+    """Two NHWC halves of 32 channels joined along C, each requantized or both copied."""
+
+    def build(p, rng) -> None:
+        from torchmcu import reference as ref
+        from torchmcu.pte import program as pm
+
+        halves = [_nhwc(p, rng, h, w, 32) for _ in range(2)]
+        out = p.output(pm.ScalarType.CHAR, [1, 64, h, w], LEGACY)
+        params = [ref.single_rounding_multiplier(r) for r in (0.7, 1.6)] if requantized else [(1 << 30, 1)] * 2
+        zps = [5, -9] if requantized else [0, 0]
+        args = [p._add(pm.TensorList(halves)), p.i(1), p.ints(zps), p.ints([m for m, _ in params]),
+                p.ints([s for _, s in params]), p.i(0), out]  # fmt: skip
+        p.call("torchmcu::quantized_cat", args, f"2x{h}x{w}x32 requantized={requantized}")
+
+    return build
+
+
 SHAPES: dict[str, Shape] = {
     "quantize": Shape("quantize_per_tensor", 16384, None, _quantize),
     "dequantize": Shape("dequantize_per_tensor", 16384, None, _dequantize),
@@ -133,6 +152,9 @@ SHAPES: dict[str, Shape] = {
     "avgpool": Shape("quantized_avg_pool2d", 8000, 9_359, _avgpool),
     "softmax_1x10": Shape("softmax", 10, 5_779, _softmax(10)),
     "softmax_1x1000": Shape("softmax", 1000, 537_951, _softmax(1000)),
+    "cat_16x16": Shape("quantized_cat", 16384, None, _cat(True, 16, 16), "tm_torchmcu_quantized_cat_out"),
+    "cat_2x2": Shape("quantized_cat", 256, None, _cat(True, 2, 2), "tm_torchmcu_quantized_cat_out"),
+    "cat_copy_16x16": Shape("quantized_cat", 16384, None, _cat(False, 16, 16), "tm_torchmcu_quantized_cat_out"),
 }
 
 
@@ -159,7 +181,7 @@ def measure(name: str, shape: Shape, build_dir: Path, scalar_only: bool) -> int:
     expected = run_program(program, p.input_arrays)
     if any(g.tobytes() != e.tobytes() for g, e in zip(got, expected)):
         raise SystemExit(f"{name}: output differs from the reference (scalar_only={scalar_only})")
-    entry = f"tm_cortex_m_{shape.op}_out"
+    entry = shape.symbol or f"tm_cortex_m_{shape.op}_out"
     counts = count_instructions(image.elf, BOARD, {"kernel": (entry, "tm_bench_end")}, timeout=300)
     return counts["regions"]["kernel"][0]
 

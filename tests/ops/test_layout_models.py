@@ -1,7 +1,8 @@
 """The tensor and layout ops as model code writes them (issue 17): a ShuffleNetV2 unit
 (x.chunk(2, dim=1), a conv branch, torch.cat of the two halves, the view / transpose / view
 channel shuffle) and a module using torch.split with sizes, stack, permute, repeat, expand,
-F.channel_shuffle, unbind, select, slice with a step and flatten in the middle of the graph.
+F.channel_shuffle, unbind, select, slice with a step, flatten in the middle of the graph and a
+constant pad of a 5-D tensor.
 
 Each exports for corstone-300 as int8 calls only (no float kernel, no quantize/dequantize:
 int8 I/O), the C host runtime equals the reference interpreter bit for bit, and the
@@ -72,6 +73,7 @@ class LayoutOps(nn.Module):
             self.fc(y[:, ::2, ::2].flatten(1)),
             y[:, 1],
             y[:, :, 1:3].reshape(1, 6, 8).unsqueeze(0),
+            F.pad(y.view(1, 2, 3, 4, 4), (1, 1, 2, 0), value=0.5),  # 5-D: [6, 4, 4] padded
         )
 
 
@@ -127,6 +129,7 @@ def test_exports_int8_calls_only(name, exported):
     float_ops = [op for op in counts if not op.startswith(("cortex_m::", "torchmcu::"))]
     assert not float_ops, counts
     assert "cortex_m::quantize_per_tensor" not in counts and "torchmcu::quantized_cat" in counts
+    assert name != "layout_ops" or counts["cortex_m::pad"] == 1
 
 
 def test_channel_shuffle_is_one_transpose_and_chunk_slices_nhwc_bytes(exported):
