@@ -143,6 +143,15 @@ def _cat(requantized: bool, h: int, w: int) -> Callable:
     return build
 
 
+def _shuffle(p, rng) -> None:
+    """The channel shuffle of a 16x16x32 NHWC activation in 2 groups: [256, 2, 16] -> [256, 16, 2]."""
+    from torchmcu.pte import program as pm
+
+    x = p.input(rng.integers(-128, 128, (256, 2, 16), dtype=np.int8), pm.ScalarType.CHAR)
+    out = p.output(pm.ScalarType.CHAR, [256, 16, 2])
+    p.call("cortex_m::transpose", [x, p.ints([0, 2, 1]), out], "256x2x16 -> 256x16x2")
+
+
 SHAPES: dict[str, Shape] = {
     "quantize": Shape("quantize_per_tensor", 16384, None, _quantize),
     "dequantize": Shape("dequantize_per_tensor", 16384, None, _dequantize),
@@ -153,6 +162,7 @@ SHAPES: dict[str, Shape] = {
     "softmax_1x10": Shape("softmax", 10, 5_779, _softmax(10)),
     "softmax_1x1000": Shape("softmax", 1000, 537_951, _softmax(1000)),
     "cat_16x16": Shape("quantized_cat", 16384, None, _cat(True, 16, 16), "tm_torchmcu_quantized_cat_out"),
+    "shuffle_16x16x32": Shape("transpose", 8192, None, _shuffle),
     "cat_2x2": Shape("quantized_cat", 256, None, _cat(True, 2, 2), "tm_torchmcu_quantized_cat_out"),
     "cat_copy_16x16": Shape("quantized_cat", 16384, None, _cat(False, 16, 16), "tm_torchmcu_quantized_cat_out"),
 }
