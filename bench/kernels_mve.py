@@ -39,6 +39,7 @@ ENTRY = {
     "cortex_m::quantized_conv2d": "tm_cortex_m_quantized_conv2d_out",
     "cortex_m::quantized_depthwise_conv2d": "tm_cortex_m_quantized_depthwise_conv2d_out",
     "cortex_m::quantized_linear": "tm_cortex_m_quantized_linear_out",
+    "cortex_m::quantized_transpose_conv2d": "tm_cortex_m_quantized_transpose_conv2d_out",
 }
 
 # name -> (builder args, CMSIS-NN instructions from issue 4)
@@ -53,6 +54,17 @@ SHAPES: dict[str, tuple[tuple, int]] = {
     "dwconv3x3_s2": (("dw", 1, 48, 48, 32, 3, 3, (2, 2), (1, 1)), 447_037),
     "fc_ae": (("fc", 1, 640, 128), 40_166),
     "fc_small": (("fc", 1, 64, 12), 676),
+    # issue 17 (no CMSIS-NN figure measured: 0): conv1d as H = 1, grouped, dilated, transposed
+    "conv1d_kws_k5_s2": (("conv", 1, 1, 49, 40, 32, 1, 5, (1, 2), (0, 2)), 0),
+    "dwconv1d_k3_d2": (("dw", 1, 1, 25, 32, 1, 3, (1, 1), (0, 2), (1, 2)), 0),
+    "conv1x1_g4_shufflenet": (("conv", 1, 16, 16, 64, 64, 1, 1, (1, 1), (0, 0), (1, 1), 4), 0),
+    "conv1x1_g1_16ch_x4": (("conv", 1, 16, 16, 16, 16, 1, 1, (1, 1), (0, 0)), 0),
+    "conv3x3_g2_resnext": (("conv", 1, 8, 8, 32, 32, 3, 3, (1, 1), (1, 1), (1, 1), 2), 0),
+    "conv3x3_g1_16ch_x2": (("conv", 1, 8, 8, 16, 16, 3, 3, (1, 1), (1, 1)), 0),
+    "conv3x3_d2": (("conv", 1, 16, 16, 16, 16, 3, 3, (1, 1), (2, 2), (2, 2)), 0),
+    "dwconv3x3_d2": (("dw", 1, 24, 24, 32, 3, 3, (1, 1), (2, 2), (2, 2)), 0),
+    "tconv3x3_s2_unet": (("tconv", 1, 8, 8, 16, 8, 3, 3, (2, 2), (1, 1), (1, 1)), 0),
+    "tconv2x2_s2": (("tconv", 1, 8, 8, 32, 16, 2, 2, (2, 2), (0, 0), (0, 0)), 0),
 }
 
 
@@ -67,7 +79,7 @@ class Row:
 
     @property
     def ratio(self) -> float:
-        return self.mve / self.cmsis_nn
+        return self.mve / self.cmsis_nn if self.cmsis_nn else float("nan")
 
 
 def make_case(name: str, spec: tuple):
@@ -76,17 +88,24 @@ def make_case(name: str, spec: tuple):
     rng = np.random.default_rng(1234)
     kind, *a = spec
     if kind == "conv":
-        n, h, w, cin, cout, kh, kw, stride, pad = a
-        case = t.conv_case(rng, name, n, h, w, cin, cout, kh, kw, stride, pad)
-        oh = (h + 2 * pad[0] - kh) // stride[0] + 1
-        ow = (w + 2 * pad[1] - kw) // stride[1] + 1
-        macs = n * oh * ow * cout * kh * kw * cin
+        n, h, w, cin, cout, kh, kw, stride, pad, *rest = a
+        dil = rest[0] if rest else (1, 1)
+        groups = rest[1] if len(rest) > 1 else 1
+        case = t.conv_case(rng, name, n, h, w, cin, cout, kh, kw, stride, pad, dil, groups)
+        oh = (h + 2 * pad[0] - dil[0] * (kh - 1) - 1) // stride[0] + 1
+        ow = (w + 2 * pad[1] - dil[1] * (kw - 1) - 1) // stride[1] + 1
+        macs = n * oh * ow * cout * kh * kw * cin // groups
     elif kind == "dw":
-        n, h, w, c, kh, kw, stride, pad = a
-        case = t.dw_case(rng, name, n, h, w, c, kh, kw, stride, pad)
-        oh = (h + 2 * pad[0] - kh) // stride[0] + 1
-        ow = (w + 2 * pad[1] - kw) // stride[1] + 1
+        n, h, w, c, kh, kw, stride, pad, *rest = a
+        dil = rest[0] if rest else (1, 1)
+        case = t.dw_case(rng, name, n, h, w, c, kh, kw, stride, pad, dil)
+        oh = (h + 2 * pad[0] - dil[0] * (kh - 1) - 1) // stride[0] + 1
+        ow = (w + 2 * pad[1] - dil[1] * (kw - 1) - 1) // stride[1] + 1
         macs = n * oh * ow * c * kh * kw
+    elif kind == "tconv":
+        n, h, w, cin, cout, kh, kw, stride, pad, out_pad = a
+        case = t.tconv_case(rng, name, n, h, w, cin, cout, kh, kw, stride, pad, out_pad)
+        macs = n * h * w * cin * cout * kh * kw
     else:
         rows, k, nout = a
         case = t.linear_case(rng, name, rows, k, nout, "kernel_sum", per_channel=True)
@@ -133,7 +152,7 @@ def main() -> None:
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     rows = []
-    header = (f"{'shape':18} {'MACs':>10} {'scalar':>11} {'/MAC':>6} {'MVE':>10} {'/MAC':>6} {'CMSIS-NN':>10} "
+    header = (f"{'shape':22} {'MACs':>10} {'scalar':>11} {'/MAC':>6} {'MVE':>10} {'/MAC':>6} {'CMSIS-NN':>10} "
               f"{'ratio':>6} {'MVE 1st':>10} {'ratio':>6}")  # fmt: skip
     print("executed instructions of the steady-state (second) call, as in an inference loop; "
           "'MVE 1st': the first call (full argument checks)")  # fmt: skip
@@ -145,8 +164,8 @@ def main() -> None:
         mve_first, mve = measure(case, Path(args.build_dir), False)
         row = Row(name, macs, scalar, mve, mve_first, cmsis)
         rows.append(row)
-        print(f"{name:18} {macs:>10,} {scalar:>11,} {scalar / macs:>6.2f} {mve:>10,} {mve / macs:>6.2f} "
-              f"{cmsis:>10,} {row.ratio:>5.2f}x {mve_first:>10,} {mve_first / cmsis:>5.2f}x", flush=True)  # fmt: skip
+        print(f"{name:22} {macs:>10,} {scalar:>11,} {scalar / macs:>6.2f} {mve:>10,} {mve / macs:>6.2f} "
+              f"{cmsis:>10,} {row.ratio:>5.2f}x {mve_first:>10,} {mve_first / cmsis if cmsis else float('nan'):>5.2f}x", flush=True)  # fmt: skip
     if args.json:
         Path(args.json).write_text(json.dumps([asdict(r) | {"ratio": r.ratio} for r in rows], indent=2))
 

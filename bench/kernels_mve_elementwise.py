@@ -1,4 +1,4 @@
-"""Executed instructions of quantize/dequantize, add/mul, max/avg pooling, softmax and cat on QEMU
+"""Executed instructions of quantize/dequantize, add/mul, max/avg pooling, softmax, resize and cat on QEMU
 (Cortex-M55), scalar vs Helium (MVE), against the CMSIS-NN figures of issue 4.
 
     python bench/kernels_mve_elementwise.py [--shapes add maxpool ...]
@@ -35,7 +35,7 @@ class Shape:
     elements: int
     cmsis_nn: int | None  # issue 4's reference figure
     build: Callable  # (CaseProgram, rng) -> None, adds exactly one call
-    symbol: str | None = None  # the entry point, when not tm_cortex_m_<op>_out
+    prefix: str = "tm_cortex_m_"  # of the kernel's entry point
 
 
 def _quantize(p, rng) -> None:
@@ -125,6 +125,20 @@ def _softmax(n: int) -> Callable:
     return build
 
 
+def _resize(bilinear: bool) -> Callable:
+    def build(p, rng) -> None:
+        from torchmcu import reference as ref
+        from torchmcu.pte import program as pm
+
+        m, s = ref.single_rounding_multiplier(1 / 16) if bilinear else (0, 0)
+        x = _nhwc(p, rng, 16, 16, 16)
+        out = p.output(pm.ScalarType.CHAR, [1, 16, 32, 32], LEGACY)
+        args = [x, p.ints([4, 2, 4, 2]), p.ints([-1, -1]), p.b(bilinear), p.i(m), p.i(s), out]
+        p.call("torchmcu::resize2d", args, f"16x16x16 2x bilinear={bilinear}")
+
+    return build
+
+
 def _cat(requantized: bool, h: int, w: int) -> Callable:
     """Two NHWC halves of 32 channels joined along C, each requantized or both copied."""
 
@@ -161,10 +175,12 @@ SHAPES: dict[str, Shape] = {
     "avgpool": Shape("quantized_avg_pool2d", 8000, 9_359, _avgpool),
     "softmax_1x10": Shape("softmax", 10, 5_779, _softmax(10)),
     "softmax_1x1000": Shape("softmax", 1000, 537_951, _softmax(1000)),
-    "cat_16x16": Shape("quantized_cat", 16384, None, _cat(True, 16, 16), "tm_torchmcu_quantized_cat_out"),
+    "resize_nearest_2x": Shape("resize2d", 16384, None, _resize(False), "tm_torchmcu_"),
+    "resize_bilinear_2x": Shape("resize2d", 16384, None, _resize(True), "tm_torchmcu_"),
+    "cat_16x16": Shape("quantized_cat", 16384, None, _cat(True, 16, 16), "tm_torchmcu_"),
+    "cat_2x2": Shape("quantized_cat", 256, None, _cat(True, 2, 2), "tm_torchmcu_"),
+    "cat_copy_16x16": Shape("quantized_cat", 16384, None, _cat(False, 16, 16), "tm_torchmcu_"),
     "shuffle_16x16x32": Shape("transpose", 8192, None, _shuffle),
-    "cat_2x2": Shape("quantized_cat", 256, None, _cat(True, 2, 2), "tm_torchmcu_quantized_cat_out"),
-    "cat_copy_16x16": Shape("quantized_cat", 16384, None, _cat(False, 16, 16), "tm_torchmcu_quantized_cat_out"),
 }
 
 
@@ -191,7 +207,7 @@ def measure(name: str, shape: Shape, build_dir: Path, scalar_only: bool) -> int:
     expected = run_program(program, p.input_arrays)
     if any(g.tobytes() != e.tobytes() for g, e in zip(got, expected)):
         raise SystemExit(f"{name}: output differs from the reference (scalar_only={scalar_only})")
-    entry = shape.symbol or f"tm_cortex_m_{shape.op}_out"
+    entry = f"{shape.prefix}{shape.op}_out"
     counts = count_instructions(image.elf, BOARD, {"kernel": (entry, "tm_bench_end")}, timeout=300)
     return counts["regions"]["kernel"][0]
 

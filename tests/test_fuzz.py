@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _cmake import locked_build
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "build" / "fuzz"
@@ -41,30 +42,7 @@ def build_fuzzers() -> Path:
     """Configure and build tools/fuzz into build/fuzz (once per process; locked)."""
     if "dir" in _built:
         return _built["dir"]
-    BUILD.parent.mkdir(exist_ok=True)
-    with open(BUILD.parent / ".fuzz.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (BUILD / "CMakeCache.txt").exists():
-            gen = ["-G", "Ninja"] if shutil.which("ninja") else []
-            r = subprocess.run(
-                [
-                    "cmake",
-                    "-S",
-                    str(ROOT / "tools" / "fuzz"),
-                    "-B",
-                    str(BUILD),
-                    *gen,
-                    "-DCMAKE_C_COMPILER=clang",
-                ],
-                capture_output=True,
-                check=False,
-                text=True,
-            )
-            assert r.returncode == 0, r.stdout + r.stderr
-        r = subprocess.run(
-            ["cmake", "--build", str(BUILD)], capture_output=True, check=False, text=True
-        )
-        assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    locked_build(ROOT / "tools" / "fuzz", BUILD, [])
     _built["dir"] = BUILD
     return BUILD
 

@@ -14,15 +14,14 @@ fails. One pte_check process per model, all started at once.
 from __future__ import annotations
 
 import copy
-import fcntl
 import os
 import re
-import shutil
 import struct
 import subprocess
 from pathlib import Path
 
 import pytest
+from _cmake import locked_build
 from test_fuzz import seed_corpus
 from torchmcu.examples.models import MLPERF_TINY
 from torchmcu.pte import program as pm
@@ -40,36 +39,12 @@ pytestmark = pytest.mark.needs("clang", "cmake", "clang-sanitizers", "libfuzzer"
 
 @pytest.fixture(scope="module")
 def pte_check() -> Path:
-    BUILD.parent.mkdir(exist_ok=True)
-    with open(BUILD.parent / ".hostile-asan-opt.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (BUILD / "CMakeCache.txt").exists():
-            gen = ["-G", "Ninja"] if shutil.which("ninja") else []
-            r = subprocess.run(
-                [
-                    "cmake",
-                    "-S",
-                    str(ROOT),
-                    "-B",
-                    str(BUILD),
-                    *gen,
-                    "-DCMAKE_C_COMPILER=clang",
-                    "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
-                    "-DTORCHMCU_SANITIZE=ON",
-                    "-DTORCHMCU_HOST_TOOLS=ON",
-                ],
-                capture_output=True,
-                check=False,
-                text=True,
-            )
-            assert r.returncode == 0, r.stdout + r.stderr
-        r = subprocess.run(
-            ["cmake", "--build", str(BUILD), "--target", "pte_check"],
-            capture_output=True,
-            check=False,
-            text=True,
-        )
-        assert r.returncode == 0, r.stdout + r.stderr
+    locked_build(
+        ROOT,
+        BUILD,
+        ["-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DTORCHMCU_SANITIZE=ON", "-DTORCHMCU_HOST_TOOLS=ON"],
+        "pte_check",
+    )
     return BUILD / "tools" / "host" / "pte_check"
 
 

@@ -1,5 +1,5 @@
-"""Helium (MVE) paths of quantized_linear, quantized_conv2d and quantized_depthwise_conv2d,
-bit-exact on QEMU (Cortex-M55 with MVE) against the numpy reference.
+"""Helium (MVE) paths of quantized_linear, quantized_conv2d, quantized_depthwise_conv2d and
+quantized_transpose_conv2d, bit-exact on QEMU (Cortex-M55 with MVE) against the numpy reference.
 
 One Program holds every case as its own KernelCall (own input, constants, scratch and output),
 so the session builds one firmware image and runs QEMU once. The expected outputs come from
@@ -154,6 +154,21 @@ def dw_case(rng, name, n, h, w, c, kh, kw, stride=(1, 1), pad=(0, 0), dil=(1, 1)
     return Case(name, "cortex_m::quantized_depthwise_conv2d" + ("_nhwc" if nhwc else ""), x, args)
 
 
+def tconv_case(rng, name, n, h, w, cin, cout, kh, kw, stride=(2, 2), pad=(0, 0), out_pad=(0, 0), dil=(1, 1),
+               per_channel=True, bias=True, nhwc=False) -> Case:
+    x = _i8(rng, (n, h, w, cin))
+    wt = _i8(rng, (cout, kh, kw, cin))
+    m, s = _requant(rng, cout, kh * kw * cin, per_channel)
+    lo, hi = _act(rng)
+    args = {
+        "weight": wt, "bias": rng.integers(-5000, 5000, size=cout, dtype=np.int32) if bias else None,
+        "stride": list(stride), "padding": list(pad), "output_padding": list(out_pad), "dilation": list(dil),
+        "input_offset": int(rng.integers(-127, 129)), "output_offset": int(rng.integers(-128, 128)),
+        "multipliers": m, "shifts": s, "act_min": lo, "act_max": hi, "nhwc": nhwc,
+    }  # fmt: skip
+    return Case(name, "cortex_m::quantized_transpose_conv2d" + ("_nhwc" if nhwc else ""), x, args)
+
+
 def linear_case(rng, name, rows, k, n, form="bias", per_channel=False, filter_offset=0) -> Case:
     x = _i8(rng, (rows, k))
     wt = _i8(rng, (n, k))
@@ -277,6 +292,26 @@ def all_cases() -> list[Case]:
     extreme2.x[...] = 127
     extreme2.args["weight"][...] = -128
     cases.append(extreme2)
+    # conv1d as H = 1 (issue 17): im2col rows, strides, padding, dilation, groups; depthwise 1xK
+    cases.append(conv_case(rng, "conv1d_k5_s2_p2_40to32", 1, 1, 49, 40, 32, 1, 5, (1, 2), (0, 2)))
+    cases.append(conv_case(rng, "conv1d_k3_d2_p2_17to9", 2, 1, 13, 17, 9, 1, 3, (1, 1), (0, 2), (1, 2), nhwc=True))
+    cases.append(conv_case(rng, "conv1d_k1_groups4", 1, 1, 25, 32, 32, 1, 1, groups=4))
+    cases.append(conv_case(rng, "conv1d_k3_groups2_d3", 1, 1, 20, 12, 8, 1, 3, (1, 1), (0, 3), (1, 3), groups=2))
+    cases.append(dw_case(rng, "dw1d_k3_d2_p2_c32", 1, 1, 25, 32, 1, 3, (1, 1), (0, 2), (1, 2)))
+    cases.append(dw_case(rng, "dw1d_k9_s2_p4_c19", 1, 1, 30, 19, 1, 9, (1, 2), (0, 4), nhwc=True))
+    cases.append(dw_case(rng, "dw3x3_d3_p3_c16", 1, 8, 8, 16, 3, 3, (1, 1), (3, 3), (3, 3)))
+    # transposed conv: strides, padding, output_padding, dilation, channel tails, batch 2
+    for i, (n, h, w, cin, cout, kh, kw, s, p, op, d) in enumerate([
+        (1, 4, 4, 8, 6, 3, 3, (2, 2), (1, 1), (1, 1), (1, 1)),
+        (1, 3, 5, 16, 4, 2, 2, (2, 2), (0, 0), (0, 0), (1, 1)),
+        (2, 3, 3, 5, 7, 4, 3, (2, 3), (1, 0), (0, 2), (1, 1)),
+        (1, 5, 4, 33, 9, 3, 3, (1, 1), (1, 1), (0, 0), (2, 2)),
+        (1, 2, 2, 3, 1, 5, 5, (3, 3), (2, 2), (2, 1), (1, 1)),
+        (1, 1, 8, 17, 10, 1, 4, (1, 2), (0, 1), (0, 1), (1, 1)),
+    ]):
+        cases.append(tconv_case(rng, f"tconv{kh}x{kw}_{n}x{h}x{w}x{cin}_to{cout}_s{s[0]}{s[1]}_p{p[0]}{p[1]}"
+                                f"_op{op[0]}{op[1]}_d{d[0]}{d[1]}", n, h, w, cin, cout, kh, kw, s, p, op, d,
+                                per_channel=i % 3 != 1, bias=i % 4 != 2, nhwc=i % 3 == 2))  # fmt: skip
     return cases
 
 
@@ -305,10 +340,18 @@ def _build_program(cases: list[Case]) -> tuple[pm.Program, list[np.ndarray]]:
             n, h, w, c = case.x.shape
             wt = a["weight"]
             depthwise = "depthwise" in case.op
+            transposed = "transpose" in case.op
             cout = wt.shape[3] if depthwise else wt.shape[0]
             kh, kw = wt.shape[1], wt.shape[2]
-            oh = (h + 2 * a["padding"][0] - a["dilation"][0] * (kh - 1) - 1) // a["stride"][0] + 1
-            ow = (w + 2 * a["padding"][1] - a["dilation"][1] * (kw - 1) - 1) // a["stride"][1] + 1
+            if transposed:
+                oh, ow = (
+                    (size - 1) * a["stride"][i] - 2 * a["padding"][i] + a["dilation"][i] * (k - 1)
+                    + a["output_padding"][i] + 1
+                    for i, (size, k) in enumerate(((h, kh), (w, kw)))
+                )  # fmt: skip
+            else:
+                oh = (h + 2 * a["padding"][0] - a["dilation"][0] * (kh - 1) - 1) // a["stride"][0] + 1
+                ow = (w + 2 * a["padding"][1] - a["dilation"][1] * (kw - 1) - 1) // a["stride"][1] + 1
             nhwc = a["nhwc"]
             in_sizes, out_sizes = ([n, h, w, c], [n, oh, ow, cout]) if nhwc else ([n, c, h, w], [n, cout, oh, ow])
             order = [0, 1, 2, 3] if nhwc else NHWC_LEGACY
@@ -320,14 +363,17 @@ def _build_program(cases: list[Case]) -> tuple[pm.Program, list[np.ndarray]]:
             args = [
                 xi, b.const(wt, pm.ScalarType.CHAR),
                 b.none() if a["bias"] is None else b.const(a["bias"], pm.ScalarType.INT),
-                b.int_list(a["stride"]), b.int_list(a["padding"]), b.int_list(a["dilation"]),
+                b.int_list(a["stride"]), b.int_list(a["padding"]),
             ]  # fmt: skip
+            if transposed:
+                args.append(b.int_list(a["output_padding"]))
+            args.append(b.int_list(a["dilation"]))
             if depthwise:
                 args.append(b.int(a["depth_multiplier"]))
             args += [
                 b.int(a["input_offset"]), b.int(a["output_offset"]),
                 b.const(a["multipliers"], pm.ScalarType.INT), b.const(a["shifts"], pm.ScalarType.INT),
-                b.int(a["act_min"]), b.int(a["act_max"]), scratch, out, out,
+                b.int(a["act_min"]), b.int(a["act_max"]), scratch, *([scratch] if transposed else []), out, out,
             ]  # fmt: skip
             inputs.append(case.x if nhwc else case.x.transpose(0, 3, 1, 2))
         b.inputs.append(xi)

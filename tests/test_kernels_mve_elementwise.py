@@ -1,5 +1,5 @@
-"""Helium (MVE) paths of quantize/dequantize, add/mul, max/avg pooling, softmax and cat on QEMU
-(Cortex-M55), bit-exact with the numpy reference and with the host (scalar) kernels.
+"""Helium (MVE) paths of quantize/dequantize, add/mul, max/avg pooling, softmax, resize and cat
+on QEMU (Cortex-M55), bit-exact with the numpy reference and with the host (scalar) kernels.
 
 One firmware image per session runs every case: each case is an independent one-op call
 inside a single Program (its operands are method inputs, its result a method output), so
@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 from torchmcu import device, native
 from torchmcu import reference as ref
+from torchmcu.reference import ops_pool
 from torchmcu.pte import program as pm
 from torchmcu.pte import writer
-from torchmcu.reference import ops_pool
 from torchmcu.reference.interpreter import run_program
 
 pytestmark = pytest.mark.needs("arm-gcc", "newlib", "qemu")
@@ -399,6 +399,26 @@ def cat_cases(p: CaseProgram, rng: np.random.Generator) -> None:
         p.call("torchmcu::quantized_cat", args, f"{out_sizes} dim={dim} zps={zps} shifts={shifts}")
 
 
+def resize_cases(p: CaseProgram, rng: np.random.Generator) -> None:
+    """torchmcu::resize2d: nearest (the predicated byte copy) and bilinear (4 int32 lanes a
+    step), channel tails 1..40, the exporter's 2x forms and random TOSA parameters."""
+    for k, c in enumerate([*CHANNELS, 2, 4, 5, 8, 13, 15, 31, 33, 48, 1, 3, 17]):
+        bilinear = k % 2 == 1
+        h, w = int(rng.integers(1, 6)), int(rng.integers(1, 6))
+        if k < 4:  # the exporter's 2x upsample (half-pixel centres)
+            oh, ow, scale, offset = 2 * h, 2 * w, [4, 2, 4, 2], [-1, -1]
+        else:
+            oh, ow = int(rng.integers(1, 11)), int(rng.integers(1, 11))
+            yn, xn = int(rng.integers(1, 12)), int(rng.integers(1, 12))
+            scale = [yn, int(rng.integers(1, 16 * yn)), xn, int(rng.integers(1, 16 * xn))]
+            offset = [int(rng.integers(-yn, 16 * yn)), int(rng.integers(-xn, 16 * xn))]
+        m, s = ref.single_rounding_multiplier(1 / (scale[0] * scale[2])) if bilinear else (0, 0)
+        x = p.input(_int8(rng, [1, c, h, w]), pm.ScalarType.CHAR, [1, c, h, w], LEGACY, misalign=k % 16)
+        out = p.output(pm.ScalarType.CHAR, [1, c, oh, ow], LEGACY, misalign=(k * 7) % 16)
+        args = [x, p.ints(scale), p.ints(offset), p.b(bilinear), p.i(m), p.i(s), out]
+        p.call("torchmcu::resize2d", args, f"{h}x{w}x{c} -> {oh}x{ow} {scale} {offset} bilinear={bilinear}")
+
+
 CASE_BUILDERS = {
     "quantize_per_tensor": quantize_cases,
     "dequantize_per_tensor": dequantize_cases,
@@ -407,6 +427,7 @@ CASE_BUILDERS = {
     "quantized_max_pool2d": max_pool_cases,
     "quantized_avg_pool2d": avg_pool_cases,
     "softmax": softmax_cases,
+    "resize2d": resize_cases,
     "quantized_cat": cat_cases,
 }
 
@@ -461,6 +482,7 @@ MVE_KERNELS = {
     "quantized_add": "vqrdmulh",
     "quantized_mul": "vqrdmulh",
     "softmax": "vqrdmulh",
+    "resize2d": "vqrdmulh",
     "quantized_cat": "vqrdmulh",
 }
 

@@ -118,6 +118,32 @@ def requant_params(rng: np.random.Generator, n: int, lo: float = 1e-4, hi: float
     return [m for m, _ in pairs], [s for _, s in pairs]
 
 
+def _window_out(net: Net, x: int, cout: int | None, k, stride, padding, dilation=(1, 1)) -> int:
+    """The int8 activation a window op (floor mode) writes; cout None keeps x's channels."""
+    n, c, h, w = net.b.tensor(x).sizes
+    oh = (h + 2 * padding[0] - dilation[0] * (k[0] - 1) - 1) // stride[0] + 1
+    ow = (w + 2 * padding[1] - dilation[1] * (k[1] - 1) - 1) // stride[1] + 1
+    return net.act([n, c if cout is None else cout, oh, ow])
+
+
+def _conv_constants(net: Net, rng, weight_shape, cout: int, *scale_range) -> tuple:
+    """Random int8 weights of weight_shape, int32 bias and per-channel requantization."""
+    weight = net.b.constant(rng.integers(-127, 128, weight_shape).astype(np.int8))
+    bias = net.b.constant(rng.integers(-3000, 3000, cout).astype(np.int32))
+    return (weight, bias, *requant_params(rng, cout, *scale_range))
+
+
+def _requantize_args(net: Net, mults, shifts, act) -> list[int]:
+    """A convolution's last arguments: per-channel requantization, clamp and scratch."""
+    return [
+        net.ints(mults),
+        net.ints(shifts),
+        net.b.int_(act[0]),
+        net.b.int_(act[1]),
+        net.scratch(),
+    ]
+
+
 def conv(
     net: Net,
     x: int,
@@ -131,73 +157,46 @@ def conv(
     in_off=5,
     out_off=-3,
 ) -> int:
-    t = net.b.tensor(x)
-    n, cin, h, w = t.sizes
-    kh, kw = k
-    oh = (h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
-    ow = (w + 2 * padding[1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
-    out = net.act([n, cout, oh, ow])
-    weight = net.b.constant(rng.integers(-127, 128, (cout, kh, kw, cin)).astype(np.int8))
-    bias = net.b.constant(rng.integers(-3000, 3000, cout).astype(np.int32))
-    mults, shifts = requant_params(rng, cout)
+    cin = net.b.tensor(x).sizes[1]
+    out = _window_out(net, x, cout, k, stride, padding, dilation)
+    weight, bias, mults, shifts = _conv_constants(net, rng, (cout, *k, cin), cout)
     b = net.b
     args = [
         x,
         weight,
         bias,
-        b.int_list(stride),
-        b.int_list(padding),
+        *map(b.int_list, (stride, padding)),
         b.int_list(dilation),
         b.int_(in_off),
         b.int_(out_off),
-        net.ints(mults),
-        net.ints(shifts),
-        b.int_(act[0]),
-        b.int_(act[1]),
-        net.scratch(),
+        *_requantize_args(net, mults, shifts, act),
     ]
     b.call("cortex_m::quantized_conv2d", args, out)
     return out
 
 
 def depthwise(net: Net, x: int, rng, multiplier: int, k, stride, padding, act=(-128, 127)) -> int:
-    t = net.b.tensor(x)
-    n, c, h, w = t.sizes
-    kh, kw = k
-    oh = (h + 2 * padding[0] - kh) // stride[0] + 1
-    ow = (w + 2 * padding[1] - kw) // stride[1] + 1
-    cout = c * multiplier
-    out = net.act([n, cout, oh, ow])
-    weight = net.b.constant(rng.integers(-127, 128, (1, kh, kw, cout)).astype(np.int8))
-    bias = net.b.constant(rng.integers(-3000, 3000, cout).astype(np.int32))
-    mults, shifts = requant_params(rng, cout, 1e-3, 2e-2)
+    cout = net.b.tensor(x).sizes[1] * multiplier
+    out = _window_out(net, x, cout, k, stride, padding)
+    weight, bias, mults, shifts = _conv_constants(net, rng, (1, *k, cout), cout, 1e-3, 2e-2)
     b = net.b
     args = [
         x,
         weight,
         bias,
-        b.int_list(stride),
-        b.int_list(padding),
+        *map(b.int_list, (stride, padding)),
         b.int_list([1, 1]),
         b.int_(multiplier),
         b.int_(-7),
         b.int_(2),
-        net.ints(mults),
-        net.ints(shifts),
-        b.int_(act[0]),
-        b.int_(act[1]),
-        net.scratch(),
+        *_requantize_args(net, mults, shifts, act),
     ]
     b.call("cortex_m::quantized_depthwise_conv2d", args, out)
     return out
 
 
 def avg_pool(net: Net, x: int, k, stride, padding=(0, 0), ceil_mode: bool = False) -> int:
-    n, c, h, w = net.b.tensor(x).sizes
-    oh = (h + 2 * padding[0] - k[0]) // stride[0] + 1
-    ow = (w + 2 * padding[1] - k[1]) // stride[1] + 1
-    out = net.act([n, c, oh, ow])
-    b = net.b
+    out, b = _window_out(net, x, None, k, stride, padding), net.b
     args = [
         x,
         b.int_list(k),
@@ -214,11 +213,7 @@ def avg_pool(net: Net, x: int, k, stride, padding=(0, 0), ceil_mode: bool = Fals
 
 
 def max_pool(net: Net, x: int, k, stride, padding=(0, 0), act=(-128, 127)) -> int:
-    n, c, h, w = net.b.tensor(x).sizes
-    oh = (h + 2 * padding[0] - k[0]) // stride[0] + 1
-    ow = (w + 2 * padding[1] - k[1]) // stride[1] + 1
-    out = net.act([n, c, oh, ow])
-    b = net.b
+    out, b = _window_out(net, x, None, k, stride, padding), net.b
     args = [
         x,
         b.int_list(k),

@@ -9,12 +9,11 @@ sanitizer report aborts the process and fails the test.
 
 from __future__ import annotations
 
-import fcntl
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from _cmake import locked_build
 from test_runtime_programs import add_program, describe_program, fail_program
 from torchmcu.pte import writer
 
@@ -26,18 +25,12 @@ pytestmark = pytest.mark.needs("clang", "cmake", "clang-sanitizers")
 
 @pytest.fixture(scope="module")
 def pte_check() -> Path:
-    BUILD.parent.mkdir(exist_ok=True)
-    with open(BUILD.parent / ".hostile-asan.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (BUILD / "CMakeCache.txt").exists():
-            gen = ["-G", "Ninja"] if shutil.which("ninja") else []
-            subprocess.run(
-                ["cmake", "-S", str(ROOT), "-B", str(BUILD), *gen, "-DCMAKE_C_COMPILER=clang",
-                 "-DCMAKE_BUILD_TYPE=Debug", "-DTORCHMCU_SANITIZE=ON", "-DTORCHMCU_HOST_TOOLS=ON"],
-                check=True, capture_output=True,
-            )
-        r = subprocess.run(["cmake", "--build", str(BUILD), "--target", "pte_check"], capture_output=True, text=True)
-        assert r.returncode == 0, r.stdout + r.stderr
+    locked_build(
+        ROOT,
+        BUILD,
+        ["-DCMAKE_BUILD_TYPE=Debug", "-DTORCHMCU_SANITIZE=ON", "-DTORCHMCU_HOST_TOOLS=ON"],
+        "pte_check",
+    )
     return BUILD / "tools" / "host" / "pte_check"
 
 

@@ -32,6 +32,7 @@ from executorch.devtools.bundled_program.serialize import (
     _bundled_program_schema_to_flatbuffer,
     deserialize_from_flatbuffer_to_bundled_program,
 )
+from suites_json import reserialize_option, suites_json  # beside this script
 
 
 def _value(v) -> dict:
@@ -59,28 +60,12 @@ def describe(bp) -> dict:
         "version": int(bp.version),
         "program_sha256": hashlib.sha256(program).hexdigest(),
         "program_bytes": len(program),
-        "suites": [
-            {
-                "method_name": s.method_name,
-                "test_cases": [
-                    {
-                        "inputs": [_value(v) for v in c.inputs],
-                        "expected_outputs": [_value(v) for v in c.expected_outputs],
-                    }
-                    for c in s.test_cases
-                ],
-            }
-            for s in bp.method_test_suites
-        ],
+        "suites": suites_json(bp.method_test_suites, _value),
     }
 
 
 def main(argv: list[str]) -> int:
-    reserialize = None
-    if "--reserialize-dir" in argv:
-        i = argv.index("--reserialize-dir")
-        reserialize = Path(argv[i + 1])
-        argv = argv[:i] + argv[i + 2 :]
+    argv, reserialize = reserialize_option(argv)
     out, files = argv[0], argv[1:]
     result = {}
     for f in files:

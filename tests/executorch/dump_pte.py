@@ -26,6 +26,7 @@ from executorch.exir._serialize._program import (
     deserialize_pte_binary,
     serialize_pte_binary,
 )
+from suites_json import reserialize_option  # beside this script
 
 # Bytes per element by ExecuTorch ScalarType number (the ones a .pte of ours uses).
 ELEMENT_SIZE = {0: 1, 1: 1, 2: 2, 3: 4, 4: 8, 5: 2, 6: 4, 7: 8, 11: 1}
@@ -156,11 +157,7 @@ def describe(data: bytes) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    reser_dir = None
-    if "--reserialize-dir" in argv:
-        k = argv.index("--reserialize-dir")
-        reser_dir = Path(argv[k + 1])
-        argv = argv[:k] + argv[k + 2 :]
+    argv, reser_dir = reserialize_option(argv)
     out, files = argv[0], argv[1:]
     result = {}
     for f in files:

@@ -61,6 +61,7 @@ from executorch.devtools.bundled_program.serialize import (
 from executorch.devtools.pte_tool.diff_pte import diff_pte
 from executorch.exir._serialize._program import deserialize_pte_binary
 from executorch.exir.print_program import pretty_print, print_program
+from suites_json import suites_json  # beside this script
 from torchgen.gen import get_custom_build_selector
 from torchgen.selective_build.selector import SelectiveBuilder
 
@@ -193,19 +194,7 @@ def describe_bpte(path: str) -> dict[str, Any]:
     program = bytes(bp.program)
     return {
         "program_sha256": hashlib.sha256(program).hexdigest(),
-        "suites": [
-            {
-                "method_name": s.method_name,
-                "test_cases": [
-                    {
-                        "inputs": [_bundled_value(v) for v in c.inputs],
-                        "expected_outputs": [_bundled_value(v) for v in c.expected_outputs],
-                    }
-                    for c in s.test_cases
-                ],
-            }
-            for s in bp.method_test_suites
-        ],
+        "suites": suites_json(bp.method_test_suites, _bundled_value),
         "listing": listing(deserialize_pte_binary(program).program),
     }
 

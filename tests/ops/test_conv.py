@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+import torch
 from _arg_checks import assert_every_stage_names
 from _intref import requantize_int
 from _pte_programs import Const, Planned, call_program
@@ -31,6 +32,7 @@ from torchmcu.ops.defs.conv import (
     quantized_conv2d,
     quantized_depthwise_conv2d,
 )
+from torchmcu.ops.defs.conv_transpose import transpose_conv_output_size
 from torchmcu.ops.intmath import quantize_multiplier
 from torchmcu.pte import program as pm
 from torchmcu.pte.writer import serialize
@@ -106,6 +108,20 @@ def _requant(rng, cout: int) -> tuple[np.ndarray, np.ndarray]:
     return (np.array([p[0] for p in pairs], np.int32), np.array([p[1] for p in pairs], np.int32))
 
 
+def _quant_args(rng, cout: int) -> dict[str, object]:
+    """input_offset .. activation_max of a convolution call, by schema name."""
+    m, s = _requant(rng, cout)
+    lo = int(rng.integers(-128, 0))
+    return {
+        "input_offset": -int(rng.integers(-128, 128)),
+        "output_offset": int(rng.integers(-128, 128)),
+        "requantize_multipliers": m,
+        "requantize_shifts": s,
+        "activation_min": lo,
+        "activation_max": int(rng.integers(lo, 128)),
+    }
+
+
 def _case(
     definition, rng, g: dict[str, int], n: int, cin: int, cout: int, per_group: int, with_bias: bool
 ) -> dict[str, object]:
@@ -118,8 +134,6 @@ def _case(
     w = rng.integers(-128, 128, shape, dtype=np.int8)
     oh = conv_output_size(g["h"], g["kh"], g["sh"], g["ph"], g["dh"])
     ow = conv_output_size(g["w"], g["kw"], g["sw"], g["pw"], g["dw"])
-    m, s = _requant(rng, cout)
-    lo = int(rng.integers(-128, 0))
     case: dict[str, object] = {
         "input": _activation(x, nhwc_sizes),
         "weight": w,
@@ -130,36 +144,26 @@ def _case(
     }
     if depthwise:
         case["depth_multiplier"] = per_group
-    case.update(
-        {
-            "input_offset": -int(rng.integers(-128, 128)),
-            "output_offset": int(rng.integers(-128, 128)),
-            "requantize_multipliers": m,
-            "requantize_shifts": s,
-            "activation_min": lo,
-            "activation_max": int(rng.integers(lo, 128)),
-        }
-    )
+    case.update(_quant_args(rng, cout))
     nbytes = definition.scratch_bytes((n, g["h"], g["w"], cin), shape)
     case["scratch"] = np.zeros(nbytes, np.uint8)
     case["out"] = _activation(np.zeros((n, oh, ow, cout), np.int8), nhwc_sizes)
     return case
 
 
-geometry = st.fixed_dictionaries(
-    {
-        "h": st.integers(1, 9),
-        "w": st.integers(1, 9),
-        "kh": st.integers(1, 4),
-        "kw": st.integers(1, 4),
-        "sh": st.integers(1, 3),
-        "sw": st.integers(1, 3),
-        "ph": st.integers(0, 2),
-        "pw": st.integers(0, 2),
-        "dh": st.integers(1, 2),
-        "dw": st.integers(1, 2),
-    }
-).filter(
+GEOMETRY = {
+    "h": st.integers(1, 9),
+    "w": st.integers(1, 9),
+    "kh": st.integers(1, 4),
+    "kw": st.integers(1, 4),
+    "sh": st.integers(1, 3),
+    "sw": st.integers(1, 3),
+    "ph": st.integers(0, 2),
+    "pw": st.integers(0, 2),
+    "dh": st.integers(1, 2),
+    "dw": st.integers(1, 2),
+}
+geometry = st.fixed_dictionaries(GEOMETRY).filter(
     lambda g: (
         conv_output_size(g["h"], g["kh"], g["sh"], g["ph"], g["dh"]) >= 1
         and conv_output_size(g["w"], g["kw"], g["sw"], g["pw"], g["dw"]) >= 1
@@ -272,12 +276,13 @@ def test_c_kernels_are_bit_exact_with_the_references(
     per_group=st.sampled_from([1, 2, 3]),
     with_bias=st.booleans(),
     depthwise=st.booleans(),
+    groups=st.sampled_from([1, 1, 2, 3]),
 )
 def test_tosa_lowerings_are_bit_exact_with_the_references(
-    seed, g, channel, per_group, with_bias, depthwise
+    seed, g, channel, per_group, with_bias, depthwise, groups
 ):
     definition = DW if depthwise else CONV
-    case = _draw(definition, seed, g, 1, channel, 1, per_group, with_bias)
+    case = _draw(definition, seed, g, 1, channel, groups, per_group, with_bias)
     program = _program(definition, case)
     plan = program.execution_plan[0]
     x = case["input"].memory  # type: ignore[union-attr]
@@ -347,7 +352,7 @@ def test_npu_rules():
         assert npu_support(plan, 0, "u85") == ONLY_PADDING
     g = {**g, "sh": 1}
     grouped = _program(CONV, _draw(CONV, 7, g, 1, 2, 2, 1, True)).execution_plan[0]
-    assert npu_support(grouped, 0, "u85") == "grouped convolution is not lowered to the NPU"
+    assert npu_support(grouped, 0, "u85") is None  # per group SLICE, CONV2D, RESCALE; CONCAT
 
 
 def _base(definition) -> dict[str, object]:
@@ -442,3 +447,177 @@ def test_a_shift_out_of_range_is_named_where_the_values_are_read(definition):
         run_program(program, [_tensor(case["input"]).logical])  # type: ignore[arg-type]
     with pytest.raises(TosaLoweringError, match=rf"argument {bad} \(requantize_shifts\)"):
         lower_to_tosa(program)
+
+
+TCONV = ops.get("cortex_m::quantized_transpose_conv2d.out")
+TCONV_NHWC = ops.get("cortex_m::quantized_transpose_conv2d_nhwc.out")
+
+
+def _tcase(definition, seed: int, g: dict[str, int], n: int, cin: int, cout: int, with_bias: bool):
+    rng = np.random.default_rng(seed)
+    nhwc_sizes = definition.variant_of is not None
+    x = rng.integers(-128, 128, (n, g["h"], g["w"], cin), dtype=np.int8)
+    w = rng.integers(-128, 128, (cout, g["kh"], g["kw"], cin), dtype=np.int8)
+    oh = transpose_conv_output_size(g["h"], g["kh"], g["sh"], g["ph"], g["oph"], g["dh"])
+    ow = transpose_conv_output_size(g["w"], g["kw"], g["sw"], g["pw"], g["opw"], g["dw"])
+    nbytes = TCONV.scratch_bytes((n, g["h"], g["w"], cin), w.shape)
+    return {
+        "input": _activation(x, nhwc_sizes),
+        "weight": w,
+        "bias": rng.integers(-20000, 20000, cout, dtype=np.int32) if with_bias else None,
+        "stride": [g["sh"], g["sw"]],
+        "padding": [g["ph"], g["pw"]],
+        "output_padding": [g["oph"], g["opw"]],
+        "dilation": [g["dh"], g["dw"]],
+        **_quant_args(rng, cout),
+        "scratch": np.zeros(nbytes, np.uint8),
+        "output_scratch": np.zeros(1, np.uint8),
+        "out": _activation(np.zeros((n, oh, ow, cout), np.int8), nhwc_sizes),
+    }
+
+
+tgeometry = st.fixed_dictionaries(
+    {
+        **GEOMETRY,
+        "h": st.integers(1, 6),
+        "w": st.integers(1, 6),
+        "oph": st.integers(0, 2),
+        "opw": st.integers(0, 2),
+    }
+).filter(
+    lambda g: (
+        (g["oph"] < g["sh"] or g["oph"] < g["dh"])
+        and (g["opw"] < g["sw"] or g["opw"] < g["dw"])
+        and transpose_conv_output_size(g["h"], g["kh"], g["sh"], g["ph"], g["oph"], g["dh"]) >= 1
+        and transpose_conv_output_size(g["w"], g["kw"], g["sw"], g["pw"], g["opw"], g["dw"]) >= 1
+    )
+)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), g=tgeometry, cin=st.sampled_from([1, 3, 5, 16, 17]),
+       cout=st.sampled_from([1, 2, 4, 7]), with_bias=st.booleans(), nhwc=st.booleans())  # fmt: skip
+def test_transpose_reference_and_c_kernel_against_torch(seed, g, cin, cout, with_bias, nhwc):
+    """The accumulator is float64 torch conv_transpose2d on the integer values (exact: every
+    partial sum is an integer far below 2**53); the requantization is the integer formula."""
+    definition = TCONV_NHWC if nhwc else TCONV
+    c = _tcase(definition, seed, g, 1 + seed % 2, cin, cout, with_bias)
+    x = c["input"].memory.astype(np.float64) + c["input_offset"]  # type: ignore[union-attr]
+    w = c["weight"].astype(np.float64)  # type: ignore[union-attr]
+    acc = torch.nn.functional.conv_transpose2d(
+        torch.from_numpy(x.transpose(0, 3, 1, 2)),
+        torch.from_numpy(w.transpose(3, 0, 1, 2)),  # OHWI -> [Cin, Cout, KH, KW]
+        None if c["bias"] is None else torch.from_numpy(c["bias"].astype(np.float64)),  # type: ignore[union-attr]
+        stride=c["stride"], padding=c["padding"], output_padding=c["output_padding"],
+        dilation=c["dilation"],
+    ).numpy().transpose(0, 2, 3, 1)  # fmt: skip
+    m, s = c["requantize_multipliers"], c["requantize_shifts"]
+    want = (
+        np.array(
+            [
+                requantize_int(int(a), int(m[i % cout]), int(s[i % cout]))
+                for i, a in enumerate(acc.ravel())
+            ]  # type: ignore[index]
+        ).reshape(acc.shape)
+        + c["output_offset"]
+    )
+    want = np.clip(want, c["activation_min"], c["activation_max"]).astype(np.int8)
+    program = _program(definition, c)
+    inputs = [c["input"].logical]  # type: ignore[union-attr]
+    (reference,) = run_program(program, inputs)
+    (got,) = native.run_program(serialize(program), inputs, runs=2)
+    want_logical = want if nhwc else want.transpose(0, 3, 1, 2)
+    assert reference.tobytes() == np.ascontiguousarray(want_logical).tobytes()
+    assert got.tobytes() == reference.tobytes()
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), g=tgeometry, cin=st.sampled_from([1, 4, 9]),
+       cout=st.sampled_from([1, 3, 8]), with_bias=st.booleans())  # fmt: skip
+def test_transpose_tosa_lowering_is_bit_exact_with_the_reference(seed, g, cin, cout, with_bias):
+    g = {
+        **g,
+        "dh": 1,
+        "dw": 1,
+        "oph": min(g["oph"], g["sh"] - 1),
+        "opw": min(g["opw"], g["sw"] - 1),
+    }
+    if (
+        min(
+            transpose_conv_output_size(g["h"], g["kh"], g["sh"], g["ph"], g["oph"], 1),
+            transpose_conv_output_size(g["w"], g["kw"], g["sw"], g["pw"], g["opw"], 1),
+        )
+        < 1
+    ):
+        return
+    c = _tcase(TCONV, seed, g, 1, cin, cout, with_bias)
+    program = _program(TCONV, c)
+    plan = program.execution_plan[0]
+    reason = npu_support(plan, 0, "u85")
+    pads_fit = (
+        max(g["ph"], g["ph"] - g["oph"]) < g["kh"] and max(g["pw"], g["pw"] - g["opw"]) < g["kw"]
+    )
+    if not pads_fit:
+        assert reason == "transposed convolution padding of the kernel size or more"
+        return
+    assert reason is None
+    (reference,) = run_program(program, [c["input"].logical])  # type: ignore[union-attr]
+    (got,) = run_tosa_reference(lower_to_tosa(program), [c["input"].memory])  # type: ignore[union-attr]
+    assert got.tobytes() == np.ascontiguousarray(np.transpose(reference, NHWC)).tobytes()
+
+
+def test_transpose_npu_rules_and_macs():
+    g = {"h": 3, "w": 4, "kh": 3, "kw": 3, "sh": 2, "sw": 2, "ph": 1, "pw": 1, "oph": 1, "opw": 0,
+         "dh": 2, "dw": 1}  # fmt: skip
+    c = _tcase(TCONV, 3, g, 2, 5, 6, True)
+    plan = _program(TCONV, c).execution_plan[0]
+    assert npu_support(plan, 0, "u85") == "dilated transposed convolution is not lowered to the NPU"
+    # every input element meets every output channel through every tap
+    assert instruction_macs(plan, plan.chains[0].instructions[0]) == 2 * 3 * 4 * 5 * 6 * 9
+    c = _tcase(TCONV, 3, {**g, "dh": 1, "sh": 4, "oph": 0}, 1, 5, 6, True)
+    plan = _program(TCONV, c).execution_plan[0]
+    assert npu_support(plan, 0, "u55") == "transposed convolution stride 4 exceeds U55's limit of 3"
+
+
+def test_transpose_scratch_bytes_are_the_c_function():
+    rng = np.random.default_rng(4)
+    for _ in range(30):
+        n, h, w, c = (int(v) for v in rng.integers(1, 40, 4))
+        weight = (int(rng.integers(1, 70)), *(int(v) for v in rng.integers(1, 6, 2)), c)
+        want = _c_scratch_bytes(TCONV.kernel.scratch_c, (n, h, w, c), weight)
+        assert TCONV.scratch_bytes((n, h, w, c), weight) == want
+
+
+def _tbase() -> dict[str, object]:
+    g = {"h": 3, "w": 4, "kh": 3, "kw": 2, "sh": 2, "sw": 1, "ph": 1, "pw": 0, "oph": 1, "opw": 0,
+         "dh": 1, "dw": 1}  # fmt: skip
+    return _tcase(TCONV, 8, g, 1, 3, 2, True)
+
+
+A = TCONV.schema.A
+TBAD = [
+    ({"input": T(np.zeros((1, 3, 4, 5), np.int8), [1, 3, 4, 5], [0, 1, 2, 3])}, A.input),
+    ({"weight": np.zeros((2, 3, 2), np.int8)}, A.weight),
+    ({"weight": np.zeros((2, 3, 2, 4), np.int8)}, A.weight),  # Cin 4 != 3
+    ({"bias": np.zeros(3, np.int32)}, A.bias),
+    ({"stride": [0, 1]}, A.stride),
+    ({"padding": [-1, 0]}, A.padding),
+    ({"dilation": [1, 0]}, A.dilation),
+    ({"output_padding": [2, 0]}, A.output_padding),  # not below stride 2 or dilation 1
+    ({"output_padding": [0]}, A.output_padding),
+    ({"input_offset": -128}, A.input_offset),
+    ({"requantize_shifts": np.zeros(3, np.int32)}, A.requantize_shifts),
+    ({"activation_min": 5, "activation_max": 4}, A.activation_max),
+    ({"scratch": np.zeros((2, 2), np.uint8)}, A.scratch),
+    ({"output_scratch": np.zeros((2, 2), np.uint8)}, A.output_scratch),
+    ({"out": _activation(np.zeros((1, 6, 4, 2), np.int8), False)}, A.out),
+]
+
+
+@pytest.mark.parametrize(("changes", "bad"), TBAD)
+def test_transpose_check_names_the_argument_the_c_kernel_names(changes, bad):
+    case = {**_tbase(), **changes}
+    with pytest.raises(native.NativeError, match=rf"bad_argument {bad}\)"):
+        native.call_kernel(TCONV.qualified, _native_args(case))
+    inputs = [_tensor(case["input"]).logical]  # type: ignore[arg-type]
+    assert_every_stage_names(TCONV, _program(TCONV, case), bad, inputs)

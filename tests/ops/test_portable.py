@@ -54,6 +54,11 @@ CASES: dict[str, list[Case]] = {
         lambda g: [_r(g, 3, 1), _r(g, 3, 5), _r(g, 5, 2), 0.5, -2.0, _z(3, 2)],
         lambda g: [_r(g), _r(g, 2, 3), native.TensorArg(_r(g, 4, 3), (3, 4), (1, 0)), 0, 1.5, _z(2, 4)],
     ],
+    "torchmcu::upsample2d.out": [
+        lambda g: [_r(g, 1, 3, 4, 5), 0, 0.5, 0.5, _z(1, 3, 8, 10)],
+        lambda g: [_r(g, 2, 2, 3, 4), 2, float(F32(3 / 7)), float(F32(4 / 9)), _z(2, 2, 7, 9)],
+        lambda g: [_r(g, 1, 1, 5, 3), 3, 0.5, 0.5, _z(1, 1, 9, 5)],
+    ],
     "aten::mm.out": [
         lambda g: [_r(g, 3, 5), _r(g, 5, 4), _z(3, 4)],
         lambda g: [_r(g, 1, 7), native.TensorArg(_r(g, 2, 7), (7, 2), (1, 0)), _z(1, 2)],

@@ -30,8 +30,8 @@ POOL = (
 )
 
 
-def _kernel(name: str, index: int | None = None) -> Kernel:
-    return Kernel(f"tm_t_{name}_out", f"t/{name}.c", table_index=index)
+def _kernel(name: str) -> Kernel:
+    return Kernel(f"tm_t_{name}_out", f"t/{name}.c")
 
 
 def test_op_parses_and_registers() -> None:
@@ -45,22 +45,48 @@ def test_op_parses_and_registers() -> None:
 
 def test_duplicates_fail() -> None:
     r = Registry()
-    op(POOL, family="int8", kernel=_kernel("pool", 0), registry=r)
+    op(POOL, family="int8", kernel=_kernel("pool"), registry=r)
     with pytest.raises(RegistryError, match="t::pool.out is defined twice"):
         op(POOL, family="int8", kernel=_kernel("other"), registry=r)
     other = POOL.replace("t::pool", "t::other")
     with pytest.raises(RegistryError, match="kernel tm_t_pool_out is t::pool.out's too"):
         op(other, family="int8", kernel=_kernel("pool"), registry=r)
-    with pytest.raises(RegistryError, match="table_index 0 is t::pool.out's"):
-        op(other, family="int8", kernel=_kernel("other", 0), registry=r)
+    with pytest.raises(RegistryError, match="give scratch_c in its Kernel"):
+        op(other, family="int8", kernel=_kernel("other"), scratch_c="tm_s", registry=r)
     assert len(r) == 1
+
+
+@pytest.mark.parametrize(
+    "schema, symbol, source",
+    [
+        (
+            "cortex_m::quantized_add.out",
+            "tm_cortex_m_quantized_add_out",
+            "cortex_m/quantized_add.c",
+        ),
+        ("torchmcu::slice_copy.out", "tm_torchmcu_slice_copy_out", "cortex_m/slice_copy.c"),
+        ("aten::_softmax.out", "tm_portable_softmax_out", "portable/softmax.c"),
+        (
+            "dim_order_ops::_clone_dim_order.out",
+            "tm_portable_clone_dim_order_out",
+            "portable/clone_dim_order.c",
+        ),
+    ],
+)
+def test_kernel_naming_rule(schema: str, symbol: str, source: str) -> None:
+    r = Registry()
+    d = op(schema + "(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", family="int8", registry=r)
+    assert (d.kernel.symbol, d.kernel.source, d.kernel.scratch_c) == (symbol, source, None)
 
 
 def test_nhwc_variant_shares_the_definition() -> None:
     r = Registry()
-    base = op(POOL, family="int8", kernel=_kernel("pool"), npu=Npu(pad_fold="scratch"), registry=r)
-    nhwc = nhwc_variant(base, _kernel("pool_nhwc"), registry=r)
+    kernel = Kernel("tm_t_pool_out", "t/pool.c", scratch_c="tm_t_pool_scratch_bytes")
+    base = op(POOL, family="int8", kernel=kernel, npu=Npu(pad_fold="scratch"), registry=r)
+    nhwc = nhwc_variant(base, registry=r)
     assert nhwc.key == "t::pool_nhwc.out" and nhwc.variant_of == "t::pool.out"
+    # its own entry point, in the base's translation unit, with the base's scratch function
+    assert nhwc.kernel == Kernel("tm_portable_pool_nhwc_out", "t/pool.c", kernel.scratch_c)
     assert nhwc.schema.args == base.schema.args and nhwc.npu is base.npu
     orphan = OpDef(
         Schema.parse(POOL.replace("pool", "lone")),
@@ -101,9 +127,9 @@ def test_inconsistent_definitions_fail(schema: str, fields: dict, message: str) 
 def test_order_and_families() -> None:
     r = Registry()
     late = op(POOL.replace("pool", "late"), family="portable", kernel=_kernel("late"), registry=r)
-    second = op(POOL.replace("pool", "b"), family="int8", kernel=_kernel("b", 1), registry=r)
-    first = op(POOL.replace("pool", "a"), family="control", kernel=_kernel("a", 0), registry=r)
-    assert r.ops() == [first, second, late]  # table order, then registration order
+    second = op(POOL.replace("pool", "b"), family="int8", kernel=_kernel("b"), registry=r)
+    third = op(POOL.replace("pool", "a"), family="control", kernel=_kernel("a"), registry=r)
+    assert r.ops() == [late, second, third]  # registration order
     assert r.ops("portable") == [late] and r.ops("int8") == [second]
     with pytest.raises(ValueError, match="family 'float'"):
         r.ops("float")
@@ -131,7 +157,9 @@ def test_patterns() -> None:
     # the fp32 rule may sit beside the portable kernel it emits, in a pattern of its own
     fp32 = pattern("aten::avg_pool2d.default", lower_float=lambda k, node: None, registry=r)
     assert r.patterns() == [p, fp32]
-    with pytest.raises(RegistryError, match="avg_pool2d.default has two patterns giving lower_float"):
+    with pytest.raises(
+        RegistryError, match="avg_pool2d.default has two patterns giving lower_float"
+    ):
         pattern("aten::avg_pool2d.default", lower_float=lambda k, node: None, registry=r)
     with pytest.raises(RegistryError, match="annotate kind 'fused'"):
         Annotate("fused")

@@ -57,6 +57,8 @@ def test_the_shared_targets_are_the_views_and_the_data_movement_ops():
         _aten.channel_shuffle.default,
         _aten.repeat.default,
         _aten.expand.default,
+        _aten.pixel_shuffle.default,
+        _aten.pixel_unshuffle.default,
     }
     assert set(SHARED_TARGETS) == VIEWS | moves
     assert set(SHARED_TARGETS) <= set(EMITTERS)  # each has its int8 rule

@@ -145,6 +145,14 @@ tm_status tm_conv_quant_args(tm_kernel_context *ctx, tm_value *const *args, size
 /* Output size of a convolution along one axis; 0 if empty. */
 int32_t tm_conv_out_size(int32_t size, int32_t kernel, int32_t stride, int32_t pad, int32_t dilation);
 
+/* The first 16-byte aligned byte of a checked scratch tensor holding `need` bytes (16 of
+ * them slack for the alignment), or NULL when it holds fewer (the caller's Helium path then
+ * falls back to its scalar path). */
+static inline uint8_t *tm_aligned_scratch(const tm_tensor *scratch, size_t need) {
+  uint8_t *base = (uint8_t *)scratch->data;
+  return scratch->nbytes >= need ? base + ((16u - ((uintptr_t)base & 15u)) & 15u) : NULL;
+}
+
 /* A scratch tensor (1-D bytes) with at least `needed` bytes. */
 bool tm_scratch_arg(tm_value *const *args, size_t i, size_t needed);
 

@@ -112,19 +112,6 @@ static const tm_tensor *item_tensor(const tm_value *list, uint32_t n) {
   return tm_tensor_arg(one, 0, TM_CHAR, 1, TM_MAX_DIMS);
 }
 
-/* The length of a tensor list whose items are all int8 tensors of rank 1..6, else 0. */
-static uint32_t int8_items(const tm_value *list) {
-  if (list->tag != TM_VALUE_TENSOR_LIST || list->u.list.items == NULL) {
-    return 0;
-  }
-  for (uint32_t n = 0; n < list->u.list.length; ++n) {
-    if (item_tensor(list, n) == NULL) {
-      return 0;
-    }
-  }
-  return list->u.list.length;
-}
-
 /* A list argument of `count` ints, each in [lo, hi]. */
 static bool int_items(tm_value *const *args, size_t i, uint32_t count, int64_t lo, int64_t hi,
                       const int64_t **items) {
@@ -138,6 +125,19 @@ static bool int_items(tm_value *const *args, size_t i, uint32_t count, int64_t l
     }
   }
   return true;
+}
+
+/* The length of a tensor list whose items are all int8 tensors of rank 1..6, else 0. */
+static uint32_t int8_items(const tm_value *list) {
+  if (list->tag != TM_VALUE_TENSOR_LIST || list->u.list.items == NULL) {
+    return 0;
+  }
+  for (uint32_t n = 0; n < list->u.list.length; ++n) {
+    if (item_tensor(list, n) == NULL) {
+      return 0;
+    }
+  }
+  return list->u.list.length;
 }
 
 tm_status tm_torchmcu_quantized_cat_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {

@@ -266,12 +266,10 @@ static tm_status conv_entry(tm_kernel_context *ctx, tm_value *const *args, size_
   p.out = (int8_t *)out->data;
 
 #if TM_KERNELS_USE_MVE
-  /* Scratch is a byte tensor: align its start for the int32 table. */
-  const size_t need = tm_quantized_conv2d_scratch_bytes(p.in_dims, weight_dims);
-  uint8_t *base = (uint8_t *)scratch->data;
-  const size_t skip = (16u - ((uintptr_t)base & 15u)) & 15u;
-  if (scratch->nbytes >= need) { /* need includes 16 bytes of slack for `skip` */
-    conv_mve(&p, base + skip);
+  /* Scratch is a byte tensor: its start aligned for the int32 table. */
+  uint8_t *aligned = tm_aligned_scratch(scratch, tm_quantized_conv2d_scratch_bytes(p.in_dims, weight_dims));
+  if (aligned != NULL) {
+    conv_mve(&p, aligned);
     return TM_OK;
   }
 #else

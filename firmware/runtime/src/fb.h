@@ -35,26 +35,17 @@ static inline bool tm_mul_u32(uint32_t a, uint32_t b, uint32_t *r) { return !__b
 static inline bool tm_add_u64(uint64_t a, uint64_t b, uint64_t *r) { return !__builtin_add_overflow(a, b, r); }
 
 /* Raw little-endian loads at positions already checked by the functions below. */
-static inline uint32_t tm_fb_u32(const tm_fb *fb, uint32_t pos) {
-  uint32_t v;
-  memcpy(&v, fb->p + pos, 4);
-  return v;
-}
-static inline int32_t tm_fb_i32(const tm_fb *fb, uint32_t pos) {
-  int32_t v;
-  memcpy(&v, fb->p + pos, 4);
-  return v;
-}
-static inline int64_t tm_fb_i64(const tm_fb *fb, uint32_t pos) {
-  int64_t v;
-  memcpy(&v, fb->p + pos, 8);
-  return v;
-}
-static inline uint64_t tm_fb_u64(const tm_fb *fb, uint32_t pos) {
-  uint64_t v;
-  memcpy(&v, fb->p + pos, 8);
-  return v;
-}
+#define TM_FB_LOAD(name, type)                                      \
+  static inline type name(const tm_fb *fb, uint32_t pos) {          \
+    type v;                                                         \
+    memcpy(&v, fb->p + pos, sizeof v);                              \
+    return v;                                                       \
+  }
+TM_FB_LOAD(tm_fb_u32, uint32_t)
+TM_FB_LOAD(tm_fb_i32, int32_t)
+TM_FB_LOAD(tm_fb_i64, int64_t)
+TM_FB_LOAD(tm_fb_u64, uint64_t)
+#undef TM_FB_LOAD
 
 /* Records a failure; always returns false. */
 bool tm_fb_fail(tm_fb *fb, uint32_t pos, const char *msg);

@@ -86,16 +86,19 @@ def call_multi_out(
     _record(ctx, node if node is not None else ctx.current, op, instr)
 
 
-def _layout(nhwc: bool) -> list[int] | None:
-    """dim_order for builder.planned: legacy channels-last, or None for contiguous."""
-    return NHWC_DIM_ORDER if nhwc else None
+def _layout(nhwc: bool, rank: int) -> list[int] | None:
+    """dim_order for builder.planned: legacy channels-last (3-D: [N, L, C] memory), or None
+    for contiguous."""
+    if not nhwc:
+        return None
+    return [0, 2, 1] if rank == 3 else NHWC_DIM_ORDER
 
 
 def new_int8(ctx: Ctx, hint: str, sizes: Sequence[int], qp: QParams | None, nhwc: bool) -> LValue:
     """A fresh planned int8 tensor carrying qp."""
     sizes = list(sizes)
     key = ctx.b.new_buffer(hint, nbytes_of(ScalarType.CHAR, sizes))
-    vi = ctx.b.planned(key, ScalarType.CHAR, sizes, _layout(nhwc))
+    vi = ctx.b.planned(key, ScalarType.CHAR, sizes, _layout(nhwc, len(sizes)))
     return LValue(
         vi, key, sizes, ScalarType.CHAR,
         qp.scale if qp else None, qp.zero_point if qp else None, nhwc=nhwc,
@@ -105,7 +108,7 @@ def new_int8(ctx: Ctx, hint: str, sizes: Sequence[int], qp: QParams | None, nhwc
 def alias(ctx: Ctx, v: LValue, sizes: Sequence[int], nhwc: bool, **kw: Any) -> LValue:
     """Another view of v's bytes (no instruction)."""
     sizes = list(sizes)
-    vi = ctx.b.planned(v.buffer, v.scalar_type, sizes, _layout(nhwc))
+    vi = ctx.b.planned(v.buffer, v.scalar_type, sizes, _layout(nhwc, len(sizes)))
     return v.with_(vi=vi, sizes=sizes, nhwc=nhwc, flatten_chw=kw.get("flatten_chw"))
 
 

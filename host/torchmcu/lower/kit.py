@@ -78,8 +78,13 @@ class Kit:
         return isinstance(value, torch.fx.Node)
 
     # -- values
-    def input_value(self, node: object) -> LValue:
-        return context.input_value(self.ctx, node)
+    def input_value(self, node: object, channels_last_1d: bool = False) -> LValue:
+        """The int8 value of an argument; a 3-D channels-last one (a conv1d's output) is
+        made contiguous unless the rule reads that layout (channels_last_1d)."""
+        v = context.input_value(self.ctx, node)
+        if v.rank == 3 and v.nhwc and not channels_last_1d:
+            return layout.as_contiguous(self.ctx, v)
+        return v
 
     def new_int8(self, hint: str, sizes: Sequence[int], qp: Any, nhwc: bool) -> LValue:
         return context.new_int8(self.ctx, hint, sizes, qp, nhwc)
@@ -92,6 +97,9 @@ class Kit:
 
     def as_nhwc(self, v: LValue) -> LValue:
         return layout.as_nhwc(self.ctx, v)
+
+    def as_nhwc_1d(self, v: LValue) -> LValue:
+        return layout.as_nhwc_1d(self.ctx, v)
 
     def output_quant(self, node: torch.fx.Node, allow_activation: bool):
         return requant.output_quant(self.ctx, node, allow_activation)

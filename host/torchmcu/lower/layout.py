@@ -19,23 +19,31 @@ def _transpose(ctx: Ctx, v: LValue, src_sizes: list[int], perm: list[int], hint:
     return v.with_(vi=out_vi, buffer=key, sizes=out_sizes, nhwc=False, flatten_chw=None)
 
 
-def as_nhwc(ctx: Ctx, v: LValue) -> LValue:
-    """v as a legacy 4-D channels-last tensor, transposing once (cached) if needed."""
-    if v.rank != 4:
+def as_nhwc(ctx: Ctx, v: LValue, rank: int = 4) -> LValue:
+    """v as a legacy 4-D channels-last tensor (rank 3: a [N, C, L] one stored [N, L, C], the
+    bytes of its [N, C, 1, L] NHWC view), transposing once (cached) if needed."""
+    if v.rank != rank:
         raise LoweringError(
-            f"{describe_node(ctx.current) if ctx.current else ''}: expected a 4-D activation, "
+            f"{describe_node(ctx.current) if ctx.current else ''}: expected a {rank}-D activation, "
             f"got sizes {v.sizes}"
         )
     if v.nhwc:
         return v
     if v.layout_free:
         return alias(ctx, v, v.sizes, nhwc=True)
+    return _channels_last(ctx, v, [0, 2, 1] if rank == 3 else [0, 2, 3, 1])
+
+
+def as_nhwc_1d(ctx: Ctx, v: LValue) -> LValue:
+    return as_nhwc(ctx, v, rank=3)
+
+
+def _channels_last(ctx: Ctx, v: LValue, perm: list[int]) -> LValue:
     cached = ctx.twins.get((v.vi, "nhwc"))
     if cached is not None:
         return cached
-    n, c, h, w = v.sizes
-    t = _transpose(ctx, v, [n, c, h, w], [0, 2, 3, 1], f"{v.buffer}.nhwc")
-    out = alias(ctx, t, [n, c, h, w], nhwc=True)
+    t = _transpose(ctx, v, list(v.sizes), perm, f"{v.buffer}.nhwc")
+    out = alias(ctx, t, v.sizes, nhwc=True)
     ctx.twins[(v.vi, "nhwc")] = out
     return out
 
@@ -54,7 +62,11 @@ def as_contiguous(ctx: Ctx, v: LValue) -> LValue:
     cached = ctx.twins.get((v.vi, "nchw"))
     if cached is not None:
         return cached
-    n, c, h, w = v.sizes
-    out = _transpose(ctx, v, [n, h, w, c], [0, 3, 1, 2], f"{v.buffer}.nchw")
+    if v.rank == 3:
+        n, c, length = v.sizes
+        out = _transpose(ctx, v, [n, length, c], [0, 2, 1], f"{v.buffer}.nchw")
+    else:
+        n, c, h, w = v.sizes
+        out = _transpose(ctx, v, [n, h, w, c], [0, 3, 1, 2], f"{v.buffer}.nchw")
     ctx.twins[(v.vi, "nchw")] = out
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from torchmcu.pte.program import ScalarType
@@ -12,7 +13,9 @@ class LValue:
     """A tensor value of the program and how its memory is laid out.
 
     sizes are logical (PyTorch order). nhwc: a 4-D tensor stored channels-last
-    (dim_order [0,2,3,1]). flatten_chw: a [N, C*H*W] view whose memory is
+    (dim_order [0,2,3,1]), or a 3-D [N, C, L] one stored [N, L, C] (dim_order [0,2,1]: a
+    conv1d's output, the bytes of its [N, C, 1, L] NHWC view); only the conv1d rules read a
+    3-D one as it is (Kit.input_value makes it contiguous for every other rule). flatten_chw: a [N, C*H*W] view whose memory is
     still in H,W,C order (a flatten of an NHWC tensor that was not transposed;
     a following linear absorbs the order into its weight columns).
     """
@@ -32,12 +35,14 @@ class LValue:
 
     @property
     def dim_order(self) -> list[int]:
-        return [0, 2, 3, 1] if self.nhwc else list(range(self.rank))
+        if not self.nhwc:
+            return list(range(self.rank))
+        return [0, 2, 1] if self.rank == 3 else [0, 2, 3, 1]
 
     @property
     def layout_free(self) -> bool:
-        """NHWC and NCHW memory are identical (C == 1 or H*W == 1)."""
-        return self.rank == 4 and (self.sizes[1] == 1 or self.sizes[2] * self.sizes[3] == 1)
+        """NHWC and NCHW memory are identical (C == 1 or H*W == 1; for 3-D, C == 1 or L == 1)."""
+        return self.rank in (3, 4) and (self.sizes[1] == 1 or math.prod(self.sizes[2:]) == 1)
 
     def with_(self, **kw: object) -> LValue:
         return replace(self, **kw)

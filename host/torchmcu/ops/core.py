@@ -303,9 +303,17 @@ class Kernel:
     symbol: str  # "tm_torchmcu_slice_copy_out"
     source: str  # "cortex_m/slice_copy.c"
     scratch_c: str | None = None  # "tm_quantized_conv2d_scratch_bytes"
-    # Place in the generated kernels.json: the kernels of before the registry keep their order;
-    # a new op leaves it None and comes after them, in load order.
-    table_index: int | None = None
+
+    @classmethod
+    def by_name(cls, schema: Schema, scratch_c: str | None = None) -> Kernel:
+        """The naming rule a kernel follows unless its definition says otherwise: cortex_m::foo
+        and torchmcu::foo are tm_<ns>_foo_out in cortex_m/foo.c; any other namespace's foo is
+        an ExecuTorch portable operator, tm_portable_foo_out in portable/foo.c (a leading
+        underscore dropped: aten::_softmax is softmax.c)."""
+        base = schema.name.lstrip("_")
+        if schema.namespace in ("cortex_m", "torchmcu"):
+            return cls(f"tm_{schema.namespace}_{base}_out", f"cortex_m/{base}.c", scratch_c)
+        return cls(f"tm_portable_{base}_out", f"portable/{base}.c", scratch_c)
 
     @property
     def c_name(self) -> str:
@@ -412,8 +420,6 @@ class Registry:
         for other in self._ops.values():
             if k.symbol == other.kernel.symbol or k.c_name == other.kernel.c_name:
                 raise RegistryError(f"{key}: kernel {k.symbol} is {other.key}'s too")
-            if k.table_index is not None and k.table_index == other.kernel.table_index:
-                raise RegistryError(f"{key}: table_index {k.table_index} is {other.key}'s")
         self._ops[key] = definition
         return definition
 
@@ -438,19 +444,10 @@ class Registry:
             raise KeyError(f"no operator {key!r} in the registry") from None
 
     def ops(self, family: str | None = None) -> list[OpDef]:
-        """The definitions of `family` (all without), those with a table_index first in its
-        order, then the others in registration order."""
+        """The definitions of `family` (all without), in registration order."""
         if family is not None and family not in FAMILIES:
             raise ValueError(f"family {family!r} is not one of {FAMILIES}")
-        indices = [o.kernel.table_index for o in self._ops.values()]
-        after = 1 + max((i for i in indices if i is not None), default=-1)
-
-        def place(item: tuple[int, OpDef]) -> int:
-            k, o = item
-            return o.kernel.table_index if o.kernel.table_index is not None else after + k
-
-        ranked = sorted(enumerate(self._ops.values()), key=place)
-        return [o for _, o in ranked if family is None or o.family == family]
+        return [o for o in self._ops.values() if family is None or o.family == family]
 
     def patterns(self) -> list[Pattern]:
         return list(self._patterns)
@@ -466,19 +463,32 @@ REGISTRY = Registry()
 
 
 def op(
-    schema: str, *, family: str, kernel: Kernel, registry: Registry | None = None, **fields: Any
+    schema: str,
+    *,
+    family: str,
+    kernel: Kernel | None = None,
+    scratch_c: str | None = None,
+    registry: Registry | None = None,
+    **fields: Any,
 ) -> OpDef:
-    """Parse `schema`, build the definition and register it (a duplicate key fails)."""
-    return (REGISTRY if registry is None else registry).add(
-        OpDef(Schema.parse(schema), family, kernel, **fields)
-    )
+    """Parse `schema`, build the definition and register it (a duplicate key fails). Without
+    `kernel` the kernel is Kernel.by_name's, with the scratch-size function `scratch_c`."""
+    parsed = Schema.parse(schema)
+    if kernel is None:
+        kernel = Kernel.by_name(parsed, scratch_c)
+    elif scratch_c is not None:
+        raise RegistryError(f"{parsed.key}: give scratch_c in its Kernel")
+    return (REGISTRY if registry is None else registry).add(OpDef(parsed, family, kernel, **fields))
 
 
-def nhwc_variant(base: OpDef, kernel: Kernel, registry: Registry | None = None) -> OpDef:
-    """The _nhwc alias of `base`: the same arguments, sizes of input and out in NHWC order."""
+def nhwc_variant(base: OpDef, registry: Registry | None = None) -> OpDef:
+    """The _nhwc alias of `base`: the same arguments, sizes of input and out in NHWC order; its
+    entry point tm_<ns>_<name>_nhwc_out sits in the base's translation unit (same body)."""
+    schema = base.schema.renamed(base.schema.name + "_nhwc")
+    kernel = Kernel(Kernel.by_name(schema).symbol, base.kernel.source, base.kernel.scratch_c)
     return (REGISTRY if registry is None else registry).add(
         OpDef(
-            base.schema.renamed(base.schema.name + "_nhwc"),
+            schema,
             base.family,
             kernel,
             reference=base.reference,

@@ -1,4 +1,4 @@
-"""Fold inference BatchNorm into the preceding conv2d / linear.
+"""Fold inference BatchNorm into the preceding conv2d / conv1d / conv_transpose2d / linear.
 
 Runs before annotation (Quantizer.transform_for_annotation) so the weights
 that get observed and quantized are the folded ones, as on the device where
@@ -15,7 +15,12 @@ import torch.fx
 from torchmcu.quantize.annotation import mark_folded
 
 _aten = torch.ops.aten
-_WEIGHTED = (_aten.conv2d.default, _aten.linear.default)
+_WEIGHTED = (
+    _aten.conv2d.default,
+    _aten.conv1d.default,
+    _aten.conv_transpose2d.input,
+    _aten.linear.default,
+)
 _BN_PLAIN = (_aten.batch_norm.default,)
 _BN_TUPLE = (_aten._native_batch_norm_legit_no_training.default,)
 
@@ -83,6 +88,11 @@ def fold_batch_norm(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
             continue
         if producer.target == _aten.linear.default and weight.dim() != 2:
             continue
+        # a transposed conv's weight is [Cin, Cout / groups, KH, KW]: its output channels on
+        # axis 1 (groups 1 only: the lowering takes no other)
+        transposed = producer.target == _aten.conv_transpose2d.input
+        if transposed and (len(producer.args) > 6 and producer.args[6] != 1):
+            continue
         bias_node = producer.args[2] if len(producer.args) > 2 else None
         bias = _get_attr_tensor(gm, bias_node) if bias_node is not None else None
         if bias_node is not None and bias is None:
@@ -90,7 +100,7 @@ def fold_batch_norm(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
         gamma, beta, mean, var, eps = params
         with torch.no_grad():
             factor = gamma.double() / torch.sqrt(var.double() + eps)
-            shape = [-1] + [1] * (weight.dim() - 1)
+            shape = [1, -1, 1, 1] if transposed else [-1] + [1] * (weight.dim() - 1)
             new_w = (weight.double() * factor.reshape(shape)).to(weight.dtype)
             b0 = bias.double() if bias is not None else torch.zeros_like(mean, dtype=torch.float64)
             new_b = ((b0 - mean.double()) * factor + beta.double()).to(weight.dtype)

@@ -19,31 +19,7 @@
 #define LOOP_ITERATIONS_B 7
 #endif
 
-  .syntax unified
-  .thumb
-  .text
-
-  .global vectors
-vectors:
-  .word 0x20080000 /* initial stack pointer: top of the 512 KB DTCM */
-  .word reset
-  .rept 14
-  .word hang
-  .endr
-
-  .thumb_func
-  .global tm_bench_begin
-tm_bench_begin:
-  bx lr
-
-  .thumb_func
-  .global tm_bench_end
-tm_bench_end:
-  bx lr
-
-  .thumb_func
-hang:
-  b hang
+#include "image.inc"
 
   .macro marked_loop iterations
   bl tm_bench_begin
@@ -63,8 +39,4 @@ reset:
   movs r1, #0
   marked_loop LOOP_ITERATIONS_A
   marked_loop LOOP_ITERATIONS_B
-  movs r0, #0x18      /* SYS_EXIT */
-  ldr r1, =0x20026    /* ADP_Stopped_ApplicationExit: exit status 0 */
-  bkpt 0xab
-  b hang
-  .ltorg
+  exit_ok

@@ -163,13 +163,7 @@ class Graph:
     ) -> Tensor:
         """int8 CONV2D (OHWI weight) or DEPTHWISE_CONV2D ([KH, KW, C, M] weight): int32 bias
         and accumulator, weight zero point 0."""
-        inputs = [
-            x,
-            self.const(weight.astype(np.int8), "INT8"),
-            self.const(bias, "INT32"),
-            self.scalar(input_zp, "INT8"),
-            self.scalar(0, "INT8"),
-        ]
+        inputs = self._conv_inputs(x, weight, bias, input_zp)
         a = attr(
             _CONV_ATTRIBUTES[kind],
             [int(p) for p in pad],
@@ -180,6 +174,39 @@ class Graph:
         )
         return self.op(kind, inputs, tuple(shape), "INT32", a)
 
+    def _conv_inputs(self, x: Tensor, weight: np.ndarray, bias: np.ndarray, input_zp: int) -> list:
+        """A convolution's operands: input, int8 weight, int32 bias, the two zero points."""
+        return [
+            x,
+            self.const(weight.astype(np.int8), "INT8"),
+            self.const(bias, "INT32"),
+            self.scalar(input_zp, "INT8"),
+            self.scalar(0, "INT8"),
+        ]
+
+    def transpose_conv(
+        self,
+        x: Tensor,
+        weight: np.ndarray,
+        bias: np.ndarray,
+        input_zp: int,
+        shape: Sequence[int],
+        out_pad: Sequence[int],
+        stride: Sequence[int],
+    ) -> Tensor:
+        """int8 TRANSPOSE_CONV2D (OHWI weight, out_pad [top, bottom, left, right]): int32 bias
+        and accumulator, weight zero point 0."""
+        inputs = self._conv_inputs(x, weight, bias, input_zp)
+        ints = ([int(p) for p in out_pad], [int(s) for s in stride])
+        a = attr("TransposeConv2dAttribute", *ints, False, ts().DType.INT32)
+        return self.op("TRANSPOSE_CONV2D", inputs, tuple(shape), "INT32", a)
+
+    def concat(self, items: Sequence[Tensor], axis: int) -> Tensor:
+        """CONCAT of same-dtype tensors along `axis`."""
+        shape = list(items[0].shape)
+        shape[axis] = sum(t.shape[axis] for t in items)
+        return self.op("CONCAT", list(items), tuple(shape), items[0].dtype, attr("ConcatAttribute", axis))
+
     def table(self, x: Tensor, lut: np.ndarray) -> Tensor:
         """TABLE of an int8 x through the 256-entry int8 lut."""
         return self.op("TABLE", [x, self.const(lut, "INT8")], x.shape, "INT8", attr("TableAttribute"))
@@ -187,6 +214,20 @@ class Graph:
     def transpose(self, x: Tensor, perm: Sequence[int]) -> Tensor:
         shape = tuple(x.shape[p] for p in perm)
         return self.op("TRANSPOSE", [x], shape, x.dtype, attr("TransposeAttribute", list(perm)))
+
+    def resize(
+        self,
+        x: Tensor,
+        bilinear: bool,
+        params: Sequence[Sequence[int]],
+        shape: Sequence[int],
+    ) -> Tensor:
+        """RESIZE of an int8 x; params: scale (4), offset (2), border (2). NEAREST gives int8,
+        BILINEAR int32 (the weighted sum in units of scale_y_n * scale_x_n)."""
+        mode = ts().ResizeMode.BILINEAR if bilinear else ts().ResizeMode.NEAREST
+        inputs = [x, *(self.shape_const(p) for p in params)]
+        dtype = "INT32" if bilinear else "INT8"
+        return self.op("RESIZE", inputs, tuple(shape), dtype, attr("ResizeAttribute", mode))
 
     def slice(self, x: Tensor, start: Sequence[int], size: Sequence[int]) -> Tensor:
         if tuple(size) == x.shape:

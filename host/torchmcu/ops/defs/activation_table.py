@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from torchmcu.ops.core import Annotate, Bound, Kernel, Npu, op, pattern
+from torchmcu.ops.core import Annotate, Bound, Npu, op, pattern
 from torchmcu.ops.layout import same_layout
 from torchmcu.pte import program as pm
 
@@ -88,9 +88,6 @@ def lower_tosa(g: Any, a: Any, read: Callable[[int], Any]) -> Any:
 QUANTIZED_ACTIVATION = op(
     "cortex_m::quantized_activation.out(Tensor input, Tensor lut, *, Tensor(a!) out) -> Tensor(a!)",
     family="int8",
-    kernel=Kernel(
-        "tm_cortex_m_quantized_activation_out", "cortex_m/quantized_activation.c", table_index=16
-    ),
     reference=reference,
     check=check,
     npu=Npu(lower=lower_tosa, doc="TOSA TABLE (int8, exact)"),

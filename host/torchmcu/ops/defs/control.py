@@ -17,17 +17,28 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from torchmcu.ops.core import ArgError, Bound, Kernel, OpDef, op, pattern
+from torchmcu.ops.core import ArgError, Bound, Kernel, OpDef, Schema, op, pattern
 from torchmcu.ops.layout import same_layout
 from torchmcu.pte import program as pm
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-_PREDICATE = "portable/predicate.c"
-_PRIM = "portable/prim.c"
+_PREDICATE = "predicate.c"
+_PRIM = "prim.c"
+
 MAX_DIMS = 6  # TM_MAX_DIMS (firmware/runtime/include/torchmcu/types.h)
 _INTEGER = (pm.ScalarType.CHAR, pm.ScalarType.INT, pm.ScalarType.LONG)  # predicate.c's self
+
+
+def control(schema: str, source: str, **fields: Any) -> OpDef:
+    """Register a control op of firmware/kernels/portable/`source`. Its entry point is
+    tm_portable_<name>_<overload> for an out variant, tm_prim_<name>_<overload> for a kernel
+    that returns a scalar or writes its self in place."""
+    s = Schema.parse(schema)
+    prefix = "portable" if s.overload.endswith("_out") else "prim"
+    kernel = Kernel(f"tm_{prefix}_{s.name}_{s.overload.lower()}", f"portable/{source}")
+    return op(schema, family="control", kernel=kernel, **fields)
 
 
 def _tensor(v: pm.EValue, lo: int, hi: int) -> pm.Tensor | None:
@@ -82,11 +93,10 @@ def reference_sum(b: Any) -> np.ndarray:
     return np.array(b.physical("self").astype(np.int64).sum(), dtype=np.int64)
 
 
-SUM = op(
+SUM = control(
     "aten::sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *,"
     " ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
-    family="control",
-    kernel=Kernel("tm_portable_sum_intlist_out", _PREDICATE, table_index=32),
+    _PREDICATE,
     reference=reference_sum,
     check=check_sum,
     contract=SUM_CONTRACT,
@@ -114,27 +124,26 @@ def check_compare(b: Bound) -> None:
         raise b.reject("out", "expected a Bool tensor of self's element count and layout")
 
 
-def _compare(name: str, symbol: str, fn: Callable[..., np.ndarray], table_index: int) -> OpDef:
+def _compare(name: str, symbol: str, fn: Callable[..., np.ndarray]) -> OpDef:
     """aten::<name>.Scalar_out: an integer tensor against an Int, into a Bool tensor."""
 
     def reference(b: Any) -> np.ndarray:
         """(b: the interpreter's Bound) -> the physical Bool out."""
         return fn(b.physical("self").astype(np.int64), np.int64(b.scalar("other")))
 
-    return op(
+    return control(
         f"aten::{name}.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)",
-        family="control",
-        kernel=Kernel(f"tm_portable_{name}_scalar_out", _PREDICATE, table_index=table_index),
+        _PREDICATE,
         reference=reference,
         check=check_compare,
         contract=COMPARE_CONTRACT.format(op=symbol),
     )
 
 
-GT = _compare("gt", ">", np.greater, 33)
-GE = _compare("ge", ">=", np.greater_equal, 34)
-LT = _compare("lt", "<", np.less, 35)
-LE = _compare("le", "<=", np.less_equal, 36)
+GT = _compare("gt", ">", np.greater)
+GE = _compare("ge", ">=", np.greater_equal)
+LT = _compare("lt", "<", np.less)
+LE = _compare("le", "<=", np.less_equal)
 
 # The torch.cond predicates the cond lowering (lower/rules_control.py) takes: mean() or sum()
 # of an int8 tensor, compared with a constant, become SUM then one comparison of the sum
@@ -167,10 +176,9 @@ def reference_sym_size(b: Any) -> pm.Int:
     return pm.Int(int(b.tensor("self").sizes[b.dim]))
 
 
-SYM_SIZE = op(
+SYM_SIZE = control(
     "aten::sym_size.int(Tensor self, int dim) -> SymInt",
-    family="control",
-    kernel=Kernel("tm_prim_sym_size_int", _PRIM, table_index=37),
+    _PRIM,
     reference=reference_sym_size,
     check=check_sym_size,
     call="loop_scalar",
@@ -221,11 +229,10 @@ def reference_select_copy(b: Any) -> np.ndarray:
     return b.physical("self")[b.scalar("index")]
 
 
-SELECT_COPY = op(
+SELECT_COPY = control(
     "aten::select_copy.int_out(Tensor self, int dim, SymInt index, *, Tensor(a!) out)"
     " -> Tensor(a!)",
-    family="control",
-    kernel=Kernel("tm_portable_select_copy_int_out", _PRIM, table_index=38),
+    _PRIM,
     reference=reference_select_copy,
     check=check_select_copy,
     call="loop_select",
@@ -255,10 +262,9 @@ def reference_et_copy_index(b: Any) -> np.ndarray:
 
 # ExecuTorch's emitter creates this op by name only (no Python schema); the argument list is
 # what its C++ kernel reads: the tensor to write, the slice to copy in, the slot.
-ET_COPY_INDEX = op(
+ET_COPY_INDEX = control(
     "executorch_prim::et_copy_index.tensor(Tensor(a!) self, Tensor copy_from, SymInt index) -> ()",
-    family="control",
-    kernel=Kernel("tm_prim_et_copy_index_tensor", _PRIM, table_index=39),
+    _PRIM,
     reference=reference_et_copy_index,
     check=check_et_copy_index,
     call="loop_copy_index",
@@ -271,7 +277,7 @@ SCALAR_CONTRACT = """\
   set to `{result}`{wraps}."""
 
 
-def _scalar(name: str, fn: Callable[[int, int], pm.EValue], table_index: int) -> OpDef:
+def _scalar(name: str, fn: Callable[[int, int], pm.EValue]) -> OpDef:
     """executorch_prim::<name>.Scalar on two Int values: the loop counter and its test."""
     returned = pm.Bool if name == "eq" else pm.Int
 
@@ -291,11 +297,10 @@ def _scalar(name: str, fn: Callable[[int, int], pm.EValue], table_index: int) ->
         result=symbol,
         wraps="" if returned is pm.Bool else " (int64, wrapping like two's complement)",
     )
-    return op(
+    return control(
         f"executorch_prim::{name}.Scalar(Scalar a, Scalar b) -> "
         + ("bool" if returned is pm.Bool else "Scalar"),
-        family="control",
-        kernel=Kernel(f"tm_prim_{name}_scalar", _PRIM, table_index=table_index),
+        _PRIM,
         reference=reference,
         check=check,
         call="loop_scalar",
@@ -309,6 +314,6 @@ def _wrap(v: int) -> pm.Int:
     return pm.Int((v + 2**63) % 2**64 - 2**63)
 
 
-PRIM_ADD = _scalar("add", lambda a, b: _wrap(a + b), 40)
-PRIM_SUB = _scalar("sub", lambda a, b: _wrap(a - b), 41)
-PRIM_EQ = _scalar("eq", lambda a, b: pm.Bool(a == b), 42)
+PRIM_ADD = _scalar("add", lambda a, b: _wrap(a + b))
+PRIM_SUB = _scalar("sub", lambda a, b: _wrap(a - b))
+PRIM_EQ = _scalar("eq", lambda a, b: pm.Bool(a == b))

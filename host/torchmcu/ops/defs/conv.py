@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from torchmcu.ops.core import Annotate, Bound, Kernel, Npu, nhwc_variant, op, pattern
+from torchmcu.ops.core import Annotate, Bound, Npu, nhwc_variant, op, pattern
 from torchmcu.ops.defs.linear import bias_of, check_offsets, contiguous, int32_vector
 from torchmcu.ops.intmath import INT8_MAX, INT8_MIN, check_activation, requantize
 from torchmcu.ops.layout import activation_dims, fit_window, is_scratch, pair
@@ -52,7 +52,9 @@ CONV_CONTRACT = """\
 - `acc[n,oh,ow,oc] = bias[oc] + sum_{kh,kw,c} (x[n, ih, iw, g*Cin_g + c] + input_offset) * w[oc,kh,kw,c]`
   with `g = oc // (Cout/groups)`, `ih = oh*stride_h - pad_h + kh*dil_h`, and taps outside the
   input contributing 0 (padding is the input zero point).
-- `out = clamp(requantize(acc, m[oc], s[oc]) + output_offset, activation_min, activation_max)`."""
+- `out = clamp(requantize(acc, m[oc], s[oc]) + output_offset, activation_min, activation_max)`.
+- aten::conv1d on `[N, C, L]` is this call with H = 1: the `[N, C, 1, L]` view of the
+  activation's `[N, L, C]` bytes, weight `[Cout, 1, K, Cin_g]` (so for the depthwise form)."""
 DEPTHWISE_CONTRACT = """\
 - As conv2d, but `weight` int8 `[1, KH, KW, Cout]`, `Cout = Cin * depth_multiplier`
   (`depth_multiplier >= 1`), and output channel `oc` reads input channel `oc // depth_multiplier`:
@@ -454,30 +456,37 @@ def _windowed_input(
     return x, pad, stride, dilation
 
 
-def _requantized(g: Any, a: Any, acc: Any) -> Any:
+def _requantized(g: Any, a: Any, acc: Any, channels: slice = slice(None)) -> Any:
+    """The RESCALE (and CLAMP) of the accumulators of output `channels`."""
     return g.requantize(
-        acc, a.ints("requantize_multipliers"), a.ints("requantize_shifts"),
+        acc, a.ints("requantize_multipliers")[channels], a.ints("requantize_shifts")[channels],
         int(a.output_offset), int(a.activation_min), int(a.activation_max),
     )  # fmt: skip
 
 
 def lower_tosa_conv(g: Any, a: Any, read: Callable[[int], Any]) -> Any:
+    """CONV2D and RESCALE; a grouped convolution is, per group, a SLICE of its input
+    channels, CONV2D and RESCALE, then one CONCAT of the groups' int8 outputs."""
     a.checked()
     x, extra = _source(g, a, read)
     n, cin = x.shape[0], x.shape[3]
     weight = a.constant("weight")  # OHWI
-    cout, kh, kw, cin_w = weight.shape
-    if cin_w != cin:
-        raise a.error(
-            f"grouped convolution (weight Cin {cin_w}, input C {cin}) has no TOSA lowering here"
-        )
+    cout, kh, kw, cin_g = weight.shape
+    groups = cin // cin_g
+    cout_g = cout // groups
     _, oh, ow, _ = a.nhwc_shape("out")
     x, pad, stride, dilation = _windowed_input(g, a, x, (oh, ow), (kh, kw), extra)
-    acc = g.conv(
-        "CONV2D", x, weight, bias_of(a, "bias", cout), -int(a.input_offset), (n, oh, ow, cout),
-        pad, stride, dilation,
-    )  # fmt: skip
-    return _requantized(g, a, acc)
+    bias = bias_of(a, "bias", cout)
+    outs = []
+    for i in range(groups):
+        xi = x if groups == 1 else g.slice(x, [0, 0, 0, i * cin_g], [*x.shape[:3], cin_g])
+        part = slice(i * cout_g, (i + 1) * cout_g)
+        acc = g.conv(
+            "CONV2D", xi, weight[part], bias[part], -int(a.input_offset), (n, oh, ow, cout_g),
+            pad, stride, dilation,
+        )  # fmt: skip
+        outs.append(_requantized(g, a, acc, part))
+    return outs[0] if groups == 1 else g.concat(outs, 3)
 
 
 def lower_tosa_depthwise(g: Any, a: Any, read: Callable[[int], Any]) -> Any:
@@ -512,13 +521,6 @@ def _window_reason(b: Bound, family: str) -> str | None:
     return stride_reason("convolution", family, b.stride, (oh, ow))
 
 
-def npu_support_conv(b: Bound, family: str) -> str | None:
-    cin = _activation(b, "input")[3]
-    if b.tensor("weight").sizes[3] != cin:
-        return "grouped convolution is not lowered to the NPU"
-    return _window_reason(b, family)
-
-
 _CONV_SCRATCH = "tm_quantized_conv2d_scratch_bytes"
 _DEPTHWISE_SCRATCH = "tm_quantized_depthwise_conv2d_scratch_bytes"
 
@@ -528,34 +530,21 @@ QUANTIZED_CONV2D = op(
     " Tensor requantize_multipliers, Tensor requantize_shifts, int activation_min,"
     " int activation_max, Tensor scratch, *, Tensor(a!) out) -> Tensor(a!)",
     family="int8",
-    kernel=Kernel(
-        "tm_cortex_m_quantized_conv2d_out",
-        "cortex_m/quantized_conv2d.c",
-        scratch_c=_CONV_SCRATCH,
-        table_index=5,
-    ),
+    scratch_c=_CONV_SCRATCH,
     reference=reference_conv,
     check=check_conv,
     scratch_bytes=quantized_conv2d_scratch_bytes,
     macs=macs_conv,
     npu=Npu(
         lower=lower_tosa_conv,
-        support=npu_support_conv,
+        support=_window_reason,
         pad_fold="input_offset",
-        doc="TOSA CONV2D and RESCALE (not grouped)",
+        doc="TOSA CONV2D and RESCALE (grouped: per group SLICE, CONV2D, RESCALE; then CONCAT)",
     ),
     contract=CONV_CONTRACT,
 )
 
-QUANTIZED_CONV2D_NHWC = nhwc_variant(
-    QUANTIZED_CONV2D,
-    Kernel(
-        "tm_cortex_m_quantized_conv2d_nhwc_out",
-        "cortex_m/quantized_conv2d.c",
-        scratch_c=_CONV_SCRATCH,
-        table_index=6,
-    ),
-)
+QUANTIZED_CONV2D_NHWC = nhwc_variant(QUANTIZED_CONV2D)
 
 QUANTIZED_DEPTHWISE_CONV2D = op(
     "cortex_m::quantized_depthwise_conv2d.out(Tensor input, Tensor weight, Tensor? bias,"
@@ -563,12 +552,7 @@ QUANTIZED_DEPTHWISE_CONV2D = op(
     " int output_offset, Tensor requantize_multipliers, Tensor requantize_shifts,"
     " int activation_min, int activation_max, Tensor scratch, *, Tensor(a!) out) -> Tensor(a!)",
     family="int8",
-    kernel=Kernel(
-        "tm_cortex_m_quantized_depthwise_conv2d_out",
-        "cortex_m/quantized_depthwise_conv2d.c",
-        scratch_c=_DEPTHWISE_SCRATCH,
-        table_index=7,
-    ),
+    scratch_c=_DEPTHWISE_SCRATCH,
     reference=reference_depthwise,
     check=check_depthwise,
     scratch_bytes=quantized_depthwise_conv2d_scratch_bytes,
@@ -582,33 +566,22 @@ QUANTIZED_DEPTHWISE_CONV2D = op(
     contract=DEPTHWISE_CONTRACT,
 )
 
-QUANTIZED_DEPTHWISE_CONV2D_NHWC = nhwc_variant(
-    QUANTIZED_DEPTHWISE_CONV2D,
-    Kernel(
-        "tm_cortex_m_quantized_depthwise_conv2d_nhwc_out",
-        "cortex_m/quantized_depthwise_conv2d.c",
-        scratch_c=_DEPTHWISE_SCRATCH,
-        table_index=8,
-    ),
-)
+QUANTIZED_DEPTHWISE_CONV2D_NHWC = nhwc_variant(QUANTIZED_DEPTHWISE_CONV2D)
 
 
 # -- the aten side: k is the lowering Kit, node a torch.fx.Node (torch-free here)
-def lower_conv2d(k: Any, node: Any) -> None:
-    """aten::conv2d.default: a depthwise convolution (groups == Cin, one input channel per
-    group) or a (grouped) conv2d, NHWC activations, per-channel requantization."""
-    x = k.as_nhwc(k.input_value(k.aten_arg(node, "input")))
-    stride = k.pair(k.aten_arg(node, "stride", [1, 1]), (1, 1))
-    padding_arg = k.aten_arg(node, "padding", [0, 0])
-    if isinstance(padding_arg, str):
-        raise k.unsupported(node, f"padding='{padding_arg}' (give explicit padding)")
-    padding = k.pair(padding_arg, (0, 0))
-    dilation = k.pair(k.aten_arg(node, "dilation", [1, 1]), (1, 1))
-    groups = int(k.aten_arg(node, "groups", 1))
-    out_shape = k.shape_of(node)
-    if len(out_shape) != 4:
-        raise k.unsupported(node, "only 2-D convolution on 4-D inputs")
-    _, cin, _, _ = x.sizes
+def _padding_arg(k: Any, node: Any, default: list[int]) -> Any:
+    padding = k.aten_arg(node, "padding", default)
+    if isinstance(padding, str):
+        raise k.unsupported(node, f"padding='{padding}' (give explicit padding)")
+    return padding
+
+
+def conv_quantization(k: Any, node: Any, x: Any, out_shape: list[int]) -> tuple[Any, ...]:
+    """What every int8 convolution rule reads first: (int8 weight as torch has it, int32 bias,
+    quantize users, fused activation, the NHWC out, and a function creating the values of
+    input_offset .. activation_max in schema order, called where the call's arguments reach
+    them)."""
     cout = out_shape[1]
     w, w_scales = k.weights(node, k.aten_arg(node, "weight"), cout)
     qs, act, qp = k.output_quant(node, allow_activation=True)
@@ -617,6 +590,36 @@ def lower_conv2d(k: Any, node: Any) -> None:
     bias = k.bias_int32(node, k.aten_arg(node, "bias", None), in_scale * w_scales, cout)
     mults, shifts = k.per_channel_requant(in_scale, w_scales, qp.scale)
     out = k.new_int8(node.name, out_shape, qp, nhwc=True)
+
+    def quant_values() -> dict[str, int]:
+        return {
+            "input_offset": k.int_(-in_zp),
+            "output_offset": k.int_(qp.zero_point),
+            "requantize_multipliers": k.constant(np.array(mults, dtype=np.int32)),
+            "requantize_shifts": k.constant(np.array(shifts, dtype=np.int32)),
+            "activation_min": k.int_(act_min),
+            "activation_max": k.int_(act_max),
+        }
+
+    return w, bias, qs, act, out, quant_values
+
+
+def _lower_conv(
+    k: Any,
+    node: Any,
+    x: Any,
+    window: tuple[tuple[int, int], tuple[int, int], tuple[int, int]],
+    out_shape: list[int],
+) -> Any:
+    """The int8 call of a (grouped or depthwise) convolution of the NHWC 4-D value x with
+    the node's weight (OIHW, H = 1 for conv1d) and window (stride, padding, dilation
+    pairs); returns the NHWC out of `out_shape` [N, Cout, OH, OW]."""
+    stride, padding, dilation = window
+    groups = int(k.aten_arg(node, "groups", 1))
+    _, cin, _, _ = x.sizes
+    cout = out_shape[1]
+    w, bias, qs, act, out, quant_values = conv_quantization(k, node, x, out_shape)
+    w = w.reshape(cout, w.shape[1], -1, w.shape[-1])  # conv1d's OIL as OI1L
     depthwise = groups == cin and groups > 1 and w.shape[1] == 1 and cout % cin == 0
     if depthwise:
         definition = QUANTIZED_DEPTHWISE_CONV2D
@@ -637,23 +640,67 @@ def lower_conv2d(k: Any, node: Any) -> None:
     }
     if depthwise:
         named["depth_multiplier"] = k.int_(cout // cin)
-    named.update(
-        input_offset=k.int_(-in_zp),
-        output_offset=k.int_(qp.zero_point),
-        requantize_multipliers=k.constant(np.array(mults, dtype=np.int32)),
-        requantize_shifts=k.constant(np.array(shifts, dtype=np.int32)),
-        activation_min=k.int_(act_min),
-        activation_max=k.int_(act_max),
-        scratch=scratch,
-        out=out.vi,
-    )
+    named.update(**quant_values(), scratch=scratch, out=out.vi)
     k.call(definition, node, **named)
+    return qs, act, out
+
+
+def lower_conv2d(k: Any, node: Any) -> None:
+    """aten::conv2d.default: a depthwise convolution (groups == Cin, one input channel per
+    group) or a (grouped) conv2d, NHWC activations, per-channel requantization."""
+    x = k.as_nhwc(k.input_value(k.aten_arg(node, "input")))
+    stride = k.pair(k.aten_arg(node, "stride", [1, 1]), (1, 1))
+    padding = k.pair(_padding_arg(k, node, [0, 0]), (0, 0))
+    dilation = k.pair(k.aten_arg(node, "dilation", [1, 1]), (1, 1))
+    out_shape = k.shape_of(node)
+    if len(out_shape) != 4:
+        raise k.unsupported(node, "only 2-D convolution on 4-D inputs")
+    qs, act, out = _lower_conv(k, node, x, (stride, padding, dilation), out_shape)
     k.bind_output(qs, act, out)
+
+
+def _single(k: Any, node: Any, name: str, default: int) -> int:
+    """A conv1d window argument: an int or a one-item list."""
+    value = k.aten_arg(node, name, [default])
+    items = [value] if isinstance(value, int) else list(value)
+    if len(items) != 1:
+        raise k.unsupported(node, f"conv1d {name} {value} (expected one value)")
+    return int(items[0])
+
+
+def lower_conv1d(k: Any, node: Any) -> None:
+    """aten::conv1d.default on [N, C, L]: the 2-D kernels with H = 1 (the [N, C, 1, L] NHWC
+    view of [N, L, C] bytes); the out stays [N, L, C] for the next conv1d (Kit.input_value
+    makes it contiguous for any other rule)."""
+    x = k.input_value(k.aten_arg(node, "input"), channels_last_1d=True)
+    out_shape = k.shape_of(node)
+    if x.rank != 3 or len(out_shape) != 3:
+        raise k.unsupported(node, "only 1-D convolution on 3-D [N, C, L] inputs")
+    x = k.as_nhwc_1d(x)
+    n, cin, length = x.sizes
+    x4 = k.alias(x, [n, cin, 1, length], nhwc=True)
+    _padding_arg(k, node, [0])
+    window = (
+        (1, _single(k, node, "stride", 1)),
+        (0, _single(k, node, "padding", 0)),
+        (1, _single(k, node, "dilation", 1)),
+    )
+    n, cout, out_len = out_shape
+    qs, act, out = _lower_conv(k, node, x4, window, [n, cout, 1, out_len])
+    k.bind_output(qs, act, k.alias(out, out_shape, nhwc=True))
 
 
 pattern(
     "aten::conv2d.default",
     annotate=Annotate("weighted", {"kind": "conv2d", "per_channel": True}),
     lower=lower_conv2d,
+    emits=(QUANTIZED_CONV2D, QUANTIZED_DEPTHWISE_CONV2D),
+)
+
+
+pattern(
+    "aten::conv1d.default",
+    annotate=Annotate("weighted", {"kind": "conv2d", "per_channel": True}),
+    lower=lower_conv1d,
     emits=(QUANTIZED_CONV2D, QUANTIZED_DEPTHWISE_CONV2D),
 )

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from torchmcu.ops.core import Annotate, Bound, Kernel, Npu, op, pattern
+from torchmcu.ops.core import Annotate, Bound, Npu, op, pattern
 from torchmcu.ops.intmath import (
     INT8_MAX,
     INT8_MIN,
@@ -276,7 +276,6 @@ QUANTIZED_ADD = op(
     " int output_zero_point, int output_multiplier, int output_shift, int activation_min,"
     " int activation_max, *, Tensor(a!) out) -> Tensor(a!)",
     family="int8",
-    kernel=Kernel("tm_cortex_m_quantized_add_out", "cortex_m/quantized_add.c", table_index=2),
     reference=reference_add,
     check=check_add,
     npu=Npu(lower=lower_tosa_add, doc="TOSA RESCALE, ADD (int32), RESCALE"),
@@ -288,7 +287,6 @@ QUANTIZED_MUL = op(
     " int other_zero_point, int output_zero_point, int output_multiplier, int output_shift, *,"
     " Tensor(a!) out) -> Tensor(a!)",
     family="int8",
-    kernel=Kernel("tm_cortex_m_quantized_mul_out", "cortex_m/quantized_mul.c", table_index=3),
     reference=reference_mul,
     check=check_mul,
     npu=Npu(lower=lower_tosa_mul, doc="TOSA RESCALE, MUL (int32), RESCALE"),

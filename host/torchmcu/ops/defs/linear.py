@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
-from torchmcu.ops.core import Annotate, Bound, Kernel, Npu, op, pattern
+from torchmcu.ops.core import Annotate, Bound, Npu, op, pattern
 from torchmcu.ops.intmath import (
     INT8_MAX,
     INT8_MIN,
@@ -253,7 +253,6 @@ QUANTIZED_LINEAR = op(
     " int[] requantize_multipliers, int[] requantize_shifts, int activation_max,"
     " int activation_min, *, Tensor(a!) out) -> Tensor(a!)",
     family="int8",
-    kernel=Kernel("tm_cortex_m_quantized_linear_out", "cortex_m/quantized_linear.c", table_index=4),
     reference=reference,
     check=check,
     macs=macs,

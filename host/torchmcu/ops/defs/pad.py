@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from torchmcu.ops.core import Annotate, Bound, Kernel, Npu, op, pattern
+from torchmcu.ops.core import Annotate, Bound, Npu, op, pattern
 from torchmcu.ops.layout import NHWC, disjoint, is_channels_last, laid_out_as, pad_dims
 from torchmcu.pte import program as pm
 
@@ -178,7 +178,6 @@ PAD = op(
     "cortex_m::pad.out(Tensor input, int[] pre_pad, int[] post_pad, int pad_value, *,"
     " Tensor(a!) out) -> Tensor(a!)",
     family="int8",
-    kernel=Kernel("tm_cortex_m_pad_out", "cortex_m/pad.c", table_index=14),
     reference=reference,
     check=check,
     npu=Npu(lower=lower_tosa, doc="TOSA PAD (or folded into a convolution's padding)"),

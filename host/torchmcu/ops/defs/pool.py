@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from torchmcu.ops.core import Annotate, ArgError, Bound, Kernel, Npu, nhwc_variant, op, pattern
+from torchmcu.ops.core import Annotate, ArgError, Bound, Npu, nhwc_variant, op, pattern
 from torchmcu.ops.defs.pad import PAD
 from torchmcu.ops.intmath import (
     INT8_MAX,
@@ -445,12 +445,7 @@ QUANTIZED_AVG_POOL2D = op(
     " int[] padding, bool ceil_mode, int zero_point, int multiplier, int shift, Tensor scratch, *,"
     " Tensor(a!) out) -> Tensor(a!)",
     family="int8",
-    kernel=Kernel(
-        "tm_cortex_m_quantized_avg_pool2d_out",
-        "cortex_m/quantized_avg_pool2d.c",
-        scratch_c=_AVG_SCRATCH,
-        table_index=9,
-    ),
+    scratch_c=_AVG_SCRATCH,
     reference=reference_avg,
     check=check_avg,
     scratch_bytes=quantized_avg_pool2d_scratch_bytes,
@@ -463,38 +458,20 @@ QUANTIZED_AVG_POOL2D = op(
     contract=AVG_CONTRACT,
 )
 
-QUANTIZED_AVG_POOL2D_NHWC = nhwc_variant(
-    QUANTIZED_AVG_POOL2D,
-    Kernel(
-        "tm_cortex_m_quantized_avg_pool2d_nhwc_out",
-        "cortex_m/quantized_avg_pool2d.c",
-        scratch_c=_AVG_SCRATCH,
-        table_index=10,
-    ),
-)
+QUANTIZED_AVG_POOL2D_NHWC = nhwc_variant(QUANTIZED_AVG_POOL2D)
 
 QUANTIZED_MAX_POOL2D = op(
     "cortex_m::quantized_max_pool2d.out(Tensor input, int[] kernel_size, int[] stride,"
     " int[] padding, int[] dilation, bool ceil_mode, int input_zero_point, int output_zero_point,"
     " int activation_min, int activation_max, *, Tensor(a!) out) -> Tensor(a!)",
     family="int8",
-    kernel=Kernel(
-        "tm_cortex_m_quantized_max_pool2d_out", "cortex_m/quantized_max_pool2d.c", table_index=11
-    ),
     reference=reference_max,
     check=check_max,
     npu=Npu(lower=lower_tosa_max, support=npu_support_max, doc="TOSA MAX_POOL2D (+ CLAMP)"),
     contract=MAX_CONTRACT,
 )
 
-QUANTIZED_MAX_POOL2D_NHWC = nhwc_variant(
-    QUANTIZED_MAX_POOL2D,
-    Kernel(
-        "tm_cortex_m_quantized_max_pool2d_nhwc_out",
-        "cortex_m/quantized_max_pool2d.c",
-        table_index=12,
-    ),
-)
+QUANTIZED_MAX_POOL2D_NHWC = nhwc_variant(QUANTIZED_MAX_POOL2D)
 
 
 # -- the aten side: k is the lowering Kit, node a torch.fx.Node (torch-free here)
@@ -615,8 +592,14 @@ def lower_adaptive_avg_pool2d(k: Any, node: Any) -> None:
 
 
 def lower_mean_dim(k: Any, node: Any) -> None:
-    """mean over H and W: a global average pool."""
-    x = k.as_nhwc(k.input_value(node.args[0]))
+    """mean over H and W: a global average pool (of [N, C, L] over L: the [N, C, 1, L] view)."""
+    x = k.input_value(node.args[0], channels_last_1d=True)
+    if x.rank == 3 and [int(d) % 3 for d in k.aten_arg(node, "dim")] == [2]:
+        n, c, length = x.sizes
+        x = k.alias(k.as_nhwc_1d(x), [n, c, 1, length], nhwc=True)
+        _global_pool(k, node, x, k.shape_of(node), (1, length), [n, c, 1, 1])
+        return
+    x = k.as_nhwc(x if x.rank != 3 else k.input_value(node.args[0]))
     n, c, h, w = x.sizes
     out_shape = k.shape_of(node)
     dims = k.aten_arg(node, "dim")

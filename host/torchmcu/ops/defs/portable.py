@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from torchmcu.ops.core import Bound, Kernel, OpDef, op
+from torchmcu.ops.core import Bound, OpDef, op
 from torchmcu.ops.layout import same_layout
 from torchmcu.pte import program as pm
 
@@ -30,10 +30,9 @@ MAX_DIMS = 6  # TM_MAX_DIMS (firmware/runtime/include/torchmcu/types.h)
 FLOAT_MAX = 3.4028234663852886e38
 
 
-def portable(schema: str, symbol: str, source: str, table_index: int, **fields: Any) -> OpDef:
-    """Register a portable kernel of firmware/kernels/portable/`source`."""
-    kernel = Kernel(symbol, f"portable/{source}", table_index=table_index)
-    return op(schema, family="portable", kernel=kernel, **fields)
+def portable(schema: str, **fields: Any) -> OpDef:
+    """Register a portable kernel (firmware/kernels/portable/, named by Kernel.by_name)."""
+    return op(schema, family="portable", **fields)
 
 
 # -- the numpy side

@@ -193,36 +193,24 @@ def _clone_reference(b: Any) -> np.ndarray:
 CLONE_DIM_ORDER = portable(
     "dim_order_ops::_clone_dim_order.out(Tensor self, *, bool non_blocking=False,"
     " int[]? dim_order=None, Tensor(a!) out) -> Tensor(a!)",
-    "tm_portable_clone_dim_order_out",
-    "clone_dim_order.c",
-    18,
     reference=_clone_reference,
     check=check_clone,
     contract=CLONE_CONTRACT,
 )
 VIEW_COPY = portable(
     "aten::view_copy.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)",
-    "tm_portable_view_copy_out",
-    "view_copy.c",
-    29,
     reference=lambda b: b.to_out(view_copy(b.logical("self"), b.size)),
     check=check_view_copy,
     contract=VIEW_COPY_CONTRACT,
 )
 PERMUTE_COPY = portable(
     "aten::permute_copy.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)",
-    "tm_portable_permute_copy_out",
-    "permute_copy.c",
-    30,
     reference=lambda b: b.to_out(permute_copy(b.logical("self"), b.dims)),
     check=check_permute_copy,
     contract=PERMUTE_COPY_CONTRACT,
 )
 CAT = portable(
     "aten::cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)",
-    "tm_portable_cat_out",
-    "cat.c",
-    31,
     reference=lambda b: b.to_out(cat(b.logical_list("tensors"), b.dim)),
     check=check_cat,
     contract=CAT_CONTRACT,

@@ -104,44 +104,32 @@ def check_gelu(b: Bound) -> None:
 
 ADD = portable(
     "aten::add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)",
-    "tm_portable_add_out",
-    "add.c",
-    22,
     reference=lambda b: b.to_out(add(b.logical("self"), b.logical("other"), b.alpha)),
     check=check_binary,
     contract="`out = self + alpha*other`\n\n" + BINARY_CONTRACT,
 )
 MUL = portable(
     "aten::mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
-    "tm_portable_mul_out",
-    "mul.c",
-    23,
     reference=lambda b: b.to_out(mul(b.logical("self"), b.logical("other"))),
     check=check_binary,
     contract="`out = self * other`\n\n" + BINARY_CONTRACT,
 )
 
 
-def _unary(name: str, fn: Callable[[np.ndarray], np.ndarray], table_index: int) -> OpDef:
+def _unary(name: str, fn: Callable[[np.ndarray], np.ndarray]) -> OpDef:
     return portable(
         f"aten::{name}.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
-        f"tm_portable_{name}_out",
-        f"{name}.c",
-        table_index,
         reference=lambda b: b.to_out(fn(b.logical("self"))),
         check=unary_check,
         contract=UNARY_CONTRACT,
     )
 
 
-RELU = _unary("relu", relu, 24)
-SIGMOID = _unary("sigmoid", sigmoid, 25)
-TANH = _unary("tanh", tanh, 26)
+RELU = _unary("relu", relu)
+SIGMOID = _unary("sigmoid", sigmoid)
+TANH = _unary("tanh", tanh)
 GELU = portable(
     'aten::gelu.out(Tensor self, *, str approximate="none", Tensor(a!) out) -> Tensor(a!)',
-    "tm_portable_gelu_out",
-    "gelu.c",
-    44,
     reference=lambda b: b.to_out(gelu(b.logical("self"), string_arg(b, "approximate"))),
     check=check_gelu,
     contract=GELU_CONTRACT,

@@ -172,9 +172,6 @@ def check_addmm(b: Bound) -> None:
 ADDMM = portable(
     "aten::addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1,"
     " Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)",
-    "tm_portable_addmm_out",
-    "addmm.c",
-    19,
     reference=lambda b: b.to_out(
         addmm(b.logical("self"), b.logical("mat1"), b.logical("mat2"), b.beta, b.alpha)
     ),
@@ -183,9 +180,6 @@ ADDMM = portable(
 )
 MM = portable(
     "aten::mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)",
-    "tm_portable_mm_out",
-    "mm.c",
-    20,
     reference=lambda b: b.to_out(mm(b.logical("self"), b.logical("mat2"))),
     check=check_mm,
     contract=MATMUL_CONTRACT,
@@ -280,9 +274,6 @@ CONVOLUTION = portable(
     "aten::convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride,"
     " SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding,"
     " SymInt groups, *, Tensor(a!) out) -> Tensor(a!)",
-    "tm_portable_convolution_out",
-    "convolution.c",
-    21,
     reference=_convolution_reference,
     check=check_convolution,
     contract=CONVOLUTION_CONTRACT,
@@ -316,17 +307,18 @@ def lower_linear(k: Any, node: Any) -> None:
     )
 
 
-def lower_conv2d(k: Any, node: Any) -> None:
-    """aten::conv2d -> convolution.out (not transposed), weight and bias float32 constants."""
+def lower_conv2d(k: Any, node: Any, dims: int = 2) -> None:
+    """aten::conv2d (conv1d: dims 1) -> convolution.out (not transposed), weight and bias
+    float32 constants."""
     x = k.float_input(k.aten_arg(node, "input"))
     w = k.float_input(k.aten_arg(node, "weight"))
     bias = k.aten_arg(node, "bias")
     bias_vi = k.none() if bias is None else k.float_input(bias).vi
     stride, padding, dilation = (
-        list(k.aten_arg(node, name, [d, d]))
+        list(k.aten_arg(node, name, [d] * dims))
         for name, d in (("stride", 1), ("padding", 0), ("dilation", 1))
     )
-    if isinstance(k.aten_arg(node, "padding", [0, 0]), str):
+    if isinstance(k.aten_arg(node, "padding", [0] * dims), str):
         raise k.unsupported(node, "string padding of a float conv")
     groups = int(k.aten_arg(node, "groups", 1))
     k.call(
@@ -346,4 +338,9 @@ def lower_conv2d(k: Any, node: Any) -> None:
 
 
 pattern("aten::linear.default", lower_float=lower_linear, emits=(ADDMM, MM))
+def lower_conv1d(k: Any, node: Any) -> None:
+    lower_conv2d(k, node, dims=1)
+
+
 pattern("aten::conv2d.default", lower_float=lower_conv2d, emits=(CONVOLUTION,))
+pattern("aten::conv1d.default", lower_float=lower_conv1d, emits=(CONVOLUTION,))

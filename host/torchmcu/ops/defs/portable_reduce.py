@@ -174,9 +174,6 @@ def check_native_layer_norm(b: Bound) -> None:
 
 SOFTMAX = portable(
     "aten::_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)",
-    "tm_portable_softmax_out",
-    "softmax.c",
-    27,
     reference=lambda b: b.to_out(_softmax(b.logical("self"), b.dim, b.half_to_float)),
     check=check_softmax,
     contract=SOFTMAX_CONTRACT,
@@ -184,9 +181,6 @@ SOFTMAX = portable(
 MEAN = portable(
     "aten::mean.out(Tensor self, int[1]? dim, bool keepdim=False, *,"
     " ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
-    "tm_portable_mean_out",
-    "mean.c",
-    28,
     reference=lambda b: b.to_out(mean(b.logical("self"), b.dim, b.keepdim, b.dtype)),
     check=check_mean,
     contract=MEAN_CONTRACT,
@@ -206,9 +200,6 @@ NATIVE_LAYER_NORM = portable(
     "aten::native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight,"
     " Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2)"
     " -> (Tensor(a!), Tensor(b!), Tensor(c!))",
-    "tm_portable_native_layer_norm_out",
-    "native_layer_norm.c",
-    43,
     call="multi_out",
     reference=_layer_norm_reference,
     check=check_native_layer_norm,

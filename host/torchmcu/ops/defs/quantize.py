@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from torchmcu.ops.core import Bound, Kernel, op
+from torchmcu.ops.core import Bound, op
 from torchmcu.ops.intmath import check_int
 from torchmcu.ops.layout import same_layout, tensor_arg
 from torchmcu.pte import program as pm
@@ -166,9 +166,6 @@ QUANTIZE = op(
     "cortex_m::quantize_per_tensor.out(Tensor input, float scale, int zero_point, int quant_min,"
     " int quant_max, ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)",
     family="int8",
-    kernel=Kernel(
-        "tm_cortex_m_quantize_per_tensor_out", "cortex_m/quantize_per_tensor.c", table_index=0
-    ),
     reference=_reference(quantize_per_tensor),
     check=check_quantize,
     no_npu=_FLOAT,
@@ -179,9 +176,6 @@ DEQUANTIZE = op(
     "cortex_m::dequantize_per_tensor.out(Tensor input, float scale, int zero_point, int quant_min,"
     " int quant_max, ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)",
     family="int8",
-    kernel=Kernel(
-        "tm_cortex_m_dequantize_per_tensor_out", "cortex_m/dequantize_per_tensor.c", table_index=1
-    ),
     reference=_reference(dequantize_per_tensor),
     check=check_dequantize,
     no_npu=_FLOAT,

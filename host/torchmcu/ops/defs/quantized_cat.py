@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from torchmcu.ops import intmath
-from torchmcu.ops.core import Annotate, Bound, Kernel, Npu, op, pattern
+from torchmcu.ops.core import Annotate, Bound, Npu, op, pattern
 from torchmcu.ops.layout import disjoint
 from torchmcu.pte import program as pm
 
@@ -170,7 +170,6 @@ QUANTIZED_CAT = op(
     " int[] input_multipliers, int[] input_shifts, int output_zero_point, *,"
     " Tensor(a!) out) -> Tensor(a!)",
     family="int8",
-    kernel=Kernel("tm_torchmcu_quantized_cat_out", "cortex_m/quantized_cat.c"),
     reference=reference,
     check=check,
     npu=Npu(lower=lower_tosa, support=npu_support, doc=NPU_DOC),

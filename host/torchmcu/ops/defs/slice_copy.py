@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from torchmcu.ops.core import Annotate, ArgError, Bound, Kernel, Npu, op, pattern
+from torchmcu.ops.core import Annotate, ArgError, Bound, Npu, op, pattern
 from torchmcu.ops.layout import NHWC, disjoint, laid_out_as
 from torchmcu.pte import program as pm
 
@@ -136,7 +136,6 @@ SLICE_COPY = op(
     "torchmcu::slice_copy.out(Tensor self, int dim, int start, int end, int step, *,"
     " Tensor(a!) out) -> Tensor(a!)",
     family="int8",
-    kernel=Kernel("tm_torchmcu_slice_copy_out", "cortex_m/slice_copy.c", table_index=17),
     reference=reference,
     check=check,
     npu=Npu(

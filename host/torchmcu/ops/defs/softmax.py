@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from torchmcu.ops.core import Annotate, Bound, Kernel, op, pattern
+from torchmcu.ops.core import Annotate, Bound, op, pattern
 from torchmcu.ops.intmath import (
     INT8_MAX,
     INT8_MIN,
@@ -195,7 +195,6 @@ SOFTMAX = op(
     "cortex_m::softmax.out(Tensor input, int dim, int input_zero_point, int output_zero_point,"
     " int input_multiplier, int input_shift, int diff_min, *, Tensor(a!) out) -> Tensor(a!)",
     family="int8",
-    kernel=Kernel("tm_cortex_m_softmax_out", "cortex_m/softmax.c", table_index=13),
     reference=reference,
     check=check,
     contract=CONTRACT,

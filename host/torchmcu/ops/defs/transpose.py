@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from torchmcu.ops.core import Annotate, Bound, Kernel, Npu, op, pattern
+from torchmcu.ops.core import Annotate, Bound, Npu, op, pattern
 from torchmcu.ops.layout import NHWC, disjoint
 from torchmcu.pte import program as pm
 
@@ -151,7 +151,6 @@ def lower_tosa(g: Any, a: Any, read: Callable[[int], Any]) -> Any:
 TRANSPOSE = op(
     "cortex_m::transpose.out(Tensor input, int[] perm, *, Tensor(a!) out) -> Tensor(a!)",
     family="int8",
-    kernel=Kernel("tm_cortex_m_transpose_out", "cortex_m/transpose.c", table_index=15),
     reference=reference,
     check=check,
     npu=Npu(lower=lower_tosa, doc="TOSA TRANSPOSE (a RESHAPE when only size-1 dims move)"),
