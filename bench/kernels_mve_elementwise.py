@@ -1,5 +1,5 @@
 """Executed instructions of quantize/dequantize, add/mul (also broadcast), maximum, max/avg
-pooling, softmax and resize on QEMU
+pooling, softmax, resize and cat on QEMU
 (Cortex-M55), scalar vs Helium (MVE), against the CMSIS-NN figures of issue 4.
 
     python bench/kernels_mve_elementwise.py [--shapes add maxpool ...]
@@ -166,6 +166,33 @@ def _resize(bilinear: bool) -> Callable:
     return build
 
 
+def _cat(requantized: bool, h: int, w: int) -> Callable:
+    """Two NHWC halves of 32 channels joined along C, each requantized or both copied."""
+
+    def build(p, rng) -> None:
+        from torchmcu import reference as ref
+        from torchmcu.pte import program as pm
+
+        halves = [_nhwc(p, rng, h, w, 32) for _ in range(2)]
+        out = p.output(pm.ScalarType.CHAR, [1, 64, h, w], LEGACY)
+        params = [ref.single_rounding_multiplier(r) for r in (0.7, 1.6)] if requantized else [(1 << 30, 1)] * 2
+        zps = [5, -9] if requantized else [0, 0]
+        args = [p._add(pm.TensorList(halves)), p.i(1), p.ints(zps), p.ints([m for m, _ in params]),
+                p.ints([s for _, s in params]), p.i(0), out]  # fmt: skip
+        p.call("torchmcu::quantized_cat", args, f"2x{h}x{w}x32 requantized={requantized}")
+
+    return build
+
+
+def _shuffle(p, rng) -> None:
+    """The channel shuffle of a 16x16x32 NHWC activation in 2 groups: [256, 2, 16] -> [256, 16, 2]."""
+    from torchmcu.pte import program as pm
+
+    x = p.input(rng.integers(-128, 128, (256, 2, 16), dtype=np.int8), pm.ScalarType.CHAR)
+    out = p.output(pm.ScalarType.CHAR, [256, 16, 2])
+    p.call("cortex_m::transpose", [x, p.ints([0, 2, 1]), out], "256x2x16 -> 256x16x2")
+
+
 SHAPES: dict[str, Shape] = {
     "quantize": Shape("quantize_per_tensor", 16384, None, _quantize),
     "dequantize": Shape("dequantize_per_tensor", 16384, None, _dequantize),
@@ -180,6 +207,10 @@ SHAPES: dict[str, Shape] = {
     "softmax_1x1000": Shape("softmax", 1000, 537_951, _softmax(1000)),
     "resize_nearest_2x": Shape("resize2d", 16384, None, _resize(False), "tm_torchmcu_"),
     "resize_bilinear_2x": Shape("resize2d", 16384, None, _resize(True), "tm_torchmcu_"),
+    "cat_16x16": Shape("quantized_cat", 16384, None, _cat(True, 16, 16), "tm_torchmcu_"),
+    "cat_2x2": Shape("quantized_cat", 256, None, _cat(True, 2, 2), "tm_torchmcu_"),
+    "cat_copy_16x16": Shape("quantized_cat", 16384, None, _cat(False, 16, 16), "tm_torchmcu_"),
+    "shuffle_16x16x32": Shape("transpose", 8192, None, _shuffle),
 }
 
 

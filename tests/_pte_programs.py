@@ -573,22 +573,35 @@ class Const:
 def call_program(key: str, args: dict[str, object]) -> pm.Program:
     """One KernelCall of the registry op `key`, its arguments by schema name: a Planned is an
     arena tensor (planned one after another, 16-byte aligned), a Const a constant, an int an
-    Int, a list of ints an IntList, None a Null. Inputs: the Planned arguments but the out and
-    the scratch, in schema order; output: the out."""
+    Int, a list of ints an IntList, a list of Planned a TensorList of them, None a Null.
+    Inputs: the Planned arguments (list items included) but the out and the scratch, in
+    schema order; output: the out."""
     from torchmcu import ops
 
     definition = ops.get(key)
     values: list = []
     constants = [b""]
     offset, call_args, inputs = 0, [], []
+    def planned(v: Planned) -> pm.Tensor:
+        nonlocal offset
+        order = list(range(len(v.sizes))) if v.dim_order is None else list(v.dim_order)
+        t = pm.Tensor(v.scalar_type, list(v.sizes), order, allocation=pm.Allocation(1, offset))
+        offset = (offset + t.nbytes + 15) // 16 * 16
+        return t
+
     for a in definition.schema.args:
         v = args[a.name]
         if isinstance(v, Planned):
-            order = list(range(len(v.sizes))) if v.dim_order is None else list(v.dim_order)
-            t = pm.Tensor(v.scalar_type, list(v.sizes), order, allocation=pm.Allocation(1, offset))
-            offset = (offset + t.nbytes + 15) // 16 * 16
+            t = planned(v)
             if not a.mutable and a.name != "scratch":
                 inputs.append(len(values))
+        elif isinstance(v, list) and v and all(isinstance(item, Planned) for item in v):
+            items = []  # a TensorList of arena tensors, each an input
+            for item in v:
+                items.append(len(values))
+                inputs.append(len(values))
+                values.append(planned(item))
+            t = pm.TensorList(items)
         elif isinstance(v, Const):
             order = list(range(len(v.sizes))) if v.dim_order is None else list(v.dim_order)
             constants.append(v.data)

@@ -8,6 +8,10 @@ decomposition concatenates the steps): the C host runtime and the qemu-an547 fir
 the reference interpreter bit for bit, and the reference equals torchao's fake-quantized
 graph (cat of dequantized int8 tensors is exact in float). And: a plan that lets two live
 buffers share bytes is refused at export, naming the instruction, and nothing is written.
+
+The cat is kept in float here (the quantizer's set_operator, the CLI's --float-op cat): that is
+the portable aten::cat of the bug. An int8 cat is torchmcu::quantized_cat
+(tests/ops/test_quantized_cat.py, tests/ops/test_layout_models.py).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from torch import nn
 from torchmcu import device, native
 from torchmcu.plan.check import PlanError
 from torchmcu.pte import program as pm
+from torchmcu.quantize import TorchmcuQuantizer
 from torchmcu.reference.interpreter import run_program
 
 
@@ -69,8 +74,12 @@ def exported():
     def get(name: str):
         if name not in cache:
             model = _model(name)
+            quantizer = TorchmcuQuantizer().set_operator(torch.ops.aten.cat.default, None)
             cache[name] = torchmcu.export(
-                model, _samples(name, 1, 0)[0], calibration=_samples(name, 16, 1)
+                model,
+                _samples(name, 1, 0)[0],
+                calibration=_samples(name, 16, 1),
+                quantizer=quantizer,
             )
         return cache[name]
 
@@ -183,7 +192,7 @@ def test_cli_export_writes_nothing_for_a_refused_plan(monkeypatch, tmp_path: Pat
     )
     monkeypatch.setattr(torchmcu.plan, "plan_memory", _cat_on_its_inputs(torchmcu.plan.plan_memory))
     out = tmp_path / "out"
-    assert main(["export", f"{src}:build", "-o", str(out)]) != 0
+    assert main(["export", f"{src}:build", "--float-op", "cat", "-o", str(out)]) != 0
     err = capsys.readouterr().err
     assert "instruction 7 (aten::cat.out)" in err and "Traceback" not in err
     assert not out.exists() or not any(out.iterdir())

@@ -1,5 +1,5 @@
-"""Helium (MVE) paths of quantize/dequantize, add/mul, max/avg pooling, softmax, resize and prelu
-on QEMU (Cortex-M55), bit-exact with the numpy reference and with the host (scalar) kernels.
+"""Helium (MVE) paths of quantize/dequantize, add/mul, max/avg pooling, softmax, resize, prelu,
+cat on QEMU (Cortex-M55), bit-exact with the numpy reference and with the host (scalar) kernels.
 
 One firmware image per session runs every case: each case is an independent one-op call
 inside a single Program (its operands are method inputs, its result a method output), so
@@ -383,6 +383,40 @@ def softmax_cases(p: CaseProgram, rng: np.random.Generator) -> None:
         p.call("cortex_m::softmax", args, f"{rows}x{n} m={m} s={s} diff_min={diff_min}")
 
 
+def cat_cases(p: CaseProgram, rng: np.random.Generator) -> None:
+    """Runs of 1..40 bytes (the 4-lane loop and its tails), inputs of >= 256 elements (the
+    table), identity inputs (copies), NHWC and contiguous, any cat dim, extreme shifts."""
+    shapes = [([1, c, 1, 1], 1, LEGACY) for c in range(1, 41)]
+    shapes += [([1, 5, 4, 13], 1, LEGACY), ([2, 24, 4, 4], 1, LEGACY), ([1, 3, 9, 11], 2, LEGACY),
+               ([3, 7, 5], 2, None), ([300], 0, None), ([2, 17, 9], 1, None)]  # fmt: skip
+    for k, (sizes, dim, order) in enumerate(shapes):
+        items, zps, mults, shifts = [], [], [], []
+        for j in range(1 + k % 3):
+            part = list(sizes)
+            part[dim] = max(1, sizes[dim] - j)
+            identity = (k + j) % 4 == 0
+            if identity:
+                m, sh, zp = 1 << 30, 1, 0
+            elif (k + j) % 7 == 3:  # extremes: the largest shifts either way
+                m, sh, zp = int(rng.integers(1 << 30, 2**31)), int(rng.choice([-31, -20, 20, 31])), 0
+                zp = int(rng.integers(-128, 128))
+            else:
+                m, sh = ref.single_rounding_multiplier(float(rng.uniform(0.05, 3.0)))
+                zp = int(rng.integers(-128, 128))
+            items.append(p.input(_int8(rng, part), pm.ScalarType.CHAR, part, order, misalign=(k + j) % 3))
+            zps.append(zp)
+            mults.append(m)
+            shifts.append(sh)
+        out_zp = 0 if k % 4 == 0 else int(rng.integers(-128, 128))
+        zps = [out_zp if (k + j) % 4 == 0 else z for j, z in enumerate(zps)]
+        out_sizes = list(sizes)
+        out_sizes[dim] = sum(p.values[i].sizes[dim] for i in items)
+        out = p.output(pm.ScalarType.CHAR, out_sizes, order, misalign=k % 4)
+        lst = p._add(pm.TensorList(items))
+        args = [lst, p.i(dim), p.ints(zps), p.ints(mults), p.ints(shifts), p.i(out_zp), out]
+        p.call("torchmcu::quantized_cat", args, f"{out_sizes} dim={dim} zps={zps} shifts={shifts}")
+
+
 def resize_cases(p: CaseProgram, rng: np.random.Generator) -> None:
     """torchmcu::resize2d: nearest (the predicated byte copy) and bilinear (4 int32 lanes a
     step), channel tails 1..40, the exporter's 2x forms and random TOSA parameters."""
@@ -433,6 +467,7 @@ CASE_BUILDERS = {
     "softmax": softmax_cases,
     "resize2d": resize_cases,
     "quantized_prelu": prelu_cases,
+    "quantized_cat": cat_cases,
 }
 
 
@@ -489,6 +524,7 @@ MVE_KERNELS = {
     "softmax": "vqrdmulh",
     "resize2d": "vqrdmulh",
     "quantized_prelu": "vqrdmulh",
+    "quantized_cat": "vqrdmulh",
 }
 
 

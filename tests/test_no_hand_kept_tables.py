@@ -28,6 +28,7 @@ OPERATOR_NAME = re.compile(r"^(cortex_m|torchmcu|aten|executorch_prim|dim_order_
 REWRITES = {
     "quantize/fold_bn.py",
     "quantize/recurrent.py",
+    "quantize/layout_idioms.py",
     "quantize/control_flow.py",
     "quantize/qdq.py",
 }

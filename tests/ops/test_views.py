@@ -69,6 +69,12 @@ def test_the_shared_targets_are_the_views_and_the_data_movement_ops():
         _aten.select.int,
         _aten.slice.Tensor,
         _aten.transpose.int,
+        _aten.permute.default,
+        _aten.channel_shuffle.default,
+        _aten.repeat.default,
+        _aten.expand.default,
+        _aten.pixel_shuffle.default,
+        _aten.pixel_unshuffle.default,
     }
     assert set(SHARED_TARGETS) == VIEWS | NOOPS | moves
     assert set(noops.NOOPS) == NOOPS

@@ -47,25 +47,44 @@ tm_status tm_cortex_m_transpose_out(tm_kernel_context *ctx, tm_value *const *arg
   int64_t in_strides[TM_MAX_DIMS], out_strides[TM_MAX_DIMS];
   logical_strides(in, in_strides);
   logical_strides(out, out_strides);
-  /* Walk the output's logical index; src offset follows the permuted input strides. */
+  /* Walk the output's logical index with its longest dim as the inner run (a channel
+   * shuffle's out [N*H*W, C/g, g] runs along N*H*W, not along g); the offsets move with the
+   * index (odometer) instead of being recomputed per element. */
   int64_t src_step[TM_MAX_DIMS];
+  int inner = rank - 1;
   for (int k = 0; k < rank; ++k) {
     src_step[k] = in_strides[perm[k]];
+    if (out->sizes[k] > out->sizes[inner]) {
+      inner = k;
+    }
   }
+  const int32_t run = out->sizes[inner];
+  const int64_t ss = src_step[inner], ds = out_strides[inner];
   int32_t idx[TM_MAX_DIMS] = {0};
   const uint8_t *src = (const uint8_t *)in->data;
   uint8_t *dst = (uint8_t *)out->data;
-  for (uint32_t n = 0; n < out->numel; ++n) {
-    int64_t s = 0, d = 0;
-    for (int k = 0; k < rank; ++k) {
-      s += idx[k] * src_step[k];
-      d += idx[k] * out_strides[k];
+  int64_t s = 0, d = 0;
+  for (uint32_t n = 0; run > 0 && n < out->numel; n += (uint32_t)run) {
+    if (esize == 1) {
+      for (int32_t j = 0; j < run; ++j) {
+        dst[d + j * ds] = src[s + j * ss];
+      }
+    } else {
+      for (int32_t j = 0; j < run; ++j) {
+        memcpy(dst + (size_t)(d + j * ds) * esize, src + (size_t)(s + j * ss) * esize, esize);
+      }
     }
-    memcpy(dst + (size_t)d * esize, src + (size_t)s * esize, esize);
     for (int k = rank - 1; k >= 0; --k) {
+      if (k == inner) {
+        continue;
+      }
+      s += src_step[k];
+      d += out_strides[k];
       if (++idx[k] < out->sizes[k]) {
         break;
       }
+      s -= src_step[k] * out->sizes[k];
+      d -= out_strides[k] * out->sizes[k];
       idx[k] = 0;
     }
   }

@@ -119,18 +119,20 @@ class Kit:
         qparams, e.g. select -> unsqueeze)."""
         return any(is_q(u) for u in node.users)
 
-    def shared_input(self, node: torch.fx.Node, what: str):
+    def shared_input(self, node: torch.fx.Node, what: str, keep_nhwc: bool = False):
         """(input, quantize users, fused activation, qparams or None) of an op that keeps the
-        input's qparams (slice, select, transpose), the input made contiguous. PT2E leaves no
-        quantize between two ops that share qparams (e.g. select -> unsqueeze): then the
-        output keeps the input's."""
+        input's qparams (slice, select, transpose), the input made contiguous unless keep_nhwc.
+        PT2E leaves no quantize between two ops that share qparams (e.g. select -> unsqueeze):
+        then the output keeps the input's."""
         x = self.input_value(node.args[0])
+        if x.nhwc and not keep_nhwc:
+            x = self.as_contiguous(x)
         if not self.quantized(node):
-            return (self.as_contiguous(x) if x.nhwc else x), [], None, None
+            return x, [], None, None
         qs, act, qp = self.output_quant(node, allow_activation=False)
         if not requant.same_qparams(x.scale, x.zero_point, qp):
             raise unsupported(node, f"a {what} that changes qparams")
-        return (self.as_contiguous(x) if x.nhwc else x), qs, act, qp
+        return x, qs, act, qp
 
     def bind_shared(self, node: torch.fx.Node, qs: list, act: Any, out: LValue) -> None:
         """Binds a shared_input op's result: through its quantize users, else to the node."""

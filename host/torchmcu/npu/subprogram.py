@@ -42,10 +42,24 @@ class StorageTrace:
     """For each instruction, the storage behind each planned tensor argument it reads;
     the storage and value index each instruction writes; and what each plan output shows."""
 
-    reads: dict[int, dict[int, Storage]]  # instruction -> {arg position: storage}
+    # instruction -> {arg position, or (position, item) of a tensor list's item: storage}
+    reads: dict[int, dict[ReadPos, Storage]]
     writes: dict[int, tuple[Storage, int]]  # instruction -> (storage, out value index)
     outputs: list[Storage]  # storage behind each plan output
     value_of: dict[Storage, int]  # storage -> value index of its producer's tensor
+
+
+ReadPos = int | tuple[int, int]  # an argument's position, or a tensor list argument's item
+
+
+def read_value(plan: pm.ExecutionPlan, args: Sequence[int], pos: ReadPos) -> int:
+    """The value index a read position of a call with `args` names (a tensor list's item for
+    a pair)."""
+    if isinstance(pos, tuple):
+        items = plan.values[args[pos[0]]]
+        assert isinstance(items, pm.TensorList)
+        return items.items[pos[1]]
+    return args[pos]
 
 
 def is_scratch(t: pm.Tensor) -> bool:
@@ -91,7 +105,7 @@ def trace_storage(plan: pm.ExecutionPlan) -> StorageTrace:
                 return storage
         raise CarveError(f"{where}: value {vi} reads arena bytes [{start}, {end}) nothing wrote")
 
-    reads: dict[int, dict[int, Storage]] = {}
+    reads: dict[int, dict[ReadPos, Storage]] = {}
     writes: dict[int, tuple[Storage, int]] = {}
     instructions = plan.chains[0].instructions if plan.chains else []
     for i, instr in enumerate(instructions):
@@ -134,6 +148,11 @@ def trace_storage(plan: pm.ExecutionPlan) -> StorageTrace:
             t = _planned(plan.values, vi)
             if t is not None and not is_scratch(t):
                 reads[i][pos] = resolve(vi, where)
+            items = plan.values[vi]
+            if isinstance(items, pm.TensorList):  # its items by (position, item index)
+                for k, item in enumerate(items.items):
+                    if _planned(plan.values, item) is not None:
+                        reads[i][(pos, k)] = resolve(item, where)
         for out in outs:  # the first out stands for the call (only float CPU ops have several)
             t = _planned(plan.values, out)
             if t is None:
@@ -192,7 +211,7 @@ def carve(program: pm.Program, instruction_indices: list[int]) -> Carved:
     for i in chosen:
         for pos, storage in trace.reads[i].items():
             if storage not in produced and storage not in builder.storage_buffer:
-                vi = instructions[i].args[pos]
+                vi = read_value(plan, instructions[i].args, pos)
                 builder.new_storage(storage, plan.values[vi])
                 inputs.append(builder.view(storage, vi))
                 parent_inputs.append(vi)
@@ -289,7 +308,7 @@ class _SubBuilder:
         return self._scalars[vi]
 
     def copy_call(
-        self, index: int, call: pm.KernelCall, reads: dict[int, Storage], out: Storage
+        self, index: int, call: pm.KernelCall, reads: dict[ReadPos, Storage], out: Storage
     ) -> None:
         op = self.plan.operators[call.op_index]
         new_index = len(self.b.instructions)
@@ -298,6 +317,11 @@ class _SubBuilder:
             v = self.plan.values[vi]
             if pos in reads:
                 args.append(self.view(reads[pos], vi))
+            elif isinstance(v, pm.TensorList) and all(
+                (pos, k) in reads for k in range(len(v.items))
+            ):
+                views = [self.view(reads[(pos, k)], item) for k, item in enumerate(v.items)]
+                args.append(self.b.add(pm.TensorList(views)))
             elif isinstance(v, pm.Tensor) and v.data_buffer_idx > 0:
                 args.append(self._constant(vi))
             elif isinstance(v, pm.Tensor) and v.allocation is not None:  # scratch: its own buffer

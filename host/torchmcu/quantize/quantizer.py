@@ -71,6 +71,9 @@ TABLE_TARGETS = views.annotations(resolve_target, "table")
 # Ops that keep their input's qparams (views, pad, slice/select, transpose): target -> {},
 # from their patterns (torchmcu/ops/defs/views.py and the definitions they emit)
 SHARED_TARGETS = views.annotations(resolve_target, "shared")
+# cat / stack (a list of observed inputs, own output qparams): from their patterns
+# (torchmcu/ops/defs/quantized_cat.py)
+CAT_TARGETS = views.annotations(resolve_target, "cat")
 
 
 def _short(target: object) -> str:
@@ -156,6 +159,8 @@ class TorchmcuQuantizer(Quantizer):
                 self._annotate_softmax(node, **SOFTMAX_TARGETS[t])
             elif t in TABLE_TARGETS:
                 self._annotate_table(node, **TABLE_TARGETS[t])
+            elif t in CAT_TARGETS:
+                self._annotate_cat(node)
             elif t in SHARED_TARGETS:
                 self._annotate_shared(node, _short(t), role="shared", **SHARED_TARGETS[t])
             elif t in ACTIVATION_TARGETS:
@@ -260,6 +265,19 @@ class TorchmcuQuantizer(Quantizer):
             _annotated=True,
         )
         write_annotation(node, TorchmcuAnnotation(pattern=pattern, role=role))
+
+    def _annotate_cat(self, node: Node) -> None:
+        """Each tensor of the list keeps its producer's qparams (one observer per edge, shared
+        with the producer's output); the result gets its own, which the kernel requantizes to."""
+        items = node.args[0]
+        if not isinstance(items, (list, tuple)) or not all(isinstance(x, Node) for x in items):
+            return
+        node.meta["quantization_annotation"] = QuantizationAnnotation(
+            input_qspec_map={x: _input_spec(self, x) for x in items},
+            output_qspec=self.act_qspec,
+            _annotated=True,
+        )
+        write_annotation(node, TorchmcuAnnotation(pattern=_short(node.target)))
 
     def _annotate_softmax(self, node: Node) -> None:
         x = node.args[0]

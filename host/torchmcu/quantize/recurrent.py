@@ -24,6 +24,11 @@ import torch.fx
 _aten = torch.ops.aten
 
 RECURRENT_OPS = (_aten.lstm.input,)
+# The ops whose tuple result is read through getitem, rewritten as one select / slice per item
+# (a recurrent decomposition's, and torch.chunk / torch.split / unbind in model code)
+_TUPLE_OPS = (
+    _aten.unbind.int, _aten.split.Tensor, _aten.split_with_sizes.default, _aten.chunk.default
+)
 
 
 def decompose_recurrent(exported: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
@@ -60,8 +65,26 @@ def _insert(graph: torch.fx.Graph, before: torch.fx.Node, target: object, args: 
     return new
 
 
+def _split_bounds(node: torch.fx.Node, size: int) -> list[int]:
+    """The items' start offsets, then the end, of a split / split_with_sizes / chunk of a
+    tensor with `size` elements along dim (torch's rules: chunk is a split by ceil(size /
+    chunks), the last piece shorter)."""
+    if node.target == _aten.split_with_sizes.default:
+        pieces = [int(s) for s in node.args[1]]  # type: ignore[union-attr]
+    else:
+        step = int(node.args[1])  # type: ignore[arg-type]
+        if node.target == _aten.chunk.default:
+            step = max(1, -(-size // step))
+        pieces = [min(step, size - start) for start in range(0, max(size, 1), step)]
+    bounds = [0]
+    for p in pieces:
+        bounds.append(bounds[-1] + p)
+    return bounds
+
+
 def _rewrite_getitems(graph: torch.fx.Graph, node: torch.fx.Node) -> None:
-    """unbind / split read through getitem -> one select / slice per item."""
+    """unbind / split / split_with_sizes / chunk read through getitem -> one select / slice
+    per item."""
     x = node.args[0]
     assert isinstance(x, torch.fx.Node)
     rank = len(x.meta["val"].shape)
@@ -73,10 +96,10 @@ def _rewrite_getitems(graph: torch.fx.Graph, node: torch.fx.Node) -> None:
             dim = int(node.args[1]) if len(node.args) > 1 else 0  # type: ignore[arg-type]
             new = _insert(graph, user, _aten.select.int, (x, dim % rank, i), user)
         else:
-            size = int(node.args[1])  # type: ignore[arg-type]
-            dim = (int(node.args[2]) if len(node.args) > 2 else 0) % rank  # type: ignore[arg-type]
-            end = min((i + 1) * size, int(x.meta["val"].shape[dim]))
-            new = _insert(graph, user, _aten.slice.Tensor, (x, dim, i * size, end), user)
+            dim = int(node.args[2]) if len(node.args) > 2 else 0  # type: ignore[arg-type]
+            dim %= rank
+            bounds = _split_bounds(node, int(x.meta["val"].shape[dim]))
+            new = _insert(graph, user, _aten.slice.Tensor, (x, dim, bounds[i], bounds[i + 1]), user)
         user.replace_all_uses_with(new)
         graph.erase_node(user)
     if not node.users:
@@ -201,12 +224,12 @@ def _fold_zero_state(gm: torch.fx.GraphModule) -> None:
 def simplify_recurrent(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """Rewrite the tuple-producing ops of a recurrent decomposition (see module doc)."""
     graph = gm.graph
-    if not any(n.target in (_aten.unbind.int, _aten.split.Tensor) for n in graph.nodes):
+    if not any(n.target in _TUPLE_OPS for n in graph.nodes):
         return gm
     for node in list(graph.nodes):
         if node.op != "call_function":
             continue
-        if node.target in (_aten.unbind.int, _aten.split.Tensor):
+        if node.target in _TUPLE_OPS:
             _rewrite_getitems(graph, node)
         elif node.target == _aten.stack.default and len(node.args[0]) == 1:  # type: ignore[arg-type]
             dim = int(node.args[1]) if len(node.args) > 1 else 0  # type: ignore[arg-type]

@@ -255,6 +255,12 @@ class Graph:
             attr("SliceAttribute"),
         )
 
+    def concat(self, parts: Sequence[Tensor], axis: int) -> Tensor:
+        """CONCAT of tensors of one dtype along `axis`."""
+        shape = list(parts[0].shape)
+        shape[axis] = sum(p.shape[axis] for p in parts)
+        return self.op("CONCAT", list(parts), shape, parts[0].dtype, attr("ConcatAttribute", axis))
+
     def rescale(
         self,
         x: Tensor,

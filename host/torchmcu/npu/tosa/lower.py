@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from torchmcu.npu.subprogram import Storage, trace_storage
+from torchmcu.npu.subprogram import ReadPos, Storage, read_value, trace_storage
 from torchmcu.npu.tosa import ops_layout
 from torchmcu.npu.tosa.graph import Args, Graph, Tensor, TosaLoweringError, physical_shape
 from torchmcu.npu.tosa.lowerings import LOWERINGS
@@ -41,15 +41,19 @@ class Reader:
     into this call (see ops_layout.foldable_pad) is offered by folded_pad(); reading the
     padded tensor itself still works (the PAD is then emitted after all)."""
 
-    def __init__(self, lowering: _Lowering, args: Args, reads: dict[int, Storage]) -> None:
+    def __init__(self, lowering: _Lowering, args: Args, reads: dict[ReadPos, Storage]) -> None:
         self.lowering = lowering
         self.args = args
         self.reads = reads
 
-    def __call__(self, pos: int) -> Tensor:
+    def __call__(self, pos: ReadPos) -> Tensor:
+        """Argument `pos`, or item k of the tensor list argument p for pos = (p, k)."""
         if pos not in self.reads:
             raise self.args.error(f"argument {pos} is not an activation tensor")
-        return self.lowering.view(self.reads[pos], physical_shape(self.args.tensor(pos)))
+        vi = read_value(self.args.plan, self.args.args, pos)
+        t = self.args.plan.values[vi]
+        assert isinstance(t, pm.Tensor)
+        return self.lowering.view(self.reads[pos], physical_shape(t))
 
     def folded_pad(self, pos: int) -> tuple[Tensor, tuple[int, int, int, int]] | None:
         """(unpadded NHWC source, (top, bottom, left, right)) when argument pos is a folded pad."""
@@ -73,7 +77,9 @@ class _Lowering:
         self.storages: dict[Storage, Tensor] = {}
         self.views: dict[tuple[Storage, tuple[int, ...]], Tensor] = {}
         # storage of a pad folded into its only reader -> (pad args, pad reads, amounts)
-        self.folded: dict[Storage, tuple[Args, dict[int, Storage], tuple[int, int, int, int]]] = {}
+        self.folded: dict[
+            Storage, tuple[Args, dict[ReadPos, Storage], tuple[int, int, int, int]]
+        ] = {}
         self.pending: dict[Storage, int] = {}  # folded pads not emitted (yet)
 
     def view(self, storage: Storage, shape: tuple[int, ...]) -> Tensor:

@@ -191,7 +191,7 @@ def _emit(k: Any, node: Any, value: Any) -> None:
     x = k.input_value(node.args[0])
     pads = [int(p) for p in k.aten_arg(node, "pad")]
     value = 0.0 if value is None else float(value)
-    if len(pads) % 2 or len(pads) // 2 > x.rank or x.rank > PAD_DIMS or min(pads) < 0:
+    if len(pads) % 2 or len(pads) // 2 > x.rank or min(pads) < 0:
         raise k.unsupported(node, f"padding {pads} of a rank-{x.rank} tensor")
     qs, act, qp = k.output_quant(node, allow_activation=False)
     if not k.same_qparams(x.scale, x.zero_point, qp):
@@ -201,6 +201,19 @@ def _emit(k: Any, node: Any, value: Any) -> None:
     for i in range(len(pads) // 2):  # pairs run from the last dimension backwards
         logical_pre[x.rank - 1 - i] = pads[2 * i]
         logical_post[x.rank - 1 - i] = pads[2 * i + 1]
+    if x.rank > PAD_DIMS:  # contiguous bytes, runs of unpadded dims merged into one
+        merged = _merged(x.sizes, logical_pre, logical_post)
+        if len(merged) > PAD_DIMS:
+            raise k.unsupported(node, f"padding {pads} of a rank-{x.rank} tensor (more than "
+                                f"{PAD_DIMS} dims once the unpadded ones are merged)")  # fmt: skip
+        out = k.new_int8(node.name, k.shape_of(node), qp, nhwc=False)
+        sizes, pre, post = (list(t) for t in zip(*merged))
+        lead = [0] * (PAD_DIMS - len(merged))
+        src = k.alias(k.as_contiguous(x), sizes, nhwc=False)
+        dst = k.alias(out, [s + a + b for s, a, b in merged], nhwc=False)
+        _call(k, node, src, lead + pre, lead + post, k.q8(value, qp), dst)
+        k.bind_output(qs, act, out)
+        return
     if x.rank == PAD_DIMS:
         x = k.as_nhwc(x)
         pre = [logical_pre[d] for d in NHWC]  # the pad dims in memory order
@@ -210,16 +223,31 @@ def _emit(k: Any, node: Any, value: Any) -> None:
         pre = [0] * (PAD_DIMS - x.rank) + logical_pre
         post = [0] * (PAD_DIMS - x.rank) + logical_post
     out = k.new_int8(node.name, k.shape_of(node), qp, nhwc=x.rank == PAD_DIMS)
+    _call(k, node, x, pre, post, k.q8(value, qp), out)
+    k.bind_output(qs, act, out)
+
+
+def _merged(sizes: Sequence[int], pre: Sequence[int], post: Sequence[int]) -> list[tuple[int, int, int]]:
+    """(size, pre, post) per dim with each run of unpadded dims merged into one (same bytes)."""
+    merged: list[tuple[int, int, int]] = []
+    for s, a, b in zip(sizes, pre, post):
+        if a == b == 0 and merged and merged[-1][1:] == (0, 0):
+            merged[-1] = (merged[-1][0] * s, 0, 0)
+        else:
+            merged.append((s, a, b))
+    return merged
+
+
+def _call(k: Any, node: Any, x: Any, pre: list[int], post: list[int], value: int, out: Any) -> None:
     k.call(
         PAD,
         node,
         input=x.vi,
         pre_pad=k.int_list(pre),
         post_pad=k.int_list(post),
-        pad_value=k.int_(k.q8(value, qp)),
+        pad_value=k.int_(value),
         out=out.vi,
     )
-    k.bind_output(qs, act, out)
 
 
 def lower_pad(k: Any, node: Any) -> None:

@@ -1,7 +1,8 @@
 """dim_order_ops::_clone_dim_order.out, aten::view_copy.out, permute_copy.out, cat.out: the
 copies of any element size (firmware/kernels/portable/{clone_dim_order,view_copy,permute_copy,
-cat}.c), and the fp32 rules of aten::permute, cat and the views (flatten, view, reshape, squeeze,
-unsqueeze, dropout, clone, contiguous: the same bytes, no call). Conventions: defs/portable.py."""
+cat}.c), and the fp32 rules of aten::permute, transpose, channel_shuffle, cat, stack, repeat,
+expand and the views (flatten, view, reshape, squeeze, unsqueeze, dropout, clone, contiguous: the
+same bytes, no call). Conventions: defs/portable.py."""
 
 from __future__ import annotations
 
@@ -236,8 +237,78 @@ def lower_cat(k: Any, node: Any) -> None:
     k.call(CAT, node, tensors=k.tensor_list(items), dim=k.int_(dim), out=k.float_out(node).vi)
 
 
+def _permuted(k: Any, node: Any, x: Any, sizes: list[int], dims: list[int]) -> Any:
+    """x's float bytes viewed as contiguous `sizes`, permuted by dims into a new value."""
+    out = k.new_float(node.name, [sizes[d] for d in dims])
+    k.call(
+        PERMUTE_COPY, node, self=k.alias(x, sizes, nhwc=False).vi, dims=k.int_list(dims), out=out.vi
+    )
+    return out
+
+
+def lower_transpose(k: Any, node: Any) -> None:
+    x = k.float_input(k.aten_arg(node, "self"))
+    dims = list(range(x.rank))
+    d0, d1 = int(k.aten_arg(node, "dim0")) % x.rank, int(k.aten_arg(node, "dim1")) % x.rank
+    dims[d0], dims[d1] = dims[d1], dims[d0]
+    k.bind(node, _permuted(k, node, x, x.sizes, dims))
+
+
+def lower_channel_shuffle(k: Any, node: Any) -> None:
+    """[N, g, C/g, rest] -> [N, C/g, g, rest]: one permute_copy."""
+    x = k.float_input(k.aten_arg(node, "self"))
+    g = int(k.aten_arg(node, "groups"))
+    if x.rank < 3 or g < 1 or x.sizes[1] % g:
+        raise k.unsupported(node, f"channel shuffle of sizes {x.sizes} in {g} groups")
+    rest = int(np.prod(x.sizes[2:]))
+    out = _permuted(k, node, x, [x.sizes[0], g, x.sizes[1] // g, rest], [0, 2, 1, 3])
+    k.bind(node, k.alias(out, x.sizes, nhwc=False))
+
+
+def _cat(k: Any, node: Any, items: list[Any], dim: int, sizes: list[int]) -> Any:
+    out = k.new_float(node.name, sizes)
+    k.call(CAT, node, tensors=k.tensor_list([t.vi for t in items]), dim=k.int_(dim), out=out.vi)
+    return out
+
+
+def lower_stack(k: Any, node: Any) -> None:
+    """Each input viewed with a size-1 dim at `dim`, then cat."""
+    items = [k.float_input(t) for t in k.aten_arg(node, "tensors")]
+    dim = int(k.aten_arg(node, "dim", 0)) % (items[0].rank + 1)
+    parts = [k.alias(t, t.sizes[:dim] + [1] + t.sizes[dim:], nhwc=False) for t in items]
+    k.bind(node, _cat(k, node, parts, dim, k.shape_of(node)))
+
+
+def _tiled(k: Any, node: Any, repeats: list[int]) -> None:
+    """The input (leading size-1 dims added) cat with itself repeats[d] times along each d."""
+    x = k.float_input(node.args[0])
+    x = k.alias(x, [1] * (len(repeats) - x.rank) + x.sizes, nhwc=False)
+    for d, r in enumerate(repeats):
+        if r > 1:
+            x = _cat(k, node, [x] * r, d, [s * r if j == d else s for j, s in enumerate(x.sizes)])
+    k.bind(node, x)
+
+
+def lower_repeat(k: Any, node: Any) -> None:
+    _tiled(k, node, [int(r) for r in k.aten_arg(node, "repeats")])
+
+
+def lower_expand(k: Any, node: Any) -> None:
+    want = k.shape_of(node)
+    x = k.float_input(node.args[0])
+    sizes = [1] * (len(want) - x.rank) + x.sizes
+    if any(s not in (1, w) for s, w in zip(sizes, want)):
+        raise k.unsupported(node, f"expand of sizes {x.sizes} to {want}")
+    _tiled(k, node, [w // s for s, w in zip(sizes, want)])
+
+
 pattern("aten::permute.default", lower_float=lower_permute, emits=(PERMUTE_COPY,))
+pattern("aten::transpose.int", lower_float=lower_transpose, emits=(PERMUTE_COPY,))
+pattern("aten::channel_shuffle.default", lower_float=lower_channel_shuffle, emits=(PERMUTE_COPY,))
 pattern("aten::cat.default", lower_float=lower_cat, emits=(CAT,))
+pattern("aten::stack.default", lower_float=lower_stack, emits=(CAT,))
+pattern("aten::repeat.default", lower_float=lower_repeat, emits=(CAT,))
+pattern("aten::expand.default", lower_float=lower_expand, emits=(CAT,))
 pattern(
     *VIEWS,  # the int8 view patterns' targets (defs/views.py)
     lower_float=lower_view,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from torchmcu.ops.core import Annotate, ArgError, Bound, Npu, op, pattern
-from torchmcu.ops.layout import disjoint, laid_out_as
+from torchmcu.ops.layout import NHWC, disjoint, laid_out_as
 from torchmcu.pte import program as pm
 
 if TYPE_CHECKING:
@@ -164,12 +164,9 @@ def _emit_copy(k: Any, node: Any, x: Any, dim: int, start: int, end: int, step: 
     return out
 
 
-def lower_slice(k: Any, node: Any) -> None:
-    """aten::slice.Tensor: a view when it keeps the whole tensor, else a slice_copy with the
-    bounds resolved as Python resolves them (0 <= start <= end <= size)."""
-    x, qs, act, _ = k.shared_input(node, "slice")
-    dim = int(k.aten_arg(node, "dim", 0)) % x.rank
-    size = x.sizes[dim]
+def _bounds(k: Any, node: Any, size: int) -> tuple[int, int, int]:
+    """(start, end, step) of aten::slice resolved as Python resolves them (0 <= start <= end
+    <= size)."""
     start = k.aten_arg(node, "start", None)
     end = k.aten_arg(node, "end", None)
     step = int(k.aten_arg(node, "step", 1))
@@ -179,9 +176,32 @@ def lower_slice(k: Any, node: Any) -> None:
     end = min(max(end + size if end < 0 else end, start), size)
     if step < 1:
         raise k.unsupported(node, f"slice step {step}")
-    if start == 0 and end == size and step == 1:
+    return start, end, step
+
+
+def _emit_nhwc(k: Any, node: Any, x: Any, dim: int, start: int, end: int, step: int) -> Any:
+    """The slice of NHWC bytes as the slice of their memory order [N, H, W, C] along the dim's
+    place there: the result is NHWC too (no transpose either side)."""
+    n, c, h, w = x.sizes
+    part = _emit_copy(
+        k, node, k.alias(x, [n, h, w, c], nhwc=False), NHWC.index(dim), start, end, step
+    )
+    n, h, w, c = part.sizes
+    return k.alias(part, [n, c, h, w], nhwc=True)
+
+
+def lower_slice(k: Any, node: Any) -> None:
+    """aten::slice.Tensor: a view when it keeps the whole tensor, else a slice_copy (of the
+    memory order when the bytes are NHWC)."""
+    x, qs, act, _ = k.shared_input(node, "slice", keep_nhwc=True)
+    dim = int(k.aten_arg(node, "dim", 0)) % x.rank
+    start, end, step = _bounds(k, node, x.sizes[dim])
+    if start == 0 and end == x.sizes[dim] and step == 1:
         out = x
+    elif x.nhwc and not x.layout_free:
+        out = _emit_nhwc(k, node, x, dim, start, end, step)
     else:
+        x = k.as_contiguous(x)
         out = _emit_copy(k, node, x, dim, start, end, step)
     if out.sizes != k.shape_of(node):
         raise k.unsupported(node, f"slice result {out.sizes} differs from {k.shape_of(node)}")
@@ -190,13 +210,50 @@ def lower_slice(k: Any, node: Any) -> None:
 
 def lower_select(k: Any, node: Any) -> None:
     """aten::select.int: a view of a size-1 dim, else a one-row slice_copy, viewed without
-    the dim."""
-    x, qs, act, _ = k.shared_input(node, "select")
+    the dim. A channel of NHWC bytes is sliced in memory order ([N, H, W] stays in order)."""
+    x, qs, act, _ = k.shared_input(node, "select", keep_nhwc=True)
     dim = int(k.aten_arg(node, "dim")) % x.rank
     index = int(k.aten_arg(node, "index")) % x.sizes[dim]
-    part = x if x.sizes[dim] == 1 else _emit_copy(k, node, x, dim, index, index + 1, 1)
+    if x.nhwc and not x.layout_free and dim == 1:
+        n, c, h, w = x.sizes
+        src = k.alias(x, [n, h, w, c], nhwc=False)
+        part = _emit_copy(k, node, src, 3, index, index + 1, 1)
+    else:
+        x = k.as_contiguous(x)
+        part = x if x.sizes[dim] == 1 else _emit_copy(k, node, x, dim, index, index + 1, 1)
     k.bind_shared(node, qs, act, k.alias(part, k.shape_of(node), nhwc=False))
 
 
-pattern("aten::slice.Tensor", annotate=Annotate("shared"), lower=lower_slice, emits=(SLICE_COPY,))
-pattern("aten::select.int", annotate=Annotate("shared"), lower=lower_select, emits=(SLICE_COPY,))
+def _float_copy(k: Any, node: Any, x: Any, dim: int, start: int, end: int, step: int) -> Any:
+    """slice_copy of a float32 value (the kernel copies any element type)."""
+    out = k.new_float(node.name, out_sizes(x.sizes, dim, start, end, step))
+    k.call(
+        SLICE_COPY, node, self=x.vi, dim=k.int_(dim), start=k.int_(start), end=k.int_(end),
+        step=k.int_(step), out=out.vi,
+    )  # fmt: skip
+    return out
+
+
+def lower_slice_float(k: Any, node: Any) -> None:
+    x = k.float_input(node.args[0])
+    dim = int(k.aten_arg(node, "dim", 0)) % x.rank
+    start, end, step = _bounds(k, node, x.sizes[dim])
+    whole = start == 0 and end == x.sizes[dim] and step == 1
+    k.bind(node, x if whole else _float_copy(k, node, x, dim, start, end, step))
+
+
+def lower_select_float(k: Any, node: Any) -> None:
+    """A one-row slice (a view of a size-1 dim), viewed without the dim."""
+    x = k.float_input(node.args[0])
+    dim = int(k.aten_arg(node, "dim")) % x.rank
+    at = int(k.aten_arg(node, "index")) % x.sizes[dim]
+    if x.sizes[dim] > 1:
+        x = _float_copy(k, node, x, dim, at, at + 1, 1)
+    k.bind(node, k.alias(x, k.shape_of(node), nhwc=False))
+
+
+for _aten, _int8, _fp32 in (
+    ("aten::slice.Tensor", lower_slice, lower_slice_float),
+    ("aten::select.int", lower_select, lower_select_float),
+):
+    pattern(_aten, annotate=Annotate("shared"), lower=_int8, lower_float=_fp32, emits=(SLICE_COPY,))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from torchmcu.ops.core import Annotate, Bound, Npu, op, pattern
-from torchmcu.ops.layout import disjoint
+from torchmcu.ops.layout import NHWC, disjoint
 from torchmcu.pte import program as pm
 
 if TYPE_CHECKING:
@@ -179,6 +179,74 @@ def lower_transpose(k: Any, node: Any) -> None:
     k.bind_shared(node, qs, act, out)
 
 
+def _permute(k: Any, node: Any, x: Any, src_sizes: list[int], perm: list[int]) -> Any:
+    """x's bytes viewed as contiguous src_sizes, permuted by perm: a new contiguous value of
+    x's qparams (an alias when only size-1 dims move)."""
+    src = k.alias(x, src_sizes, nhwc=False)
+    out_sizes = [src_sizes[p] for p in perm]
+    moved = [p for p in perm if src_sizes[p] > 1]
+    if moved == sorted(moved):
+        return k.alias(src, out_sizes, nhwc=False)
+    out = k.new_int8(node.name, out_sizes, None, nhwc=False).with_(
+        scale=x.scale, zero_point=x.zero_point
+    )
+    k.call(TRANSPOSE, node, input=src.vi, perm=k.int_list(perm), out=out.vi)
+    return out
+
+
+def lower_permute(k: Any, node: Any) -> None:
+    """aten::permute.default of any rank: one cortex_m::transpose of the memory order. NHWC
+    bytes are permuted as they lie (their memory order is [N, H, W, C]); a 4-D result is NHWC
+    when that is the bytes' own order (x.permute(0, 3, 1, 2) of channels-last input data
+    moves nothing); any other result is contiguous."""
+    x, qs, act, _ = k.shared_input(node, "permute", keep_nhwc=True)
+    dims = [int(d) % x.rank for d in k.aten_arg(node, "dims")]
+    want = k.shape_of(node)
+    if x.nhwc and not x.layout_free:
+        memory = list(NHWC)  # memory axis j holds logical dim NHWC[j]
+        src_sizes = [x.sizes[d] for d in memory]
+        perm = [memory.index(d) for d in dims]  # out dim i = memory axis perm[i]
+    else:
+        x = k.as_contiguous(x)
+        src_sizes, perm = list(x.sizes), dims
+    nhwc_perm = [perm[d] for d in NHWC] if len(want) == 4 else []
+    moved = [p for p in nhwc_perm if src_sizes[p] > 1]
+    if nhwc_perm and moved == sorted(moved):  # an NHWC out is these bytes as they lie
+        out = k.alias(_permute(k, node, x, src_sizes, nhwc_perm), want, nhwc=True)
+    else:
+        out = _permute(k, node, x, src_sizes, perm)
+    k.bind_shared(node, qs, act, out)
+
+
+def lower_channel_shuffle(k: Any, node: Any) -> None:
+    """aten::channel_shuffle.default (and the view / transpose / view idiom the exporter makes
+    one, quantize/layout_idioms.py): channel g * (C / g) + j goes to j * g + i, one transpose
+    of the channel axis split in two: [N*H*W, g, C/g] -> [N*H*W, C/g, g] for NHWC bytes,
+    [N, g, C/g, H*W] -> [N, C/g, g, H*W] for contiguous ones."""
+    x, qs, act, _ = k.shared_input(node, "channel shuffle", keep_nhwc=True)
+    g = int(k.aten_arg(node, "groups"))
+    if x.rank < 3 or g < 1 or x.sizes[1] % g:
+        raise k.unsupported(node, f"channel shuffle of sizes {x.sizes} in {g} groups")
+    n, c, rest = x.sizes[0], x.sizes[1], int(np.prod(x.sizes[2:]))
+    if x.nhwc and not x.layout_free:
+        out = _permute(k, node, x, [n * rest, g, c // g], [0, 2, 1])
+        out = k.alias(out, x.sizes, nhwc=True)
+    else:
+        x = k.as_contiguous(x)
+        out = _permute(k, node, x, [n, g, c // g, rest], [0, 2, 1, 3])
+        out = k.alias(out, x.sizes, nhwc=False)
+    k.bind_shared(node, qs, act, out)
+
+
 pattern(
     "aten::transpose.int", annotate=Annotate("shared"), lower=lower_transpose, emits=(TRANSPOSE,)
+)
+pattern(
+    "aten::permute.default", annotate=Annotate("shared"), lower=lower_permute, emits=(TRANSPOSE,)
+)
+pattern(
+    "aten::channel_shuffle.default",
+    annotate=Annotate("shared"),
+    lower=lower_channel_shuffle,
+    emits=(TRANSPOSE,),
 )
