@@ -22,6 +22,9 @@ class LoweringOptions:
     int8_io: bool = False
     linear_kernel_sum: bool = False  # pass kernel_sum (ExecuTorch MVE form) instead of bias
     method_name: str = "forward"
+    # refuse every op without an int8 kernel (no float fallback) unless the float config keeps
+    # it in float32
+    strict: bool = False
 
 
 @dataclass
@@ -48,6 +51,11 @@ class Ctx:
     # the driver's rule for one call_function node, set by lower_graph: rules that lower a
     # body graph (torch.cond, torch.map) call it without importing the driver above them
     lower_call: Callable[[Ctx, torch.fx.Node], None] | None = None
+    # the float fallback: int8-annotated nodes whose int8 rule refused them (and why), run in
+    # float32 (lower_graph lowers again with them here)
+    fallback: dict[torch.fx.Node, str] = field(default_factory=dict)
+    # every node lowered in float32, in order, and why (float_nodes.float_reason)
+    float_nodes: dict[torch.fx.Node, str] = field(default_factory=dict)
 
 
 def _record(ctx: Ctx, node: torch.fx.Node | None, op: str, instr: int) -> None:
