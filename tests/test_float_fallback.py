@@ -251,3 +251,43 @@ def test_a_fused_relu_after_a_fallback_op_stays_in_its_float_region() -> None:
     with torch.no_grad():
         fq = exported.quantized_model(x).numpy()
     assert _sqnr_db(fq, host) >= 30.0
+
+
+def test_constant_fills_fold_to_int8_constants() -> None:
+    """torch.zeros_like / torch.ones (a recurrent layer's initial state, a bias of ones): no
+    kernel and no float op; their quantized values are int8 constants in the program."""
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = self.conv(x)
+            return (y + torch.zeros_like(y)) * torch.full((1, 4, 1, 1), 0.5)
+
+    torch.manual_seed(0)
+    x = torch.randn(1, 3, 4, 5)
+    cal = [(torch.randn(1, 3, 4, 5),) for _ in range(4)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FloatFallbackWarning)
+        exported = torchmcu.export(Net().eval(), (x,), calibration=cal, strict=True)
+    assert exported.report["float_ops"] == []
+    plan = exported.program.execution_plan[0]
+    ops = Counter(plan.operators[i.op_index].name for i in plan.chains[0].instructions)
+    assert ops["cortex_m::quantized_add"] == ops["cortex_m::quantized_mul"] == 1
+    add = next(
+        i
+        for i in plan.chains[0].instructions
+        if plan.operators[i.op_index].name == "cortex_m::quantized_add"
+    )
+    zeros = plan.values[add.args[4]]  # other: the int8 constant of zeros_like, its zero point
+    assert zeros.data_buffer_idx > 0 and zeros.sizes == [1, 4, 4, 5]
+    zero_point = plan.values[add.args[5]].value
+    data = np.frombuffer(exported.program.constants[zeros.data_buffer_idx], np.int8)
+    assert data.size == 80 and (data == zero_point).all()
+    (host,) = native.run_program(exported.pte_bytes, [x.numpy()])
+    assert np.array_equal(host, run_program(exported.program, [x.numpy()])[0])
+    with torch.no_grad():
+        fq = exported.quantized_model(x).numpy()
+    assert _sqnr_db(fq, host) >= 30.0

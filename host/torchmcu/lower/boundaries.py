@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.fx
 
@@ -13,7 +14,7 @@ from torchmcu.lower.graph import QParams, qparams_of, shape_of
 from torchmcu.lower.layout import as_contiguous
 from torchmcu.lower.requant import INT8_MAX, INT8_MIN, same_qparams
 from torchmcu.lower.values import LValue
-from torchmcu.ops.defs.quantize import DEQUANTIZE, QUANTIZE
+from torchmcu.ops.defs.quantize import DEQUANTIZE, QUANTIZE, quantize_per_tensor
 from torchmcu.pte.program import ScalarType
 from torchmcu.quantize.qdq import is_dq, is_q
 
@@ -112,6 +113,20 @@ def lower_output(ctx: Ctx, node: torch.fx.Node) -> None:
         )
 
 
+def _int8_constant(ctx: Ctx, v: LValue, qp: QParams) -> LValue:
+    """The int8 constant of float32 constant v under qp (as the quantize kernel rounds). A
+    4-D one holding one value is the same bytes in NHWC: it is declared so, and an int8 rule
+    reads it without a transpose."""
+    t = ctx.b.tensor(v.vi)
+    values = np.frombuffer(ctx.b.constants[t.data_buffer_idx], np.float32).reshape(v.sizes)
+    q = quantize_per_tensor(values, qp.scale, qp.zero_point, INT8_MIN, INT8_MAX, np.int8)
+    vi = ctx.b.constant(q)
+    nhwc = len(v.sizes) == 4 and q.size > 0 and bool((q == q.flat[0]).all())
+    if nhwc:
+        ctx.b.tensor(vi).dim_order = [0, 2, 3, 1]
+    return LValue(vi, "", list(v.sizes), ScalarType.CHAR, qp.scale, qp.zero_point, nhwc=nhwc)
+
+
 REQUANTIZATION = "re-quantization between two int8 qparams, through float32"
 
 
@@ -138,6 +153,9 @@ def lower_q(ctx: Ctx, node: torch.fx.Node) -> None:
             ctx.env[src].scalar_type == ScalarType.FLOAT:  # float -> int8 boundary
         v = ctx.env[src]
         qp = qparams_of(ctx.gm, node)
+        if not v.buffer:  # a float32 constant (aten::zeros ...): quantized here, once
+            ctx.env[node] = _int8_constant(ctx, v, qp)
+            return
         out = new_int8(ctx, node.name, v.sizes, qp, nhwc=False)
         call(ctx, QUANTIZE.qualified, _qdq_args(ctx.b, v.vi, qp), out.vi, node)
         ctx.env[node] = out

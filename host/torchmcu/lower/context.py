@@ -14,7 +14,7 @@ from torchmcu.lower.errors import module_of, op_name, unsupported, user_source_l
 from torchmcu.lower.graph import QParams
 from torchmcu.lower.report import NodeReport
 from torchmcu.lower.values import LValue
-from torchmcu.pte.program import ScalarType
+from torchmcu.pte.program import ScalarType, Tensor
 
 
 @dataclass
@@ -114,8 +114,12 @@ def new_int8(ctx: Ctx, hint: str, sizes: Sequence[int], qp: QParams | None, nhwc
 
 
 def alias(ctx: Ctx, v: LValue, sizes: Sequence[int], nhwc: bool, **kw: Any) -> LValue:
-    """Another view of v's bytes (no instruction)."""
+    """Another view of v's bytes (no instruction); of a constant's too (buffer "")."""
     sizes = list(sizes)
+    if not v.buffer:
+        order = _layout(nhwc, len(sizes)) or list(range(len(sizes)))
+        t = Tensor(v.scalar_type, sizes, order, data_buffer_idx=ctx.b.tensor(v.vi).data_buffer_idx)
+        return v.with_(vi=ctx.b.add(t), sizes=sizes, nhwc=nhwc, flatten_chw=kw.get("flatten_chw"))
     vi = ctx.b.planned(v.buffer, v.scalar_type, sizes, _layout(nhwc, len(sizes)))
     return v.with_(vi=vi, sizes=sizes, nhwc=nhwc, flatten_chw=kw.get("flatten_chw"))
 
