@@ -2,7 +2,7 @@
 reference, and our numpy reference (torchmcu.reference.ops_float) against torch too.
 
 Tolerances (|got - torch| <= atol + rtol * |torch|), per op:
-- relu, view_copy, permute_copy, cat: exact (copies and a compare).
+- relu, view_copy, permute_copy, flip, cat: exact (copies and a compare).
 - add, mul: rtol 1e-6; add also atol 1e-6 * max(|self| + |alpha * other|) (alpha * other
   rounded or fused: one operand rounding, large relative to a cancelling sum).
 - sigmoid, tanh, gelu, _softmax: rtol 1e-5, atol 1e-6 (expf/tanhf/erff differ by libm).
@@ -303,7 +303,7 @@ def test_convolution(case, seed, channels_last) -> None:
            1e-5, _sum_atol(terms), "ref")
 
 
-# ---- views, permutes, cat ------------------------------------------------------------------
+# ---- views, permutes, flip, cat ------------------------------------------------------------------
 
 
 @SETTINGS
@@ -323,6 +323,14 @@ def test_view_permute(shape, seed, data) -> None:
     _call("view_copy", [x, size, out])
     _close(out, want, 0.0)
     _close(ref.view_copy(x, size), want, 0.0, what="ref")
+    flipped = data.draw(st.lists(st.integers(0, len(shape) - 1), unique=True))
+    dims = [d - len(shape) if data.draw(st.booleans()) else d for d in flipped]
+    want = torch.flip(_t(x), dims)
+    for layout in ([x, _nhwc(x)] if len(shape) == 4 else [x]):
+        out = np.zeros(want.shape, F32)
+        _call("flip", [layout, dims, out])
+        _close(out, want, 0.0)
+    _close(ref.flip(x, dims), want, 0.0, what="ref")
 
 
 @SETTINGS

@@ -142,9 +142,9 @@ def test_unsupported_op_names_op_and_source_line():
     assert "float" in msg  # suggests keeping it in float / replacing it
 
 
-def test_standalone_relu_is_reported():
-    with pytest.raises(UnsupportedOpError, match="aten.relu"):
-        _lower(nn.Sequential(nn.ReLU()), (1, 4))
+def test_standalone_relu_is_int8():  # a standalone clamp kernel, no float fallback
+    _, _, report, _ = _lower(nn.Sequential(nn.ReLU()), (1, 4), strict=True)
+    assert report.float_ops == []
 
 
 def test_quantize_multiplier_encoding():

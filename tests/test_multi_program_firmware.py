@@ -1,6 +1,8 @@
 """One firmware image holding several programs (QEMU mps3-an547): built from the merged
-selected_operators.yaml of two MLPerf Tiny models, it runs both programs in turn with one kernel
-registry, each bit-exact with the host runtime, and links exactly the union of their kernels;
+selected_operators.yaml of two MLPerf Tiny models and a CNN the float fallback runs partly in
+float32 (tests/test_float_fallback.py: aten::flip and aten::_softmax between int8 convs), it
+runs the programs in turn with one kernel registry, each bit-exact with the host runtime, and
+links exactly the union of their kernels;
 a failing program does not stop the next one, the image exits with the first failure's code;
 `torchmcu build` refuses the image when any program needs an operator outside the yaml."""
 
@@ -11,10 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torchmcu
+from test_float_fallback import fallback_cnn
 from test_selective_firmware import kernel_symbols
 from torchmcu import device, native
 from torchmcu.cli import main as cli_main
 from torchmcu.device.run import EXIT_MISSING_OPERATOR, EXIT_OK
+from torchmcu.lower import FloatFallbackWarning
 from torchmcu.selective import load_table, merge_files, read_yaml
 
 pytestmark = pytest.mark.needs("arm-gcc", "newlib", "qemu")
@@ -23,6 +27,8 @@ BOARD = "qemu-an547"
 # Two cheap MLPerf Tiny models that each need kernels the other does not (ds_cnn: pad and
 # depthwise conv; resnet8: add and transpose), so the union is a real one.
 MODELS = ("ds_cnn", "resnet8")
+FALLBACK = "fallback_cnn"  # test_float_fallback's flip CNN, in the first image only
+PROGRAMS = (*MODELS, FALLBACK)
 
 
 @pytest.fixture(scope="module")
@@ -36,9 +42,15 @@ def exported(root: Path) -> dict[str, tuple[Path, Path]]:
     from torchmcu.examples import models
 
     out = {}
-    for name in MODELS:
-        model, example = models.build(name)
-        exp = torchmcu.export(model, example, calibration=models.calibration(name, 4, seed=1))
+    for name in PROGRAMS:
+        if name == FALLBACK:
+            model, calibration, _ = fallback_cnn()
+            example = calibration[0]
+            with pytest.warns(FloatFallbackWarning):
+                exp = torchmcu.export(model, example, calibration=calibration)
+        else:
+            model, example = models.build(name)
+            exp = torchmcu.export(model, example, calibration=models.calibration(name, 4, seed=1))
         pte = exp.save(root / name, name=name)
         out[name] = (pte, pte.parent / "selected_operators.yaml")
     return out
@@ -47,38 +59,42 @@ def exported(root: Path) -> dict[str, tuple[Path, Path]]:
 @pytest.fixture(scope="module")
 def merged(exported, root: Path) -> Path:
     path = root / "merged.yaml"
-    merge_files([exported[n][1] for n in MODELS], board=BOARD, output=path)
+    merge_files([exported[n][1] for n in PROGRAMS], board=BOARD, output=path)
     return path
 
 
 def _samples(name: str) -> list[list[np.ndarray]]:
     from torchmcu.examples import models
 
+    if name == FALLBACK:
+        return fallback_cnn()[2][:2]
     return [[x.numpy() for x in s] for s in models.calibration(name, 2, seed=42)]
 
 
-def test_one_image_runs_both_programs_bit_exact(exported, merged, root) -> None:
-    ptes = [exported[n][0] for n in MODELS]
+def test_one_image_runs_every_program_bit_exact(exported, merged, root) -> None:
+    ptes = [exported[n][0] for n in PROGRAMS]
     infos = [native.program_info(p.read_bytes()) for p in ptes]
-    samples = [_samples(n) for n in MODELS]
+    samples = [_samples(n) for n in PROGRAMS]
     blobs = [device.write_io_blob(info, s) for info, s in zip(infos, samples)]
     image = device.build(ptes, BOARD, root / "fw", inputs=blobs, ops_yaml=merged)
-    assert image.programs == MODELS
+    assert image.programs == PROGRAMS
 
-    # Exactly the union of the two models' kernels, as the kernel table maps each model's list.
+    # Exactly the union of the models' kernels, as the kernel table maps each model's list.
     table = load_table()
-    union = {k.symbol for n in MODELS for k in table.select(read_yaml(exported[n][1]))}
-    own = [{k.symbol for k in table.select(read_yaml(exported[n][1]))} for n in MODELS]
+    union = {k.symbol for n in PROGRAMS for k in table.select(read_yaml(exported[n][1]))}
+    own = [{k.symbol for k in table.select(read_yaml(exported[n][1]))} for n in PROGRAMS]
     assert kernel_symbols(image.elf) == union
     assert not own[0] <= own[1] and not own[1] <= own[0], "each model brings kernels of its own"
+    assert {"tm_portable_flip_out", "tm_portable_softmax_out"} <= own[2] - own[0] - own[1]
 
     result = device.run(image.elf, BOARD, 300).check()
     assert [(p.index, p.name, p.status) for p in result.programs] == [
         (0, "ds_cnn", "OK"),
         (1, "resnet8", "OK"),
+        (2, FALLBACK, "OK"),
     ]
-    assert result.raw_outputs == {} and "TM_END status=OK programs=2" in result.console
-    for index, (name, info, sample_set) in enumerate(zip(MODELS, infos, samples)):
+    assert result.raw_outputs == {} and "TM_END status=OK programs=3" in result.console
+    for index, (name, info, sample_set) in enumerate(zip(PROGRAMS, infos, samples)):
         run = result.program(name)
         assert sorted(run.raw_outputs) == [0, 1] and [r["sample"] for r in run.runs] == [0, 1]
         for s, sample in enumerate(sample_set):

@@ -1,9 +1,10 @@
 """The unsupported-operator error gives advice that works (issue 15, item 2.6).
 
-An op with a portable fp32 kernel (softmax over dim 0: no int8 kernel for that dim) is told to
-stay in float32 with --float-op / --float-module; following each suggestion, taken from the
-message itself, exports a program whose softmax columns sum to 1 on the host runtime. An op
-with neither kernel (a cumulative sum) is told so, and --float-op does not change that.
+An op with a portable fp32 kernel (softmax over dim 0: no int8 kernel for that dim) is refused
+by --strict (without it the float fallback runs it in float32: tests/test_float_fallback.py)
+and told to stay in float32 with --float-op / --float-module; following each suggestion, taken
+from the message itself, exports a program whose softmax columns sum to 1 on the host runtime.
+An op with neither kernel (a cumulative sum) is told so, and --float-op does not change that.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def _error(capsys, argv: list[str]) -> str:
 
 
 def test_advice_to_keep_softmax_in_float_works(models: Path, tmp_path: Path, capsys) -> None:
-    err = _error(capsys, ["export", f"{models}:columns", "-o", str(tmp_path / "no")])
+    err = _error(capsys, ["export", f"{models}:columns", "-o", str(tmp_path / "no"), "--strict"])
     assert (
         "unsupported op aten.softmax.int for the int8 Cortex-M kernels: softmax over dim 0" in err
     )

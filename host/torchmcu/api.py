@@ -131,6 +131,7 @@ def export(
     system_config: str | None = None,
     memory_mode: str | None = None,
     quantizer: Any = None,
+    strict: bool = False,
 ) -> ExportedModel:
     """Quantize `model` to int8 with PT2E, lower it to Cortex-M kernels and plan its memory.
 
@@ -144,6 +145,10 @@ def export(
     quantizer: a configured torchmcu.quantize.TorchmcuQuantizer, e.g. with parts kept in float32
     (`TorchmcuQuantizer().set_module_name("head", None)`); those run the portable fp32 kernels
     with quantize/dequantize at the int8 <-> float boundaries. It replaces per_channel/observer.
+    An operator without an int8 kernel runs the same way (the float fallback), with a
+    torchmcu.lower.FloatFallbackWarning per operator naming its source lines; the report's
+    "float_ops" lists every float32 node. strict=True refuses such an operator instead, naming it
+    and its line (the parts the quantizer keeps in float32 are still allowed).
     """
     from torchmcu.quantize import quantize
 
@@ -158,7 +163,7 @@ def export(
     calibrated = time.perf_counter()
     return export_quantized(
         quantized, board=target.name, int8_io=int8_io, npu_target=npu_target,
-        started=started, calibrated=calibrated,
+        started=started, calibrated=calibrated, strict=strict,
     )
 
 
@@ -182,9 +187,11 @@ def export_quantized(
     npu_target: Any = None,
     started: float | None = None,
     calibrated: float | None = None,
+    strict: bool = False,
 ) -> ExportedModel:
     """The second half of export: lower a quantized GraphModule (torchmcu.quantize), partition
-    it for npu_target (a torchmcu.npu.config.NpuTarget, or None for CPU only), plan, serialize."""
+    it for npu_target (a torchmcu.npu.config.NpuTarget, or None for CPU only), plan, serialize.
+    strict: no float fallback (see export)."""
     from torchmcu.lower.lowering import finish_lowering, lower_graph
     from torchmcu.pte.writer import serialize
 
@@ -192,7 +199,7 @@ def export_quantized(
     calibrated = time.perf_counter() if calibrated is None else calibrated
     started = calibrated if started is None else started
     progress.stage("lower")
-    ctx = lower_graph(quantized, int8_io=int8_io)
+    ctx = lower_graph(quantized, int8_io=int8_io, strict=strict)
     partition = None
     if npu_target is None:
         progress.stage("plan")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     from torchmcu import cli_inputs
     from torchmcu.cli_args import check_export_args, check_float_modules
     from torchmcu.cli_model import calibration_samples, load_model
+    from torchmcu.lower.errors import FloatFallbackWarning
 
     quantizer = check_export_args(args)  # every argument first: nothing runs with a bad one
     calibration = cli_inputs.load_npz(args.calibration) if args.calibration else None
@@ -66,7 +68,9 @@ def _cmd_export(args: argparse.Namespace) -> int:
     elif args.bundle is not None:
         bundle_samples = [list(s) for s in samples[: args.bundle]]
     print(f"exporting {args.model} for {args.board} ({len(samples)} calibration samples)...")
-    with progress.task("export"):  # stages: quantize, lower, plan (or NPU), serialize, save
+    with progress.task("export"), warnings.catch_warnings():  # stages: quantize, lower, plan
+        if progress.enabled():  # (or NPU), serialize, save; the fallback's warnings shown once
+            warnings.simplefilter("ignore", FloatFallbackWarning)
         exported = torchmcu.export(
             model,
             tuple(example_inputs),
@@ -79,16 +83,22 @@ def _cmd_export(args: argparse.Namespace) -> int:
             system_config=args.system_config,
             memory_mode=args.memory_mode,
             quantizer=quantizer,
+            strict=args.strict,
         )
         progress.stage("save")
         path = exported.save(args.output, name=args.name, bundle_samples=bundle_samples)
     if args.explain:
+        from torchmcu.lower.report import float_op_lines
+
         if exported.npu is None:
-            print("--explain: CPU only (no --npu): every node runs as a Cortex-M kernel")
+            print("--explain: CPU only (no --npu): every node runs as a Cortex-M kernel"
+                  + (", int8 but for these:" if exported.report["float_ops"] else ""))
         else:
             from torchmcu.npu.explain import explain
 
             print(explain(exported.npu))
+        for line in float_op_lines(exported.report["float_ops"]):
+            print(line)
     r = exported.report
     print(f"wrote {path} ({len(exported.pte_bytes):,} bytes)")
     if bundle_samples is not None:
@@ -408,6 +418,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--explain", action="store_true",
         help="print each node, where it runs (NPU subgraph / CPU kernel / float) and why",
+    )
+    p.add_argument(
+        "--strict", action="store_true",
+        help="refuse an operator without an int8 kernel instead of running it in float32 (the "
+        "default, with a warning naming it); --float-op/--float-module parts stay float",
     )
     p.set_defaults(func=_cmd_export)
 

@@ -158,3 +158,17 @@ def task(label: str, total: int | None = None, unit: str = "") -> Iterator[Task]
     finally:
         _active.remove(t)
     t.close()
+
+
+def note(text: str) -> None:
+    """A line of its own in the progress output (a warning export gives), above a terminal's
+    progress line; nothing when progress is off or no task runs."""
+    if not _active or _active[-1]._stream is None:
+        return
+    t = _active[-1]
+    stream = t._stream
+    assert stream is not None
+    stream.write(("\r\x1b[K" if t._tty else "") + text + "\n")
+    stream.flush()
+    if t._tty:
+        t._draw(force=True)

@@ -20,7 +20,7 @@ from torchmcu.reference.interpreter import InterpreterError, run_program
 F32 = np.float32
 NHWC = (0, 2, 3, 1)
 PORTABLE = {o.key: o for o in ops.ops("portable")}
-COPIES = {"aten::view_copy.out", "aten::permute_copy.out", "aten::cat.out",
+COPIES = {"aten::view_copy.out", "aten::permute_copy.out", "aten::cat.out", "aten::flip.out",
           "dim_order_ops::_clone_dim_order.out"}
 
 
@@ -125,6 +125,12 @@ CASES: dict[str, list[Case]] = {
         lambda g: [_r(g, 2, 3, 4), [2, 0, 1], _z(4, 2, 3)],
         lambda g: [_nhwc(_r(g, 1, 2, 3, 4)), [0, -1, 1, 2], _z(1, 4, 2, 3)],
     ],
+    "aten::flip.out": [
+        lambda g: [_r(g, 2, 3, 4), [2, 0], _z(2, 3, 4)],
+        lambda g: [_nhwc(_r(g, 1, 3, 2, 4)), [-1, 1], _z(1, 3, 2, 4)],  # NHWC in, contiguous out
+        lambda g: [g.integers(-9, 9, (3, 5)).astype(np.int8), [], _z(3, 5, dtype=np.int8)],
+        lambda g: [_r(g), [-1], _z()],
+    ],
     "aten::cat.out": [
         lambda g: [[_r(g, 2, 3), _r(g, 2, 1)], 1, _z(2, 4)],
         lambda g: [[_r(g, 1, 3), _z(0), _r(g, 2, 3)], 0, _z(3, 3)],
@@ -192,6 +198,9 @@ def _overlap_case(name: str) -> list:
     if name == "permute_copy":
         x, out = _overlapping((2, 3), (3, 2))
         return [x, [1, 0], out]
+    if name == "flip":
+        x, out = _overlapping((2, 3), (2, 3))
+        return [x, [0], out]
     if name == "mean":
         x, out = _overlapping((2, 3), (2, 1))
         return [x, [1], True, None, out]
@@ -242,6 +251,11 @@ REJECTS = [
     ("view_copy", lambda: [_nhwc(_z(1, 2, 2, 3)), [12], _z(12)], 0),  # not contiguous
     ("permute_copy", lambda: [_z(2, 3), [0, 0], _z(2, 3)], 1),  # not a permutation
     ("permute_copy", lambda: [_z(2, 3), [1, 0], _z(2, 3)], 2),  # out sizes not permuted
+    ("flip", lambda: [_z(2, 3), [1, -1], _z(2, 3)], 1),  # a dim twice
+    ("flip", lambda: [_z(2, 3), [2], _z(2, 3)], 1),  # dim out of range
+    ("flip", lambda: [_z(2, 3), [0], _z(3, 2)], 2),  # out sizes differ
+    ("flip", lambda: [_z(2, 3), [0], _z(2, 3, dtype=np.int32)], 2),  # out dtype differs
+    ("flip", lambda: _overlap_case("flip"), 2),  # out inside the input
     ("cat", lambda: [[_z(2, 3), _z(3, 3)], 1, _z(2, 6)], 0),  # sizes differ off dim
     ("cat", lambda: [[_z(2, 3), _z(2, 3)], 1, _z(2, 5)], 2),  # sizes do not add up
     ("cat", lambda: [[_z(2, 3)], 2, _z(2, 3)], 1),  # dim out of range

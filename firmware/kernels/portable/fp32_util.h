@@ -62,6 +62,33 @@ static inline void tm_f32_strides(const tm_tensor *t, int64_t strides[TM_MAX_DIM
   }
 }
 
+/*
+ * The checked prologue of a copy kernel of schema (Tensor self, int[] dims, *, Tensor(a!) out)
+ * (permute_copy, flip): nargs matches the schema's n_schema arguments, self at i_self is a
+ * tensor of a handled dtype, and dims at i_dims holds min_len..max_len distinct dims of self
+ * (negative ones count from the end), returned non-negative in dims[0..*len).
+ */
+static inline tm_status tm_copy_dims_args(tm_kernel_context *ctx, tm_value *const *args, size_t nargs,
+                                          size_t n_schema, size_t i_self, size_t i_dims, bool all_dims,
+                                          const tm_tensor **in, int32_t dims[TM_MAX_DIMS], uint32_t *len) {
+  const tm_status st = tm_check_arg_count(ctx, args, nargs, n_schema);
+  if (st != TM_OK) {
+    return st;
+  }
+  *in = tm_tensor_arg(args, i_self, -1, 0, TM_MAX_DIMS);
+  TM_ARG_CHECK(ctx, *in != NULL && tm_element_size((*in)->scalar_type) != 0, i_self);
+  const int64_t *items = NULL;
+  const uint32_t rank = (*in)->dim;
+  TM_ARG_CHECK(ctx, tm_int_list_arg(args, i_dims, all_dims ? rank : 0, all_dims || rank > 0 ? rank : 1, &items, len),
+               i_dims);
+  uint32_t seen = 0;
+  for (uint32_t k = 0; k < *len; ++k) {
+    TM_ARG_CHECK(ctx, tm_f32_dim(items[k], (int)rank, &dims[k]) && (seen & (1u << dims[k])) == 0, i_dims);
+    seen |= 1u << dims[k];
+  }
+  return TM_OK;
+}
+
 /* Same logical sizes. */
 static inline bool tm_f32_same_sizes(const tm_tensor *a, const tm_tensor *b) {
   if (a->dim != b->dim) {

@@ -11,20 +11,13 @@
 #define A(x) TM_ARG(PORTABLE_PERMUTE_COPY, x)
 
 tm_status tm_portable_permute_copy_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(PORTABLE_PERMUTE_COPY));
+  const tm_tensor *in = NULL;
+  int32_t perm[TM_MAX_DIMS];
+  uint32_t len = 0;
+  const tm_status st = tm_copy_dims_args(ctx, args, nargs, TM_NARGS(PORTABLE_PERMUTE_COPY), A(SELF), A(DIMS), true,
+                                         &in, perm, &len);
   if (st != TM_OK) {
     return st;
-  }
-  const tm_tensor *in = tm_tensor_arg(args, A(SELF), -1, 0, TM_MAX_DIMS);
-  TM_ARG_CHECK(ctx, in != NULL && tm_element_size(in->scalar_type) != 0, A(SELF));
-  const int64_t *items = NULL;
-  uint32_t len = 0;
-  TM_ARG_CHECK(ctx, tm_int_list_arg(args, A(DIMS), in->dim, in->dim, &items, &len), A(DIMS));
-  int32_t perm[TM_MAX_DIMS];
-  uint32_t seen = 0;
-  for (uint32_t k = 0; k < len; ++k) {
-    TM_ARG_CHECK(ctx, tm_f32_dim(items[k], in->dim, &perm[k]) && (seen & (1u << perm[k])) == 0, A(DIMS));
-    seen |= 1u << perm[k];
   }
   tm_tensor *out = tm_tensor_arg(args, A(OUT), in->scalar_type, in->dim, in->dim);
   bool ok = out != NULL && tm_tensors_disjoint(in, out);

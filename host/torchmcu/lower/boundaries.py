@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.fx
 
 from torchmcu.lower.builder import ProgramBuilder, nbytes_of
 from torchmcu.lower.context import Ctx, call, input_value, new_int8
 from torchmcu.lower.errors import LoweringError, unsupported
-from torchmcu.lower.float_nodes import is_float_node
+from torchmcu.lower.float_nodes import NO_INT8_KERNEL, is_float_node
 from torchmcu.lower.graph import QParams, qparams_of, shape_of
 from torchmcu.lower.layout import as_contiguous
 from torchmcu.lower.requant import INT8_MAX, INT8_MIN, same_qparams
-from torchmcu.ops.defs.quantize import DEQUANTIZE, QUANTIZE
+from torchmcu.lower.values import LValue
+from torchmcu.ops.defs.quantize import DEQUANTIZE, QUANTIZE, quantize_per_tensor
 from torchmcu.pte.program import ScalarType
 from torchmcu.quantize.qdq import is_dq, is_q
 
@@ -111,6 +113,38 @@ def lower_output(ctx: Ctx, node: torch.fx.Node) -> None:
         )
 
 
+def _int8_constant(ctx: Ctx, v: LValue, qp: QParams) -> LValue:
+    """The int8 constant of float32 constant v under qp (as the quantize kernel rounds). A
+    4-D one holding one value is the same bytes in NHWC: it is declared so, and an int8 rule
+    reads it without a transpose."""
+    t = ctx.b.tensor(v.vi)
+    values = np.frombuffer(ctx.b.constants[t.data_buffer_idx], np.float32).reshape(v.sizes)
+    q = quantize_per_tensor(values, qp.scale, qp.zero_point, INT8_MIN, INT8_MAX, np.int8)
+    vi = ctx.b.constant(q)
+    nhwc = len(v.sizes) == 4 and q.size > 0 and bool((q == q.flat[0]).all())
+    if nhwc:
+        ctx.b.tensor(vi).dim_order = [0, 2, 3, 1]
+    return LValue(vi, "", list(v.sizes), ScalarType.CHAR, qp.scale, qp.zero_point, nhwc=nhwc)
+
+
+REQUANTIZATION = "re-quantization between two int8 qparams, through float32"
+
+
+def dequantized(ctx: Ctx, v: LValue) -> LValue:
+    """The float32 contiguous twin of int8 value v (made contiguous on the int8 side first:
+    a byte per element to move), computed once per value."""
+    cached = ctx.twins.get((v.vi, "f32"))
+    if cached is not None:
+        return cached
+    c = as_contiguous(ctx, v)
+    qp = QParams(float(v.scale), int(v.zero_point), INT8_MIN, INT8_MAX)  # type: ignore[arg-type]
+    key = ctx.b.new_buffer(f"{v.buffer}.f32", nbytes_of(ScalarType.FLOAT, c.sizes))
+    out = LValue(ctx.b.planned(key, ScalarType.FLOAT, c.sizes), key, list(c.sizes), ScalarType.FLOAT)
+    call(ctx, DEQUANTIZE.qualified, _qdq_args(ctx.b, c.vi, qp), out.vi, None)
+    ctx.twins[(v.vi, "f32")] = out
+    return out
+
+
 def lower_q(ctx: Ctx, node: torch.fx.Node) -> None:
     """A quantize not consumed by an anchor: either a re-quantization of an int8 value or the
     output of an unsupported float op."""
@@ -119,6 +153,9 @@ def lower_q(ctx: Ctx, node: torch.fx.Node) -> None:
             ctx.env[src].scalar_type == ScalarType.FLOAT:  # float -> int8 boundary
         v = ctx.env[src]
         qp = qparams_of(ctx.gm, node)
+        if not v.buffer:  # a float32 constant (aten::zeros ...): quantized here, once
+            ctx.env[node] = _int8_constant(ctx, v, qp)
+            return
         out = new_int8(ctx, node.name, v.sizes, qp, nhwc=False)
         call(ctx, QUANTIZE.qualified, _qdq_args(ctx.b, v.vi, qp), out.vi, node)
         ctx.env[node] = out
@@ -129,7 +166,16 @@ def lower_q(ctx: Ctx, node: torch.fx.Node) -> None:
         if same_qparams(v.scale, v.zero_point, qp):
             ctx.env[node] = v
             return
-        raise unsupported(node, "re-quantization between two int8 qparams")
+        if ctx.opts.strict:
+            raise unsupported(node, "re-quantization between two int8 qparams")
+        # the float fallback: dequantize, then quantize with the new qparams (what the
+        # fake-quantized model computes); reported among the float ops
+        ctx.float_nodes[node] = f"{NO_INT8_KERNEL}: {REQUANTIZATION}"
+        f = dequantized(ctx, v)
+        out = new_int8(ctx, node.name, f.sizes, qp, nhwc=False)
+        call(ctx, QUANTIZE.qualified, _qdq_args(ctx.b, f.vi, qp), out.vi, node)
+        ctx.env[node] = out
+        return
     if isinstance(src, torch.fx.Node) and src.op == "call_function":
         raise unsupported(src)
     raise unsupported(node, "quantize of a value that is not a program input or op output")

@@ -14,7 +14,7 @@ from torchmcu.lower.errors import module_of, op_name, unsupported, user_source_l
 from torchmcu.lower.graph import QParams
 from torchmcu.lower.report import NodeReport
 from torchmcu.lower.values import LValue
-from torchmcu.pte.program import ScalarType
+from torchmcu.pte.program import ScalarType, Tensor
 
 
 @dataclass
@@ -22,6 +22,9 @@ class LoweringOptions:
     int8_io: bool = False
     linear_kernel_sum: bool = False  # pass kernel_sum (ExecuTorch MVE form) instead of bias
     method_name: str = "forward"
+    # refuse every op without an int8 kernel (no float fallback) unless the float config keeps
+    # it in float32
+    strict: bool = False
 
 
 @dataclass
@@ -48,6 +51,11 @@ class Ctx:
     # the driver's rule for one call_function node, set by lower_graph: rules that lower a
     # body graph (torch.cond, torch.map) call it without importing the driver above them
     lower_call: Callable[[Ctx, torch.fx.Node], None] | None = None
+    # the float fallback: int8-annotated nodes whose int8 rule refused them (and why), run in
+    # float32 (lower_graph lowers again with them here)
+    fallback: dict[torch.fx.Node, str] = field(default_factory=dict)
+    # every node lowered in float32, in order, and why (float_nodes.float_reason)
+    float_nodes: dict[torch.fx.Node, str] = field(default_factory=dict)
 
 
 def _record(ctx: Ctx, node: torch.fx.Node | None, op: str, instr: int) -> None:
@@ -106,8 +114,12 @@ def new_int8(ctx: Ctx, hint: str, sizes: Sequence[int], qp: QParams | None, nhwc
 
 
 def alias(ctx: Ctx, v: LValue, sizes: Sequence[int], nhwc: bool, **kw: Any) -> LValue:
-    """Another view of v's bytes (no instruction)."""
+    """Another view of v's bytes (no instruction); of a constant's too (buffer "")."""
     sizes = list(sizes)
+    if not v.buffer:
+        order = _layout(nhwc, len(sizes)) or list(range(len(sizes)))
+        t = Tensor(v.scalar_type, sizes, order, data_buffer_idx=ctx.b.tensor(v.vi).data_buffer_idx)
+        return v.with_(vi=ctx.b.add(t), sizes=sizes, nhwc=nhwc, flatten_chw=kw.get("flatten_chw"))
     vi = ctx.b.planned(v.buffer, v.scalar_type, sizes, _layout(nhwc, len(sizes)))
     return v.with_(vi=vi, sizes=sizes, nhwc=nhwc, flatten_chw=kw.get("flatten_chw"))
 

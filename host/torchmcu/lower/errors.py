@@ -16,7 +16,17 @@ class LoweringError(ValueError):
 
 
 class UnsupportedOpError(LoweringError):
-    """An op (or an op configuration) without a cortex_m int8 kernel."""
+    """An op (or an op configuration) without a cortex_m int8 kernel. `node` is the graph node
+    named (the lowering places it in float32 instead when it can: the float fallback)."""
+
+    def __init__(self, message: str, node: torch.fx.Node | None = None, why: str = "") -> None:
+        super().__init__(message)
+        self.node = node
+        self.why = why  # what the int8 kernels cannot do ("softmax over dim 0 ..."), or ""
+
+
+class FloatFallbackWarning(UserWarning):
+    """Operators export placed in float32 because they have no int8 Cortex-M kernel."""
 
 
 def user_source_line(node: torch.fx.Node) -> str:
@@ -97,7 +107,8 @@ def float_advice(node: torch.fx.Node) -> str:
 
     name = op_name(node)
     record = read_annotation(node)
-    already_float = record is not None and not record.quantized
+    # kept in float32 on request (float_config); a "fallback" record is float only by default
+    already_float = record is not None and not record.quantized and record.role != "fallback"
     replace = f"replace it with supported operators ({_SUPPORTED_INT8})"
     if not has_float_rule(node.target):
         return (
@@ -127,5 +138,7 @@ def unsupported(node: torch.fx.Node, why: str = "") -> UnsupportedOpError:
     detail = f": {why}" if why else ""
     return UnsupportedOpError(
         f"unsupported op {op_name(node)} for the int8 Cortex-M kernels{detail}; "
-        f"{describe_node(node)}. {float_advice(node)}"
+        f"{describe_node(node)}. {float_advice(node)}",
+        node,
+        why,
     )

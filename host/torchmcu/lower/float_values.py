@@ -19,15 +19,12 @@ import numpy as np
 import torch
 import torch.fx
 
-from torchmcu.lower.boundaries import qdq_args
+from torchmcu.lower.boundaries import dequantized
 from torchmcu.lower.builder import nbytes_of
-from torchmcu.lower.context import Ctx, call
+from torchmcu.lower.context import Ctx
 from torchmcu.lower.errors import unsupported
-from torchmcu.lower.graph import QParams, attr_tensor, quantized_constant
-from torchmcu.lower.layout import as_contiguous
-from torchmcu.lower.requant import INT8_MAX, INT8_MIN
+from torchmcu.lower.graph import attr_tensor, quantized_constant
 from torchmcu.lower.values import LValue
-from torchmcu.ops.defs.quantize import DEQUANTIZE
 from torchmcu.pte.program import ScalarType
 from torchmcu.quantize.qdq import is_dq
 
@@ -73,14 +70,4 @@ def float_input(ctx: Ctx, node: object) -> LValue:
             "a constant (a float program input is not supported yet)",
         )
     v = ctx.env[node]
-    if v.scalar_type == FLOAT:
-        return v
-    cached = ctx.twins.get((v.vi, "f32"))
-    if cached is not None:
-        return cached
-    c = as_contiguous(ctx, v)
-    qp = QParams(float(v.scale), int(v.zero_point), INT8_MIN, INT8_MAX)  # type: ignore[arg-type]
-    out = new_float(ctx, f"{v.buffer}.f32", c.sizes)
-    call(ctx, DEQUANTIZE.qualified, qdq_args(ctx.b, c.vi, qp), out.vi, None)
-    ctx.twins[(v.vi, "f32")] = out
-    return out
+    return v if v.scalar_type == FLOAT else dequantized(ctx, v)

@@ -21,7 +21,7 @@ from torchmcu.lower.errors import LoweringError, UnsupportedOpError, unsupported
 from torchmcu.lower.graph import named_arg, pair, shape_of
 from torchmcu.lower.values import LValue
 from torchmcu.ops.core import OpDef, Pattern
-from torchmcu.pte.program import String, TensorList
+from torchmcu.pte.program import ScalarType, String, TensorList
 from torchmcu.quantize import targets
 from torchmcu.quantize.qdq import is_q
 
@@ -205,6 +205,10 @@ class Kit:
     def constant(self, array: Any) -> int:
         """A constant tensor of the array's bytes (identical bytes are shared)."""
         return self.ctx.b.constant(array)
+
+    def constant_value(self, array: Any) -> LValue:
+        """A float32 constant as a value a float rule reads (or a quantize folds to int8)."""
+        return LValue(self.ctx.b.constant(array), "", list(array.shape), ScalarType.FLOAT)
 
     def int_list(self, values: Sequence[int]) -> int:
         return self.ctx.b.int_list(list(values))

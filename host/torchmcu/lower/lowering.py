@@ -22,8 +22,20 @@ import torch.fx
 from torchmcu.lower.boundaries import lower_output, lower_placeholder, lower_q
 from torchmcu.lower.call_check import check_calls
 from torchmcu.lower.context import Ctx, LoweringOptions
-from torchmcu.lower.errors import LoweringError, unsupported
-from torchmcu.lower.float_nodes import is_float_node
+from torchmcu.lower.errors import (
+    LoweringError,
+    UnsupportedOpError,
+    module_of,
+    op_name,
+    unsupported,
+    user_source_line,
+)
+from torchmcu.lower.float_nodes import (
+    NO_INT8_KERNEL,
+    float_reason,
+    is_float_node,
+    warn_float_fallbacks,
+)
 from torchmcu.lower.kit import float_rule, pattern_rule, resolve_target
 from torchmcu.lower.report import LoweringReport
 from torchmcu.lower.requant import ACTIVATIONS
@@ -63,6 +75,10 @@ def _lower_call(ctx: Ctx, node: torch.fx.Node) -> None:
             lower_q(ctx, node)
         return
     if node.target in FLOAT_EMITTERS and is_float_node(ctx, node):
+        reason = float_reason(ctx, node)
+        if ctx.opts.strict and reason == NO_INT8_KERNEL:  # the fallback is off
+            raise unsupported(node)
+        ctx.float_nodes[node] = reason
         FLOAT_EMITTERS[node.target](ctx, node)  # left in float32 by the quantizer
         return
     emitter = EMITTERS.get(node.target)
@@ -96,13 +112,39 @@ def lower_graph(
     *,
     int8_io: bool = False,
     linear_kernel_sum: bool = False,
+    strict: bool = False,
 ) -> Ctx:
     """Walk the graph into kernel calls (not yet memory-planned): the lowering state, whose
     builder the NPU partitioner rewrites before planning. ctx.sources[i] is the FX node that
-    instruction i came from."""
-    ctx = Ctx(gm, LoweringOptions(int8_io=int8_io, linear_kernel_sum=linear_kernel_sum),
-              lower_call=_lower_call)
+    instruction i came from.
+
+    The float fallback: an op without an int8 kernel runs its portable fp32 kernel, with a
+    dequantize before it and a quantize after it, and export warns once per operator
+    (FloatFallbackWarning, naming its source lines). That is an op no int8 pattern annotates,
+    or one whose int8 rule refuses its configuration (softmax over dim 0): the graph is then
+    lowered again with that node in float32. strict=True refuses both instead, naming the op
+    and its line; the nodes the float config keeps in float32 run there either way."""
+    opts = LoweringOptions(int8_io=int8_io, linear_kernel_sum=linear_kernel_sum, strict=strict)
     check_control_flow(gm)  # while_loop/map/scan: named before any op around them
+    fallback: dict[torch.fx.Node, str] = {}
+    while True:
+        try:
+            ctx = _lower_nodes(gm, opts, fallback)
+            break
+        except UnsupportedOpError as e:
+            node = e.node
+            if (strict or node is None or node in fallback or node.target not in FLOAT_EMITTERS
+                    or read_annotation(node) is None):  # no record: not our quantizer's graph
+                raise
+            fallback = {**fallback, node: e.why}  # its portable fp32 kernel instead
+    warn_float_fallbacks(ctx)
+    return ctx
+
+
+def _lower_nodes(
+    gm: torch.fx.GraphModule, opts: LoweringOptions, fallback: dict[torch.fx.Node, str]
+) -> Ctx:
+    ctx = Ctx(gm, opts, lower_call=_lower_call, fallback=fallback)
     for node in gm.graph.nodes:
         ctx.current = node
         if node in ctx.done:
@@ -146,6 +188,11 @@ def finish_lowering(
         constant_bytes=constant_bytes,
         inputs=ctx.io_info["inputs"],
         outputs=ctx.io_info["outputs"],
+        float_ops=[
+            {"node": n.name, "target": op_name(n), "reason": reason, "module": module_of(n),
+             "source": user_source_line(n)}
+            for n, reason in ctx.float_nodes.items()
+        ],
     )
     return program, report
 
@@ -157,14 +204,15 @@ def lower_to_program(
     int8_io: bool = False,
     linear_kernel_sum: bool = False,
     planner: Callable | None = None,
+    strict: bool = False,
 ) -> tuple[Program, LoweringReport]:
     """Lower a convert_pt2e GraphModule to a memory-planned cortex_m Program.
 
     example_inputs is accepted for API symmetry (shapes come from the graph's metadata).
     int8_io: program inputs/outputs stay int8 (their qparams are in the report) instead of
     float32 with quantize/dequantize inside the program. planner defaults to
-    torchmcu.plan.plan_memory.
+    torchmcu.plan.plan_memory. strict: no float fallback (lower_graph).
     """
     del example_inputs
-    ctx = lower_graph(gm, int8_io=int8_io, linear_kernel_sum=linear_kernel_sum)
+    ctx = lower_graph(gm, int8_io=int8_io, linear_kernel_sum=linear_kernel_sum, strict=strict)
     return finish_lowering(ctx, planner)

@@ -26,6 +26,10 @@ class LoweringReport:
     constant_bytes: int = 0
     inputs: list[dict[str, Any]] = field(default_factory=list)
     outputs: list[dict[str, Any]] = field(default_factory=list)
+    # every node run in float32: {"node", "target", "reason", "module", "source"}; reason is
+    # torchmcu.lower.float_nodes' REQUESTED, NO_INT8_KERNEL (the float fallback) or
+    # IN_FLOAT_REGION
+    float_ops: list[dict[str, str]] = field(default_factory=list)
 
     def op_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -43,6 +47,7 @@ class LoweringReport:
             "inputs": self.inputs,
             "outputs": self.outputs,
             "nodes": [asdict(n) for n in self.nodes],
+            "float_ops": self.float_ops,
         }
 
     def summary(self) -> str:
@@ -54,4 +59,16 @@ class LoweringReport:
         for n in self.nodes:
             where = n.module or n.source
             lines.append(f"  [{n.instruction:3d}] {n.op:<40s} {n.node:<28s} {where}")
+        lines += float_op_lines(self.float_ops)
         return "\n".join(lines)
+
+
+def float_op_lines(float_ops: list[dict[str, str]]) -> list[str]:
+    """The float32 nodes of a report, one line each (none: no line)."""
+    if not float_ops:
+        return []
+    lines = [f"{len(float_ops)} node(s) run in float32:"]
+    for f in float_ops:
+        where = f["module"] or f["source"]
+        lines.append(f"  {f['node']:<28s} {f['target']:<28s} {f['reason']}" + (f"; {where}" if where else ""))
+    return lines

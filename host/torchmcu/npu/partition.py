@@ -248,6 +248,8 @@ def decide(
             )
         if not ann.quantized:
             p.where, p.reason = "float", "left in float by the quantizer (not quantized)"
+        elif node in ctx.float_nodes:  # the float fallback (no int8 kernel for its arguments)
+            p.where, p.reason = "float", f"in float32: {ctx.float_nodes[node]}"
         else:
             reasons = [(i, support(plan, i, family)) for i in p.instructions]
             bad = [(i, r) for i, r in reasons if r is not None]

@@ -166,7 +166,7 @@ class TorchmcuQuantizer(Quantizer):
             elif t in ACTIVATION_TARGETS:
                 # A ReLU/clamp not fused into a producer: keeps its input's qparams.
                 self._annotate_shared(node, _short(t), role="anchor", **ACTIVATION_TARGETS[t])
-        _record_the_rest(model)
+        _record_the_rest(model, self._float)
         return model
 
     def validate(self, model: torch.fx.GraphModule) -> None:
@@ -325,15 +325,17 @@ class TorchmcuQuantizer(Quantizer):
 _ROLE_OF_KIND = {"placeholder": "input", "output": "output", "get_attr": "constant"}
 
 
-def _record_the_rest(model: torch.fx.GraphModule) -> None:
+def _record_the_rest(model: torch.fx.GraphModule, kept: set[Node]) -> None:
     """Every node our patterns did not quantize gets a quantized=False record, so later passes
-    (lowering, the NPU partitioner) never have to guess from dtypes."""
+    (lowering, the NPU partitioner) never have to guess from dtypes. Its role says why: "float"
+    for the nodes the float config keeps in float32 (`kept`), "fallback" for an op no int8
+    pattern takes (export runs it in float32 with a warning, or refuses it when strict)."""
     for node in model.graph.nodes:
         previous = node.meta.get("custom", {}).get(META_KEY)
         if previous and previous.get("pattern"):
             continue
         pattern = _short(node.target) if node.op == "call_function" else node.op
-        role = _ROLE_OF_KIND.get(node.op, "float")
+        role = _ROLE_OF_KIND.get(node.op, "float" if node in kept else "fallback")
         write_annotation(node, TorchmcuAnnotation(quantized=False, pattern=pattern, role=role))
 
 

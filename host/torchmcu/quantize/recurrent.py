@@ -1,16 +1,20 @@
-"""Recurrent layers before quantization: decompose aten.lstm into per-step ops and make the
-decomposition's tuple-producing ops single-tensor ops the quantizer and lowering know.
+"""Recurrent layers before quantization: decompose aten.lstm and aten.gru into per-step ops and
+make the decomposition's tuple-producing ops single-tensor ops the quantizer and lowering know.
 
-torch.export keeps nn.LSTM as one aten.lstm.input node. Its own decomposition (PyTorch's
-registered one) unrolls the sequence: one linear for the input projection of every step,
+torch.export keeps nn.LSTM (nn.GRU) as one aten.lstm.input (aten.gru.input) node. Its own
+decomposition (PyTorch's registered one) unrolls the sequence: one linear for the input projection of every step,
 then per step a linear of the hidden state, an add, a split into the four gates, sigmoid /
 tanh, mul and add. That decomposition produces unbind / split (tuple outputs read through
 getitem), a one-element stack and a cat of the output sequence; annotating tuple outputs is awkward for PT2E, so they are
 rewritten here as select / slice / unsqueeze, a select of one step from the concatenated
 sequence reads that step, a zero initial state is folded away, and an
 add whose operand differs from the output only by size-1 dimensions (the step's [1, 4H] input
-projection against the [1, 1, 4H] hidden projection) gets an explicit reshape. Only LSTM is
-handled now.
+projection against the [1, 1, 4H] hidden projection) gets an explicit reshape. A GRU step is
+the same ops with three gates and h' = (h - n) * z + n (an int8 sub); its zero initial state
+(linear(0) + b_hh does not fold: r * (W_hn h + b_hn)) stays an aten.zeros the lowering turns
+into an int8 constant. Several layers and both directions are the same steps again; a
+backward direction's flips and the output sequence's cat are data movement the lowering runs
+in float32 (the fallback) where it has no int8 kernel for them.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import torch.fx
 
 _aten = torch.ops.aten
 
-RECURRENT_OPS = (_aten.lstm.input,)
+RECURRENT_OPS = (_aten.lstm.input, _aten.gru.input)
 # The ops whose tuple result is read through getitem, rewritten as one select / slice per item
 # (a recurrent decomposition's, and torch.chunk / torch.split / unbind in model code)
 _TUPLE_OPS = (

@@ -5,7 +5,7 @@ result(s) as logical (e.g. NCHW) arrays."""
 
 from __future__ import annotations
 
-from torchmcu.ops.defs.portable_copy import cat, permute_copy, view_copy
+from torchmcu.ops.defs.portable_copy import cat, flip, permute_copy, view_copy
 from torchmcu.ops.defs.portable_elementwise import add, gelu, mul, relu, sigmoid, tanh
 from torchmcu.ops.defs.portable_matmul import addmm, convolution, mm
 from torchmcu.ops.defs.portable_reduce import _softmax, mean, native_layer_norm
@@ -16,6 +16,7 @@ __all__ = [
     "addmm",
     "cat",
     "convolution",
+    "flip",
     "gelu",
     "mean",
     "mm",

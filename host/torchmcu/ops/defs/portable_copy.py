@@ -1,8 +1,10 @@
-"""dim_order_ops::_clone_dim_order.out, aten::view_copy.out, permute_copy.out, cat.out: the
-copies of any element size (firmware/kernels/portable/{clone_dim_order,view_copy,permute_copy,
-cat}.c), and the fp32 rules of aten::permute, transpose, channel_shuffle, cat, stack, repeat,
-expand and the views (flatten, view, reshape, squeeze, unsqueeze, dropout, clone, contiguous: the
-same bytes, no call). Conventions: defs/portable.py."""
+"""dim_order_ops::_clone_dim_order.out, aten::view_copy.out, permute_copy.out, flip.out, cat.out:
+the copies of any element size (firmware/kernels/portable/{clone_dim_order,view_copy,
+permute_copy,flip,cat}.c), and the fp32 rules of aten::permute, transpose, channel_shuffle, flip,
+cat, stack, repeat, expand and the views (flatten, view, reshape, squeeze, unsqueeze, dropout,
+clone, contiguous: the same bytes, no call). flip has no int8 pattern: in an int8 model it runs
+in float32 between a dequantize and a quantize (the float fallback). Conventions:
+defs/portable.py."""
 
 from __future__ import annotations
 
@@ -36,6 +38,12 @@ PERMUTE_COPY_CONTRACT = """\
 - `dims` a permutation; `out.sizes[k] = self.sizes[dims[k]]`, `out[i] = self[j]` with
   `j[dims[k]] = i_k`. Any dim orders; no aliasing."""
 
+FLIP_CONTRACT = """\
+- `out[i] = self[j]` with `j_d = sizes[d] - 1 - i_d` for each d in `dims`, `j_d = i_d` for the
+  others. `dims`: distinct dims in `[-rank, rank)` (a 0-d tensor takes -1 and 0), possibly
+  none (a copy). Any element size; `out` has the input's dtype and sizes. Any dim orders; no
+  aliasing."""
+
 CAT_CONTRACT = """\
 - `tensors`: a TensorList of >= 1 tensors of out's dtype and rank, sizes equal to out's except
   along `dim` (in `[-rank, rank)` of out), where they add up to out's. A 1-D tensor with 0
@@ -55,6 +63,16 @@ def permute_copy(self: np.ndarray, dims: Sequence[int]) -> np.ndarray:
     if sorted(perm) != list(range(self.ndim)):
         raise ValueError("permute_copy: dims is not a permutation")
     return np.ascontiguousarray(np.transpose(self, perm))
+
+
+def flip(self: np.ndarray, dims: Sequence[int]) -> np.ndarray:
+    """self reversed along each of dims (distinct, negative counting from the end)."""
+    axes = [norm_dim(d, self.ndim) for d in dims]
+    if len(set(axes)) != len(axes):
+        raise ValueError("flip: dims has duplicates")
+    if self.ndim == 0:
+        return self.copy()
+    return np.ascontiguousarray(np.flip(self, axis=tuple(axes)))
 
 
 def cat(tensors: Sequence[np.ndarray], dim: int = 0) -> np.ndarray:
@@ -79,11 +97,23 @@ def _dims(b: Bound, name: str, rank: int) -> list[int] | None:
     return items if items is not None and len(items) == rank else None
 
 
-def check_clone(b: Bound) -> None:
-    """clone_dim_order.c's TM_ARG_CHECKs, in its order."""
-    x = _copyable(b, "self")
-    if not isinstance(b.value("non_blocking"), pm.Bool):
-        raise b.reject("non_blocking", "expected a Bool")
+def _distinct_dims(b: Bound, name: str, rank: int, all_dims: bool, what: str) -> list[int]:
+    """tm_copy_dims_args: distinct dims of a rank-`rank` tensor, all of them (a permutation)
+    or any number, made non-negative."""
+    v = b.value(name)
+    items = b.scalar(name) if isinstance(v, pm.IntList) else None
+    r = max(rank, 1)
+    dims: list[int] = []
+    fits = items is not None and (len(items) == rank if all_dims else len(items) <= r)
+    for d in items if fits else [None]:  # type: ignore[union-attr]
+        if d is None or not -r <= d < r or d % r in dims:
+            raise b.reject(name, what)
+        dims.append(d % r)
+    return dims
+
+
+def _same_out(b: Bound, x: pm.Tensor) -> pm.Tensor:
+    """out: a tensor of x's dtype and sizes, apart from it."""
     out = b.value("out")
     if not (
         isinstance(out, pm.Tensor)
@@ -92,6 +122,15 @@ def check_clone(b: Bound) -> None:
         and disjoint(x, out)
     ):
         raise b.reject("out", "expected a tensor of the input's dtype and sizes, apart from it")
+    return out
+
+
+def check_clone(b: Bound) -> None:
+    """clone_dim_order.c's TM_ARG_CHECKs, in its order."""
+    x = _copyable(b, "self")
+    if not isinstance(b.value("non_blocking"), pm.Bool):
+        raise b.reject("non_blocking", "expected a Bool")
+    out = _same_out(b, x)
     if not b.is_none("dim_order") and _dims(b, "dim_order", len(x.sizes)) != list(out.dim_order):
         raise b.reject("dim_order", "expected the out tensor's dim order")
 
@@ -132,13 +171,7 @@ def check_permute_copy(b: Bound) -> None:
     """permute_copy.c's TM_ARG_CHECKs, in its order."""
     x = _copyable(b, "self")
     rank = len(x.sizes)
-    dims = _dims(b, "dims", rank)
-    perm: list[int] = []
-    for d in dims if dims is not None else [None]:
-        r = max(rank, 1)
-        if d is None or not -r <= d < r or d % r in perm:
-            raise b.reject("dims", f"expected a permutation of the {rank} dims")
-        perm.append(d % r)
+    perm = _distinct_dims(b, "dims", rank, True, f"expected a permutation of the {rank} dims")
     out = b.value("out")
     if not (
         isinstance(out, pm.Tensor)
@@ -149,6 +182,14 @@ def check_permute_copy(b: Bound) -> None:
         raise b.reject(
             "out", "expected the permuted sizes, the input's dtype, apart from the input"
         )
+
+
+def check_flip(b: Bound) -> None:
+    """flip.c's TM_ARG_CHECKs, in its order."""
+    x = _copyable(b, "self")
+    rank = len(x.sizes)
+    _distinct_dims(b, "dims", rank, False, f"expected distinct dims of a rank-{rank} tensor")
+    _same_out(b, x)
 
 
 def check_cat(b: Bound) -> None:
@@ -209,6 +250,12 @@ PERMUTE_COPY = portable(
     check=check_permute_copy,
     contract=PERMUTE_COPY_CONTRACT,
 )
+FLIP = portable(
+    "aten::flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)",
+    reference=lambda b: b.to_out(flip(b.logical("self"), b.dims)),
+    check=check_flip,
+    contract=FLIP_CONTRACT,
+)
 CAT = portable(
     "aten::cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)",
     reference=lambda b: b.to_out(cat(b.logical_list("tensors"), b.dim)),
@@ -229,6 +276,12 @@ def lower_permute(k: Any, node: Any) -> None:
     x = k.float_input(k.aten_arg(node, "self"))
     dims = [int(d) for d in k.aten_arg(node, "dims")]
     k.call(PERMUTE_COPY, node, self=x.vi, dims=k.int_list(dims), out=k.float_out(node).vi)
+
+
+def lower_flip(k: Any, node: Any) -> None:
+    x = k.float_input(k.aten_arg(node, "self"))
+    dims = [int(d) for d in k.aten_arg(node, "dims")]
+    k.call(FLIP, node, self=x.vi, dims=k.int_list(dims), out=k.float_out(node).vi)
 
 
 def lower_cat(k: Any, node: Any) -> None:
@@ -305,6 +358,7 @@ def lower_expand(k: Any, node: Any) -> None:
 pattern("aten::permute.default", lower_float=lower_permute, emits=(PERMUTE_COPY,))
 pattern("aten::transpose.int", lower_float=lower_transpose, emits=(PERMUTE_COPY,))
 pattern("aten::channel_shuffle.default", lower_float=lower_channel_shuffle, emits=(PERMUTE_COPY,))
+pattern("aten::flip.default", lower_float=lower_flip, emits=(FLIP,))
 pattern("aten::cat.default", lower_float=lower_cat, emits=(CAT,))
 pattern("aten::stack.default", lower_float=lower_stack, emits=(CAT,))
 pattern("aten::repeat.default", lower_float=lower_repeat, emits=(CAT,))
