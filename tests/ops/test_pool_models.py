@@ -2,7 +2,7 @@
 ceil_mode=True), a dilated max pool, AdaptiveAvgPool2d to a size that does not divide the input,
 x.mean((2, 3)), a channel mean with keepdim, amax over one dim, and the 1-D pools
 (max_pool1d with ceil_mode, avg_pool1d with count_include_pad=False, adaptive_avg_pool1d)
-on the result. The model is one export (module fixture): every compute op is an int8 call, the
+on the result, adaptive max pools 2-D and 1-D. The model is one export (module fixture): every compute op is an int8 call, the
 host runtime is bit-exact with the reference interpreter, and the output follows torchao's
 fake-quantized model of the same export within a step or two (the pools' half-away rounding of
 ties against the float mean, nothing more)."""
@@ -68,6 +68,9 @@ PROBES = {
     "avg_pool1d": lambda x, s: F.avg_pool1d(s, 4, 3, 2, ceil_mode=True, count_include_pad=False),
     "avg_pool1d count_include_pad": lambda x, s: F.avg_pool1d(s, 3, 2, 1),
     "adaptive_avg_pool1d": lambda x, s: F.adaptive_avg_pool1d(s, 4),
+    "adaptive_max_pool2d (4, 5)": lambda x, s: F.adaptive_max_pool2d(x, (4, 5)),
+    "adaptive_max_pool2d (3, 4)": lambda x, s: F.adaptive_max_pool2d(x, (3, 4)),
+    "adaptive_max_pool1d": lambda x, s: F.adaptive_max_pool1d(s, 3),
 }
 
 

@@ -20,6 +20,7 @@ from torchmcu.quantize.control_flow import (
 )
 from torchmcu.quantize.fold_bn import fold_batch_norm
 from torchmcu.quantize.noops import remove_noops
+from torchmcu.quantize.pool_values import single_output_pools
 from torchmcu.quantize.quantizer import TorchmcuQuantizer
 from torchmcu.quantize.recurrent import decompose_recurrent, simplify_recurrent
 
@@ -49,7 +50,9 @@ def export_model(model: torch.nn.Module, example_inputs: tuple[Any, ...]) -> tor
     model.eval()
     exported = decompose_recurrent(torch.export.export(model, tuple(example_inputs)))
     # check_guards=False: the default inserts a _guards_fn call_module that breaks PT2E passes.
-    return remove_noops(simplify_recurrent(exported.module(check_guards=False)))
+    return single_output_pools(
+        remove_noops(simplify_recurrent(exported.module(check_guards=False)))
+    )
 
 
 def _shape(x: Any) -> tuple[int, ...] | None:

@@ -756,10 +756,15 @@ def lower_adaptive_avg_pool2d(k: Any, node: Any) -> None:
     _adaptive_pool(k, node, x, k.pair(k.aten_arg(node, "output_size"), (1, 1)), "avg")
 
 
-def lower_adaptive_max_pool2d(k: Any, node: Any) -> None:
-    """adaptive_max_pool2d (the values; its indices unused) to any output size."""
-    x = k.as_nhwc(k.input_value(node.args[0]))
-    _adaptive_pool(k, node, x, k.pair(k.aten_arg(node, "output_size"), (1, 1)), "max")
+def lower_adaptive_max_pool(k: Any, node: Any) -> None:
+    """torchmcu::adaptive_max_pool (quantize/pool_values.py: adaptive_max_pool1d/2d whose
+    indices are unused) to any output size."""
+    size = [int(s) for s in k.aten_arg(node, "output_size")]
+    if len(size) == 1:
+        _adaptive_pool(k, node, _as_1d(k, node), (1, size[0]), "max")
+    else:
+        x = k.as_nhwc(k.input_value(node.args[0]))
+        _adaptive_pool(k, node, x, k.pair(size, (1, 1)), "max")
 
 
 # -- 1-D pools: [N, C, L] stored channels-last ([N, L, C], a conv1d's layout; Kit.as_nhwc_1d)
@@ -809,10 +814,6 @@ def lower_avg_pool1d(k: Any, node: Any) -> None:
 
 def lower_adaptive_avg_pool1d(k: Any, node: Any) -> None:
     _adaptive_pool(k, node, _as_1d(k, node), (1, _one(k, node, "output_size", 1)), "avg", True)
-
-
-def lower_adaptive_max_pool1d(k: Any, node: Any) -> None:
-    _adaptive_pool(k, node, _as_1d(k, node), (1, _one(k, node, "output_size", 1)), "max")
 
 
 # -- reductions: mean / amax over any dims
@@ -938,3 +939,5 @@ pattern("aten::avg_pool1d.default", annotate=_ANCHOR, lower=lower_avg_pool1d,
         emits=(QUANTIZED_AVG_POOL2D, PAD))
 pattern("aten::adaptive_avg_pool1d.default", annotate=_ANCHOR, lower=lower_adaptive_avg_pool1d,
         emits=(QUANTIZED_AVG_POOL2D, QUANTIZED_ADAPTIVE_AVG_POOL2D))
+pattern("torchmcu::adaptive_max_pool.default", annotate=_ANCHOR, lower=lower_adaptive_max_pool,
+        emits=(QUANTIZED_MAX_POOL2D, QUANTIZED_ADAPTIVE_MAX_POOL2D))
