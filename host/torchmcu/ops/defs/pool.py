@@ -761,7 +761,7 @@ def lower_adaptive_max_pool(k: Any, node: Any) -> None:
     indices are unused) to any output size."""
     size = [int(s) for s in k.aten_arg(node, "output_size")]
     if len(size) == 1:
-        _adaptive_pool(k, node, _as_1d(k, node), (1, size[0]), "max")
+        _adaptive_pool(k, node, _as_1d(k, node), (1, size[0]), "max", True)
     else:
         x = k.as_nhwc(k.input_value(node.args[0]))
         _adaptive_pool(k, node, x, k.pair(size, (1, 1)), "max")
