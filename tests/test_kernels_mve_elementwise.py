@@ -324,6 +324,33 @@ def max_pool_cases(p: CaseProgram, rng: np.random.Generator) -> None:
                 p.i(act[0]), p.i(act[1]), out]  # fmt: skip
         op = "cortex_m::quantized_max_pool2d_nhwc" if nhwc else "cortex_m::quantized_max_pool2d"
         p.call(op, args, f"n={n} {h}x{w}x{c} k={ks} s={st} p={pad} act={act} nhwc={nhwc}")
+    # dilation and ceil mode: (h, w, c, kernel, stride, padding, dilation, ceil_mode)
+    dilated = [(9, 8, c, [3, 2], [2, 1], [1, 1], [2, 3], ceil) for c in (1, 17) for ceil in (False, True)]
+    dilated += [(12, 12, 24, [3, 3], [2, 2], [0, 0], [1, 1], True), (5, 4, 3, [2, 2], [1, 1], [1, 1], [3, 3], True)]
+    for k, (h, w, c, ks, st, pad, dil, ceil) in enumerate(dilated):
+        oh = _pool_out(h, dil[0] * (ks[0] - 1) + 1, st[0], pad[0], ceil)
+        ow = _pool_out(w, dil[1] * (ks[1] - 1) + 1, st[1], pad[1], ceil)
+        x = p.input(_int8(rng, [1, c, h, w]), pm.ScalarType.CHAR, [1, c, h, w], LEGACY, misalign=k % 16)
+        out = p.output(pm.ScalarType.CHAR, [1, c, oh, ow], LEGACY, misalign=(k * 7) % 16)
+        args = [x, p.ints(ks), p.ints(st), p.ints(pad), p.ints(dil), p.b(ceil), p.i(0), p.i(0), p.i(-128),
+                p.i(127), out]  # fmt: skip
+        p.call("cortex_m::quantized_max_pool2d", args, f"{h}x{w}x{c} k={ks} s={st} p={pad} d={dil} ceil={ceil}")
+
+
+def adaptive_pool_cases(p: CaseProgram, rng: np.random.Generator) -> None:
+    """torchmcu::quantized_adaptive_avg/max_pool2d: unequal windows, outputs above the input, a
+    window of more than 256 taps (the int32 sums)."""
+    geoms = [(7, 5, c, 3, 2) for c in CHANNELS] + [(6, 6, c, 4, 4) for c in (3, 16, 17)]
+    geoms += [(3, 4, 9, 5, 7), (40, 30, 5, 3, 1), (1, 10, 16, 1, 4), (13, 1, 2, 6, 1)]
+    for k, (h, w, c, oh, ow) in enumerate(geoms):
+        for kind in ("avg", "max"):
+            data = _int8(rng, [1, c, h, w])
+            if k % 3 == 0:  # exact .5 means and extreme sums
+                data = rng.choice(np.array([-128, 127, -128, 0, 1], np.int8), size=(1, c, h, w))
+            x = p.input(data, pm.ScalarType.CHAR, [1, c, h, w], LEGACY, misalign=k % 16)
+            out = p.output(pm.ScalarType.CHAR, [1, c, oh, ow], LEGACY, misalign=(k * 5) % 16)
+            act = [] if kind == "avg" else [p.i(-100 if k % 2 else -128), p.i(127)]
+            p.call(f"torchmcu::quantized_adaptive_{kind}_pool2d", [x, *act, out], f"{h}x{w}x{c} -> {oh}x{ow}")
 
 
 def avg_pool_cases(p: CaseProgram, rng: np.random.Generator) -> None:
@@ -464,6 +491,7 @@ CASE_BUILDERS = {
     "minimum": minmax_cases("minimum"),
     "quantized_max_pool2d": max_pool_cases,
     "quantized_avg_pool2d": avg_pool_cases,
+    "quantized_adaptive": adaptive_pool_cases,
     "softmax": softmax_cases,
     "resize2d": resize_cases,
     "quantized_prelu": prelu_cases,

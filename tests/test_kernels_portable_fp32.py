@@ -20,6 +20,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torchmcu import native
+from torchmcu.ops.defs.portable_reduce import amax as amax_reference
 from torchmcu.pte import program as pm
 from torchmcu.pte import writer
 from torchmcu.reference import ops_float as ref
@@ -555,3 +556,16 @@ def test_all_ops_program_on_cortex_m55(tmp_path) -> None:
     assert result.exit_code == 0, result.message + result.console[-2000:]
     for s, x in enumerate(xs):
         _check_outputs(result.outputs(info, sample=s), forward(x), f"QEMU sample {s}")
+
+
+
+@pytest.mark.parametrize(("dims", "keepdim"), [([1], False), ([0, 2], True), ([], False)])
+def test_amax(dims, keepdim) -> None:
+    """amax.out and its reference exactly torch's (NaN propagates)."""
+    x = np.random.default_rng(7).standard_normal((3, 4, 5)).astype(np.float32)
+    x[2, 1, 3] = np.nan
+    want = torch.ops.aten.amax.default(_t(x), dims, keepdim)
+    out = np.zeros(tuple(want.shape), np.float32)
+    _call("amax", [x, dims, keepdim, out])
+    np.testing.assert_array_equal(out, want.numpy())
+    np.testing.assert_array_equal(amax_reference(x, dims, keepdim), want.numpy())

@@ -30,20 +30,24 @@ M, S = quantize_multiplier(0.02)
 
 
 @st.composite
-def geometries(draw, padding: bool = True, max_hw: int = 9):
+def geometries(draw, padding: bool = True, max_hw: int = 9, dilation: bool = False):
     g = {
         "h": draw(st.integers(1, max_hw)), "w": draw(st.integers(1, max_hw)),
         "kh": draw(st.integers(1, 4)), "kw": draw(st.integers(1, 4)),
         "sh": draw(st.integers(1, 3)), "sw": draw(st.integers(1, 3)),
     }
+    if dilation:
+        g["dh"], g["dw"] = draw(st.integers(1, 3)), draw(st.integers(1, 3))
     g["ph"] = draw(st.integers(0, g["kh"] // 2)) if padding else 0
     g["pw"] = draw(st.integers(0, g["kw"] // 2)) if padding else 0
     return g
 
 
 def _out_hw(g: dict, ceil_mode: bool) -> tuple[int, int]:
-    return (pool_output_size(g["h"], g["kh"], g["sh"], g["ph"], ceil_mode),
-            pool_output_size(g["w"], g["kw"], g["sw"], g["pw"], ceil_mode))
+    """torch's output size, the dilated kernel's extent g["dh"] * (kh - 1) + 1 (dilation 1 when
+    g has none)."""
+    return (pool_output_size(g["h"], g.get("dh", 1) * (g["kh"] - 1) + 1, g["sh"], g["ph"], ceil_mode),
+            pool_output_size(g["w"], g.get("dw", 1) * (g["kw"] - 1) + 1, g["sw"], g["pw"], ceil_mode))
 
 
 def _window_args(g: dict) -> dict[str, list[int]]:
@@ -56,8 +60,8 @@ def _avg_scalars(g: dict, ceil_mode: bool, zero_point: int = 3) -> dict:
             "multiplier": M, "shift": S}
 
 
-def _max_scalars(g: dict, zero_point: int, act: tuple[int, int]) -> dict:
-    return {**_window_args(g), "dilation": [1, 1], "ceil_mode": False,
+def _max_scalars(g: dict, zero_point: int, act: tuple[int, int], ceil_mode: bool = False) -> dict:
+    return {**_window_args(g), "dilation": [g.get("dh", 1), g.get("dw", 1)], "ceil_mode": ceil_mode,
             "input_zero_point": zero_point, "output_zero_point": zero_point,
             "activation_min": act[0], "activation_max": act[1]}
 
@@ -95,9 +99,10 @@ def _run_both(op, x: np.ndarray, scalars: dict, out_nhwc: tuple, nhwc_sizes: boo
 
 
 def _taps(x: np.ndarray, g: dict, n: int, oh: int, ow: int, ch: int) -> list[int]:
+    dh, dw = g.get("dh", 1), g.get("dw", 1)
     return [int(x[n, y, z, ch])
-            for y in range(oh * g["sh"] - g["ph"], oh * g["sh"] - g["ph"] + g["kh"])
-            for z in range(ow * g["sw"] - g["pw"], ow * g["sw"] - g["pw"] + g["kw"])
+            for y in (oh * g["sh"] - g["ph"] + dh * j for j in range(g["kh"]))
+            for z in (ow * g["sw"] - g["pw"] + dw * j for j in range(g["kw"]))
             if 0 <= y < x.shape[1] and 0 <= z < x.shape[2]]
 
 
@@ -121,16 +126,19 @@ def test_avg_reference_is_the_half_away_mean_of_the_in_bounds_taps(seed, g, c, c
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), g=geometries(), c=st.integers(1, 5),
-       lo=st.integers(-128, 127), width=st.integers(0, 255))
-def test_max_reference_is_the_clamped_max_of_the_in_bounds_taps(seed, g, c, lo, width):
-    oh, ow = _out_hw(g, False)
+@given(seed=st.integers(0, 2**31 - 1), g=geometries(dilation=True), c=st.integers(1, 5),
+       lo=st.integers(-128, 127), width=st.integers(0, 255), ceil_mode=st.booleans())
+def test_max_reference_is_the_clamped_max_of_the_in_bounds_taps(seed, g, c, lo, width, ceil_mode):
+    oh, ow = _out_hw(g, ceil_mode)
     assume(oh >= 1 and ow >= 1)
     hi = min(lo + width, 127)
     x = np.random.default_rng(seed).integers(-128, 128, (1, g["h"], g["w"], c), dtype=np.int8)
-    got = quantized_max_pool2d(x, *_window_args(g).values(), [1, 1], False, 5, 5, lo, hi)
+    got = quantized_max_pool2d(x, *_window_args(g).values(), [g["dh"], g["dw"]], ceil_mode, 5, 5,
+                               lo, hi)
+    assert got.shape == (1, oh, ow, c)
     for i in np.ndindex(*got.shape):
-        assert got[i] == min(max(max(_taps(x, g, i[0], i[1], i[2], i[3])), lo), hi)
+        taps = _taps(x, g, i[0], i[1], i[2], i[3])
+        assert got[i] == (min(max(max(taps), lo), hi) if taps else lo)
 
 
 @settings(max_examples=40, deadline=None)
@@ -149,14 +157,16 @@ def test_avg_c_kernel_is_bit_exact_with_the_reference(seed, g, n, c, ceil_mode, 
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), g=geometries(), n=st.integers(1, 2),
+@given(seed=st.integers(0, 2**31 - 1), g=geometries(dilation=True), n=st.integers(1, 2),
        c=st.sampled_from([1, 2, 3, 4, 7, 16, 17, 24]), zp=st.integers(-128, 127),
-       lo=st.integers(-128, 127), width=st.integers(0, 255), nhwc_sizes=st.booleans())
-def test_max_c_kernel_is_bit_exact_with_the_reference(seed, g, n, c, zp, lo, width, nhwc_sizes):
-    oh, ow = _out_hw(g, False)
+       lo=st.integers(-128, 127), width=st.integers(0, 255), nhwc_sizes=st.booleans(),
+       ceil_mode=st.booleans())
+def test_max_c_kernel_is_bit_exact_with_the_reference(seed, g, n, c, zp, lo, width, nhwc_sizes,
+                                                      ceil_mode):
+    oh, ow = _out_hw(g, ceil_mode)
     assume(oh >= 1 and ow >= 1)
     x = np.random.default_rng(seed).integers(-128, 128, (n, g["h"], g["w"], c), dtype=np.int8)
-    scalars = _max_scalars(g, zp, (lo, min(lo + width, 127)))
+    scalars = _max_scalars(g, zp, (lo, min(lo + width, 127)), ceil_mode)
     c_out, reference = _run_both(MAX, x, scalars, (n, oh, ow, c), nhwc_sizes)
     assert reference.tobytes() == c_out.tobytes()
 
@@ -190,14 +200,16 @@ def test_avg_tosa_lowering_is_bit_exact_with_the_reference(seed, g, c, nhwc_size
 
 @settings(max_examples=20, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), g=geometries(), c=st.integers(1, 6),
-       lo=st.integers(-128, 127), width=st.integers(0, 255), nhwc_sizes=st.booleans())
-def test_max_tosa_lowering_is_bit_exact_with_the_reference(seed, g, c, lo, width, nhwc_sizes):
-    oh, ow = _out_hw(g, False)
+       lo=st.integers(-128, 127), width=st.integers(0, 255), nhwc_sizes=st.booleans(),
+       ceil_mode=st.booleans())
+def test_max_tosa_lowering_is_bit_exact_with_the_reference(seed, g, c, lo, width, nhwc_sizes,
+                                                           ceil_mode):
+    oh, ow = _out_hw(g, ceil_mode)
     assume(oh >= 1 and ow >= 1)
     x = np.random.default_rng(seed).integers(-128, 128, (1, g["h"], g["w"], c), dtype=np.int8)
     key = MAX.qualified + ("_nhwc" if nhwc_sizes else "")
     program = pool_program(key, _sizes(x.shape, nhwc_sizes),
-                           _max_scalars(g, -7, (lo, min(lo + width, 127))),
+                           _max_scalars(g, -7, (lo, min(lo + width, 127)), ceil_mode),
                            _sizes((1, oh, ow, c), nhwc_sizes))
     _tosa_matches(program, x, families=("u85",))
 
@@ -216,6 +228,7 @@ G = {"h": 6, "w": 6, "kh": 3, "kw": 3, "sh": 1, "sw": 1, "ph": 0, "pw": 0}
          "max pool stride 4 exceeds U55's limit of 3"),
         (MAX, {**G, "kh": 257, "kw": 1, "h": 257, "w": 1}, False,
          "max pool kernel 257x1 exceeds the NPU's limit"),
+        (MAX, {**G, "dh": 2}, False, "max pool with dilation"),
     ],
 )
 def test_npu_support_rules(op, g, ceil_mode, reason):
@@ -248,9 +261,10 @@ _MAX_BAD = [
     ({"kernel_size": [3, 40000]}, (1, 6, 6, 2), (1, 4, 4, 2), A_MAX.kernel_size),
     ({"stride": [1, 1, 1]}, (1, 6, 6, 2), (1, 4, 4, 2), A_MAX.stride),
     ({"padding": [1, 2]}, (1, 6, 6, 2), (1, 6, 8, 2), A_MAX.padding),
-    ({"dilation": [2, 2]}, (1, 6, 6, 2), (1, 4, 4, 2), A_MAX.dilation),
+    ({"dilation": [0, 1]}, (1, 6, 6, 2), (1, 4, 4, 2), A_MAX.dilation),
     ({"dilation": [1, 1, 1]}, (1, 6, 6, 2), (1, 4, 4, 2), A_MAX.dilation),
-    ({"ceil_mode": True}, (1, 6, 6, 2), (1, 4, 4, 2), A_MAX.ceil_mode),
+    ({"dilation": [2, 2]}, (1, 6, 6, 2), (1, 4, 4, 2), A_MAX.out),  # not the dilated size (2x2)
+    ({"ceil_mode": True, "stride": [2, 2]}, (1, 6, 6, 2), (1, 2, 2, 2), A_MAX.out),  # ceil: 3x3
     ({"input_zero_point": -129}, (1, 6, 6, 2), (1, 4, 4, 2), A_MAX.input_zero_point),
     ({"output_zero_point": 1}, (1, 6, 6, 2), (1, 4, 4, 2), A_MAX.output_zero_point),
     ({"activation_min": 10, "activation_max": 9}, (1, 6, 6, 2), (1, 4, 4, 2), A_MAX.activation_max),

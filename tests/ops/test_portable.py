@@ -117,6 +117,11 @@ CASES: dict[str, list[Case]] = {
         lambda g: [_nhwc(_r(g, 1, 3, 4, 5)), [-1, -2], True, 6, _z(1, 3, 1, 1)],
         lambda g: [_r(g, 2, 3), None, False, None, _z()],
     ],
+    "aten::amax.out": [
+        lambda g: [_r(g, 2, 3, 4), [0, 2], False, _z(3)],
+        lambda g: [_nhwc(_r(g, 1, 3, 4, 5)), [1], True, _nhwc(_z(1, 1, 4, 5))],
+        lambda g: [np.array([[1, np.nan, 3], [-1, -2, -3]], F32), [1], False, _z(2)],
+    ],
     "aten::view_copy.out": [
         lambda g: [_r(g, 2, 3, 4), [4, -1], _z(4, 6)],
         lambda g: [g.integers(-9, 9, (6,)).astype(np.int32), [2, 1, 3], _z(2, 1, 3, dtype=np.int32)],

@@ -379,3 +379,17 @@ int32_t tm_pool_out_size(int32_t size, int32_t kernel, int32_t stride, int32_t p
   }
   return out < 0 ? 0 : (int32_t)out;
 }
+
+tm_status tm_adaptive_pool_args(tm_kernel_context *ctx, tm_value *const *args, size_t i_input, size_t i_out,
+                                int32_t in_dims[4], int32_t out_dims[4], const int8_t **in, int8_t **out) {
+  const tm_tensor *x = tm_activation_arg(args, i_input, false, in_dims);
+  TM_ARG_CHECK(ctx, x != NULL && in_dims[1] > 0 && in_dims[2] > 0, i_input);
+  tm_tensor *y = tm_activation_arg(args, i_out, false, out_dims);
+  TM_ARG_CHECK(ctx,
+               y != NULL && out_dims[0] == in_dims[0] && out_dims[3] == in_dims[3] && out_dims[1] > 0 &&
+                   out_dims[2] > 0,
+               i_out);
+  *in = (const int8_t *)x->data;
+  *out = (int8_t *)y->data;
+  return TM_OK;
+}

@@ -174,4 +174,16 @@ bool tm_scratch_arg(tm_value *const *args, size_t i, size_t needed);
 /* torch's pooling output size (dilation 1) including its ceil_mode rule; 0 if empty. */
 int32_t tm_pool_out_size(int32_t size, int32_t kernel, int32_t stride, int32_t pad, bool ceil_mode);
 
+/* torch's adaptive pooling window of output o of `out` over `size`: [lo, hi) with
+ * lo = floor(o * size / out), hi = ceil((o + 1) * size / out). */
+/* An adaptive pool's input (argument i_input, H and W >= 1) and out (i_out: the input's N and
+ * C, H and W >= 1), both legacy-size activations with NHWC memory; dims as tm_activation_arg. */
+tm_status tm_adaptive_pool_args(tm_kernel_context *ctx, tm_value *const *args, size_t i_input, size_t i_out,
+                                int32_t in_dims[4], int32_t out_dims[4], const int8_t **in, int8_t **out);
+
+static inline void tm_adaptive_span(int32_t o, int32_t out, int32_t size, int32_t *lo, int32_t *hi) {
+  *lo = (int32_t)(((int64_t)o * size) / out);
+  *hi = (int32_t)(((int64_t)(o + 1) * size + out - 1) / out);
+}
+
 #endif /* TORCHMCU_KERNELS_KERNEL_ARGS_H */

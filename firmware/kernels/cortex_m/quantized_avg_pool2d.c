@@ -1,5 +1,6 @@
 /* cortex_m::quantized_avg_pool2d.out and _nhwc.out - int8 average pooling over the in-bounds
- * taps, rounded half away from zero (CMSIS-NN arm_avgpool_s8; docs/operators.md). */
+ * taps, rounded half away from zero (CMSIS-NN arm_avgpool_s8; docs/operators.md); and
+ * torchmcu::quantized_adaptive_avg_pool2d.out, the same over torch's adaptive windows. */
 #include "cortex_m_kernels.h"
 #include "kernel_args.h"
 #include "requantize.h"
@@ -18,9 +19,24 @@ typedef struct {
   const int8_t *input;
   int8_t *out;
   int32_t in_dims[4], out_dims[4];
-  int32_t kh, kw;
+  int32_t kh, kw; /* adaptive: the largest window's extent */
   tm_window win;
+  bool adaptive;
 } pool_params;
+
+#define ADAPTIVE_A(x) TM_ARG(TORCHMCU_QUANTIZED_ADAPTIVE_AVG_POOL2D, x)
+
+/* The in-bounds rows (or columns) [lo, hi) of output o along an axis of `size`. */
+static inline void window_span(const pool_params *p, int32_t o, int32_t out, int32_t size, int32_t k,
+                               int32_t stride, int32_t pad, int32_t *lo, int32_t *hi) {
+  if (p->adaptive) {
+    tm_adaptive_span(o, out, size, lo, hi);
+    return;
+  }
+  const int32_t start = o * stride - pad;
+  *lo = start < 0 ? 0 : start;
+  *hi = start + k > size ? size : start + k;
+}
 
 #if TM_KERNELS_USE_MVE
 /*
@@ -154,14 +170,10 @@ static bool avg_pool_mve(const pool_params *p) {
   for (int32_t n = 0; n < p->in_dims[0]; ++n) {
     const int8_t *image = p->input + (size_t)n * (size_t)h * (size_t)w * (size_t)c;
     for (int32_t oh = 0; oh < p->out_dims[1]; ++oh) {
-      const int32_t y0 = oh * p->win.stride_h - p->win.pad_h;
       avg_window win;
-      win.ys = y0 < 0 ? 0 : y0;
-      win.ye = y0 + p->kh > h ? h : y0 + p->kh;
+      window_span(p, oh, p->out_dims[1], h, p->kh, p->win.stride_h, p->win.pad_h, &win.ys, &win.ye);
       for (int32_t ow = 0; ow < p->out_dims[2]; ++ow) {
-        const int32_t x0 = ow * p->win.stride_w - p->win.pad_w;
-        win.xs = x0 < 0 ? 0 : x0;
-        win.xe = x0 + p->kw > w ? w : x0 + p->kw;
+        window_span(p, ow, p->out_dims[2], w, p->kw, p->win.stride_w, p->win.pad_w, &win.xs, &win.xe);
         const int32_t count = (win.ye - win.ys) * (win.xe - win.xs);
         if (count != dv.count) { /* border windows change it; interior ones reuse it */
           avg_divisor_set(&dv, count);
@@ -181,13 +193,11 @@ static void avg_pool_scalar(const pool_params *p) {
   for (int32_t n = 0; n < p->in_dims[0]; ++n) {
     const int8_t *image = p->input + (size_t)n * (size_t)h * (size_t)w * (size_t)c;
     for (int32_t oh = 0; oh < p->out_dims[1]; ++oh) {
-      const int32_t y0 = oh * p->win.stride_h - p->win.pad_h;
-      const int32_t ys = y0 < 0 ? 0 : y0;
-      const int32_t ye = y0 + p->kh > h ? h : y0 + p->kh;
+      int32_t ys = 0, ye = 0;
+      window_span(p, oh, p->out_dims[1], h, p->kh, p->win.stride_h, p->win.pad_h, &ys, &ye);
       for (int32_t ow = 0; ow < p->out_dims[2]; ++ow) {
-        const int32_t x0 = ow * p->win.stride_w - p->win.pad_w;
-        const int32_t xs = x0 < 0 ? 0 : x0;
-        const int32_t xe = x0 + p->kw > w ? w : x0 + p->kw;
+        int32_t xs = 0, xe = 0;
+        window_span(p, ow, p->out_dims[2], w, p->kw, p->win.stride_w, p->win.pad_w, &xs, &xe);
         const int32_t count = (ye - ys) * (xe - xs);
         for (int32_t ch = 0; ch < c; ++ch) {
           int32_t sum = 0;
@@ -205,12 +215,23 @@ static void avg_pool_scalar(const pool_params *p) {
   }
 }
 
+static tm_status avg_pool_run(const pool_params *p) {
+#if TM_KERNELS_USE_MVE
+  if (avg_pool_mve(p)) {
+    return TM_OK;
+  }
+#endif
+  avg_pool_scalar(p);
+  return TM_OK;
+}
+
 static tm_status avg_pool_entry(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes) {
   tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_QUANTIZED_AVG_POOL2D));
   if (st != TM_OK) {
     return st;
   }
   pool_params p;
+  p.adaptive = false;
   const tm_tensor *in = tm_activation_arg(args, A(INPUT), nhwc_sizes, p.in_dims);
   TM_ARG_CHECK(ctx, in != NULL, A(INPUT));
   st = tm_pool_window_args(ctx, args, A(KERNEL_SIZE), &p.kh, &p.kw, &p.win);
@@ -231,13 +252,7 @@ static tm_status avg_pool_entry(tm_kernel_context *ctx, tm_value *const *args, s
   p.input = (const int8_t *)in->data;
   p.out = (int8_t *)out->data;
 
-#if TM_KERNELS_USE_MVE
-  if (avg_pool_mve(&p)) {
-    return TM_OK;
-  }
-#endif
-  avg_pool_scalar(&p);
-  return TM_OK;
+  return avg_pool_run(&p);
 }
 
 tm_status tm_cortex_m_quantized_avg_pool2d_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
@@ -246,4 +261,23 @@ tm_status tm_cortex_m_quantized_avg_pool2d_out(tm_kernel_context *ctx, tm_value 
 
 tm_status tm_cortex_m_quantized_avg_pool2d_nhwc_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
   return avg_pool_entry(ctx, args, nargs, true);
+}
+
+tm_status tm_torchmcu_quantized_adaptive_avg_pool2d_out(tm_kernel_context *ctx, tm_value *const *args,
+                                                        size_t nargs) {
+  tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(TORCHMCU_QUANTIZED_ADAPTIVE_AVG_POOL2D));
+  if (st != TM_OK) {
+    return st;
+  }
+  pool_params p;
+  p.adaptive = true;
+  p.win = (tm_window){1, 1, 0, 0, 1, 1};
+  st = tm_adaptive_pool_args(ctx, args, ADAPTIVE_A(INPUT), ADAPTIVE_A(OUT), p.in_dims, p.out_dims, &p.input, &p.out);
+  if (st != TM_OK) {
+    return st;
+  }
+  /* a window spans at most ceil(size / out) + 1 positions */
+  p.kh = p.in_dims[1] / p.out_dims[1] + 2;
+  p.kw = p.in_dims[2] / p.out_dims[2] + 2;
+  return avg_pool_run(&p);
 }

@@ -19,8 +19,9 @@ from torchmcu.quantize.control_flow import (
     quantize_branches,
 )
 from torchmcu.quantize.fold_bn import fold_batch_norm
-from torchmcu.quantize.noops import remove_noops
 from torchmcu.quantize.layout_idioms import fuse_channel_shuffle
+from torchmcu.quantize.noops import remove_noops
+from torchmcu.quantize.pool_values import single_output_pools
 from torchmcu.quantize.quantizer import TorchmcuQuantizer
 from torchmcu.quantize.recurrent import decompose_recurrent, simplify_recurrent
 
@@ -51,7 +52,7 @@ def export_model(model: torch.nn.Module, example_inputs: tuple[Any, ...]) -> tor
     exported = decompose_recurrent(torch.export.export(model, tuple(example_inputs)))
     # check_guards=False: the default inserts a _guards_fn call_module that breaks PT2E passes.
     module = simplify_recurrent(exported.module(check_guards=False))
-    return fuse_channel_shuffle(remove_noops(module))
+    return single_output_pools(fuse_channel_shuffle(remove_noops(module)))
 
 
 def _shape(x: Any) -> tuple[int, ...] | None:

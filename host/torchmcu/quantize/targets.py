@@ -8,6 +8,8 @@ from typing import Any
 
 import torch
 
+import torchmcu.quantize.pool_values  # noqa: F401  (defines torchmcu::adaptive_max_pool)
+
 
 def resolve_target(name: str) -> Any:
     """torch.ops.<namespace>.<name>.<overload or default>; LookupError for a name torch lacks."""

@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from torchmcu.ops.core import Annotate, ArgError, Bound, Npu, nhwc_variant, op, pattern
+from torchmcu.ops.core import Annotate, ArgError, Bound, Kernel, Npu, nhwc_variant, op, pattern
 from torchmcu.ops.defs.pad import PAD
+from torchmcu.ops.defs.transpose import TRANSPOSE
 from torchmcu.ops.intmath import (
     INT8_MAX,
     INT8_MIN,
@@ -61,20 +62,23 @@ SHIFT_MIN, SHIFT_MAX = -31, 31
 _NO_PAD = (0, 0, 0, 0)  # a TOSA window's padding: top, bottom, left, right
 
 def windows(x: np.ndarray, kernel_size: Sequence[int], stride: Sequence[int],
-            padding: Sequence[int], ceil_mode: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(N, OH, OW, KH, KW, C) windows of x and a matching (OH, OW, KH, KW) in-bounds mask."""
+            padding: Sequence[int], ceil_mode: bool,
+            dilation: Sequence[int] = (1, 1)) -> tuple[np.ndarray, np.ndarray]:
+    """(N, OH, OW, KH, KW, C) windows of x and a matching (OH, OW, KH, KW) in-bounds mask;
+    tap j of a window starting at y0 reads row y0 + j * dilation."""
     kh, kw = pair(kernel_size, "kernel_size")
     sh, sw = pair(stride, "stride")
     ph, pw = pair(padding, "padding")
-    if min(kh, kw, sh, sw) < 1 or min(ph, pw) < 0 or ph > kh // 2 or pw > kw // 2:
-        raise ValueError("pooling needs kernel, stride >= 1 and 0 <= padding <= kernel // 2")
+    dh, dw = pair(dilation, "dilation")
+    if min(kh, kw, sh, sw, dh, dw) < 1 or min(ph, pw) < 0 or ph > kh // 2 or pw > kw // 2:
+        raise ValueError("pooling needs kernel, stride, dilation >= 1 and 0 <= padding <= kernel // 2")
     _, h, w, _ = x.shape
-    oh = pool_output_size(h, kh, sh, ph, ceil_mode)
-    ow = pool_output_size(w, kw, sw, pw, ceil_mode)
+    oh = pool_output_size(h, dh * (kh - 1) + 1, sh, ph, ceil_mode)
+    ow = pool_output_size(w, dw * (kw - 1) + 1, sw, pw, ceil_mode)
     if oh < 1 or ow < 1:
         raise ValueError("empty pooling output")
-    rows = (np.arange(oh) * sh - ph)[:, None] + np.arange(kh)[None, :]  # (OH, KH)
-    cols = (np.arange(ow) * sw - pw)[:, None] + np.arange(kw)[None, :]  # (OW, KW)
+    rows = (np.arange(oh) * sh - ph)[:, None] + dh * np.arange(kh)[None, :]  # (OH, KH)
+    cols = (np.arange(ow) * sw - pw)[:, None] + dw * np.arange(kw)[None, :]  # (OW, KW)
     rv = (rows >= 0) & (rows < h)
     cv = (cols >= 0) & (cols < w)
     win = x[:, np.clip(rows, 0, h - 1)[:, :, None, None], np.clip(cols, 0, w - 1)[None, None, :, :], :]
@@ -118,19 +122,50 @@ def quantized_max_pool2d(
     activation_min: int,
     activation_max: int,
 ) -> np.ndarray:
-    """Max of the in-bounds taps, clamped to the activation range."""
-    if pair(dilation, "dilation") != (1, 1):
-        raise ValueError("quantized_max_pool2d supports dilation 1 only")
-    if ceil_mode:
-        raise ValueError("quantized_max_pool2d does not support ceil_mode")
+    """Max of the in-bounds (dilated) taps, clamped to the activation range; a window with
+    no in-bounds tap (possible with dilation) gives activation_min."""
     check_int("input_zero_point", input_zero_point, INT8_MIN, INT8_MAX)
     if output_zero_point != input_zero_point:
         raise ValueError("quantized_max_pool2d needs output_zero_point == input_zero_point")
     check_activation(activation_min, activation_max)
-    win, valid = windows(np.asarray(input, dtype=np.int64), kernel_size, stride, padding, False)
+    win, valid = windows(np.asarray(input, dtype=np.int64), kernel_size, stride, padding,
+                         bool(ceil_mode), dilation)
     mask = valid[None, :, :, :, :, None]
     best = np.where(mask, win, INT8_MIN - 1).max(axis=(3, 4))
     return np.clip(best, activation_min, activation_max).astype(np.int8)
+
+
+def adaptive_bounds(o: int, out: int, size: int) -> tuple[int, int]:
+    """torch's adaptive window of output o: [floor(o * size / out), ceil((o + 1) * size / out))."""
+    return o * size // out, -(-(o + 1) * size // out)
+
+
+def _adaptive(x: np.ndarray, out_hw: tuple[int, int], reduce: Callable[[np.ndarray], Any]) -> np.ndarray:
+    """reduce((N, taps, C) window) -> (N, C) for every adaptive window of NHWC x."""
+    n, h, w, c = x.shape
+    oh, ow = out_hw
+    out = np.zeros((n, oh, ow, c), dtype=np.int64)
+    for i in range(oh):
+        y0, y1 = adaptive_bounds(i, oh, h)
+        for j in range(ow):
+            x0, x1 = adaptive_bounds(j, ow, w)
+            out[:, i, j, :] = reduce(x[:, y0:y1, x0:x1, :].reshape(n, -1, c))
+    return out
+
+
+def quantized_adaptive_avg_pool2d(input: np.ndarray, out_hw: tuple[int, int]) -> np.ndarray:
+    """Mean of each adaptive window's raw int8 values, rounded half away from zero."""
+    x = np.asarray(input, dtype=np.int64)
+    out = _adaptive(x, out_hw, lambda t: round_half_away(t.sum(axis=1), t.shape[1]))
+    return np.clip(out, INT8_MIN, INT8_MAX).astype(np.int8)
+
+
+def quantized_adaptive_max_pool2d(input: np.ndarray, out_hw: tuple[int, int], activation_min: int,
+                                  activation_max: int) -> np.ndarray:
+    """Max of each adaptive window, clamped to the activation range."""
+    check_activation(activation_min, activation_max)
+    out = _adaptive(np.asarray(input, dtype=np.int64), out_hw, lambda t: t.max(axis=1))
+    return np.clip(out, activation_min, activation_max).astype(np.int8)
 
 
 def quantized_avg_pool2d_scratch_bytes(input_nhwc: tuple[int, int, int, int]) -> int:
@@ -163,12 +198,13 @@ def _window(b: Bound) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]
     return kernel, stride, padding
 
 
-def _out(b: Bound, dims: tuple[int, int, int, int], window: Any, ceil_mode: bool) -> None:
+def _out(b: Bound, dims: tuple[int, int, int, int], window: Any, ceil_mode: bool,
+         dilation: tuple[int, int] = (1, 1)) -> None:
     """The out activation: the input's N and C, the pooled H and W (tm_window_out_dims)."""
     n, h, w, c = dims
     (kh, kw), (sh, sw), (ph, pw) = window
-    oh = pool_output_size(h, kh, sh, ph, ceil_mode)
-    ow = pool_output_size(w, kw, sw, pw, ceil_mode)
+    oh = pool_output_size(h, dilation[0] * (kh - 1) + 1, sh, ph, ceil_mode)
+    ow = pool_output_size(w, dilation[1] * (kw - 1) + 1, sw, pw, ceil_mode)
     got = activation_dims(b.value("out"), _nhwc_sizes(b))
     if not (oh > 0 and ow > 0 and got == (n, oh, ow, c)):
         raise b.reject("out", f"expected a 4-D int8 activation of NHWC dims {[n, oh, ow, c]}")
@@ -205,15 +241,13 @@ def check_max(b: Bound) -> None:
     """quantized_max_pool2d.c's checks, in its order."""
     dims = _activation(b, "input")
     window = _window(b)
-    if b.pair_or_none("dilation", 1, 1, allow_single=True) is None:
-        raise b.reject("dilation", "expected [1] or [1, 1]")
-    if _ceil_mode(b):
-        raise b.reject("ceil_mode", "expected false")
+    dilation = b.pair_in("dilation", 1, INT16_MAX, allow_single=True)
+    ceil_mode = _ceil_mode(b)
     zp = b.int_in("input_zero_point", INT8_MIN, INT8_MAX)
     b.int_in("output_zero_point", zp, zp)
     act_min = b.int_in("activation_min", INT8_MIN, INT8_MAX)
     b.int_in("activation_max", act_min, INT8_MAX)
-    _out(b, dims, window, False)
+    _out(b, dims, window, ceil_mode, dilation)
 
 
 def reference_avg(b: Any) -> np.ndarray:
@@ -226,6 +260,42 @@ def reference_max(b: Any) -> np.ndarray:
     return quantized_max_pool2d(b.nhwc("input", _nhwc_sizes(b)), b.kernel_size, b.stride,
                                 b.padding, b.dilation, b.ceil_mode, b.input_zero_point,
                                 b.output_zero_point, b.activation_min, b.activation_max)
+
+
+def _adaptive_out(b: Bound, dims: tuple[int, int, int, int]) -> None:
+    """The out activation: the input's N and C, any H and W >= 1."""
+    got = activation_dims(b.value("out"), False)
+    if not (got is not None and got[0] == dims[0] and got[3] == dims[3] and min(got[1:3]) > 0):
+        raise b.reject("out", f"expected a 4-D int8 activation of the input's N and C ({dims[0]},"
+                       f" {dims[3]}), H and W >= 1, [N, C, H, W] sizes with NHWC memory")
+
+
+def _adaptive_input(b: Bound) -> tuple[int, int, int, int]:
+    dims = _activation(b, "input")
+    if min(dims[1:3]) < 1:
+        raise b.reject("input", "expected H and W >= 1")
+    return dims
+
+
+def check_adaptive_avg(b: Bound) -> None:
+    """quantized_avg_pool2d.c's adaptive entry's checks (tm_adaptive_pool_args)."""
+    _adaptive_out(b, _adaptive_input(b))
+
+
+def check_adaptive_max(b: Bound) -> None:
+    """quantized_max_pool2d.c's adaptive entry's checks, in its order."""
+    check_adaptive_avg(b)
+    act_min = b.int_in("activation_min", INT8_MIN, INT8_MAX)
+    b.int_in("activation_max", act_min, INT8_MAX)
+
+
+def reference_adaptive_avg(b: Any) -> np.ndarray:
+    return quantized_adaptive_avg_pool2d(b.nhwc("input", False), _out_hw(b))
+
+
+def reference_adaptive_max(b: Any) -> np.ndarray:
+    return quantized_adaptive_max_pool2d(b.nhwc("input", False), _out_hw(b), b.activation_min,
+                                         b.activation_max)
 
 
 # -- NPU support (b: a checked Bound) and the TOSA lowerings (g: tosa Graph, a: its Bound)
@@ -255,6 +325,8 @@ def npu_support_avg(b: Bound, family: str) -> str | None:
 
 
 def npu_support_max(b: Bound, family: str) -> str | None:
+    if pair(b.dilation) != (1, 1):
+        return "max pool with dilation (TOSA MAX_POOL2D has none)"
     return _kernel_reason(b, "max pool") or stride_reason("max pool", family, pair(b.stride), _out_hw(b))
 
 
@@ -391,7 +463,11 @@ def _global_sum_pool(g: Any, x: Any, weight: int, multiplier: int, shift: int) -
 def lower_tosa_max(g: Any, a: Any, read: Callable[[int], Any]) -> Any:
     (n, h, w, c), (_, oh, ow, _) = _checked(a)
     (kh, kw), (sh, sw), (ph, pw) = pair(a.kernel_size), pair(a.stride), pair(a.padding)
+    if pair(a.dilation) != (1, 1):
+        raise a.error("max pool with dilation: TOSA MAX_POOL2D has no dilation")
     x = g.reshape(read(a.index("input")), (n, h, w, c))
+    # ceil_mode: the partial last window is fit_window's padding after (fewer than kh rows,
+    # as the last window starts inside the input), which MAX_POOL2D ignores like the rest
     if oh == 1 and ph == 0:
         sh = 1
     if ow == 1 and pw == 0:
@@ -433,10 +509,13 @@ AVG_CONTRACT = """\
   difference comes with at least one exact tie (ResNet8's 8x8 pool, the small CNN's 2x2 pool).
 - `scratch`: 0 bytes needed."""
 MAX_CONTRACT = """\
-- Layout/list rules as avg_pool2d. `dilation` must be `[1, 1]`, `ceil_mode` false,
+- Layout/list rules as avg_pool2d. `dilation`: 1 or 2 ints >= 1 (tap `j` of a window
+  starting at `y0` reads row `y0 + j * dilation`); the output size is avg_pool2d's with the
+  dilated kernel `dilation * (k - 1) + 1`, `ceil_mode` as there (torch's rule).
   `input_zero_point == output_zero_point` (ExecuTorch falls back to a portable op otherwise).
 - `out = clamp(max over in-bounds taps, activation_min, activation_max)`; padding taps are
-  ignored (not treated as any value)."""
+  ignored (not treated as any value); a window with no in-bounds tap (only possible with
+  dilation) gives `activation_min`."""
 
 _AVG_SCRATCH = "tm_quantized_avg_pool2d_scratch_bytes"
 
@@ -467,11 +546,46 @@ QUANTIZED_MAX_POOL2D = op(
     family="int8",
     reference=reference_max,
     check=check_max,
-    npu=Npu(lower=lower_tosa_max, support=npu_support_max, doc="TOSA MAX_POOL2D (+ CLAMP)"),
+    npu=Npu(lower=lower_tosa_max, support=npu_support_max,
+            doc="TOSA MAX_POOL2D (+ CLAMP), a ceil-mode partial window as padding after;"
+            " dilation 1 only"),
     contract=MAX_CONTRACT,
 )
 
 QUANTIZED_MAX_POOL2D_NHWC = nhwc_variant(QUANTIZED_MAX_POOL2D)
+
+
+ADAPTIVE_AVG_CONTRACT = """\
+- `input`/`out` int8 4-D activations, legacy `[N, C, H, W]` sizes with NHWC memory, same N
+  and C; `out`'s H and W are the output size (any sizes >= 1).
+- Output `(i, j)` averages the window rows `[floor(i*H/OH), ceil((i+1)*H/OH))` and columns
+  likewise (torch's adaptive windows; sizes that do not divide give windows of unequal and
+  overlapping extent), as quantized_avg_pool2d: the raw int8 sum divided by the tap count,
+  rounded half away from zero. The output keeps the input's qparams.
+- Emitted where the windows are unequal; a dividing output size is quantized_avg_pool2d."""
+ADAPTIVE_MAX_CONTRACT = """\
+- Layout and windows as quantized_adaptive_avg_pool2d; `out = clamp(max of the window,
+  activation_min, activation_max)`, qparams the input's."""
+
+def _adaptive_op(kind: str, scalars: str, check: Callable[[Bound], None],
+                 reference: Callable[[Any], np.ndarray], contract: str) -> Any:
+    name = f"quantized_adaptive_{kind}_pool2d"
+    return op(
+        f"torchmcu::{name}.out(Tensor input,{scalars} *, Tensor(a!) out) -> Tensor(a!)",
+        family="int8",
+        kernel=Kernel(f"tm_torchmcu_{name}_out", f"cortex_m/quantized_{kind}_pool2d.c"),
+        reference=reference,
+        check=check,
+        no_npu="adaptive windows of unequal size (the output size does not divide the input)",
+        contract=contract,
+    )
+
+
+QUANTIZED_ADAPTIVE_AVG_POOL2D = _adaptive_op("avg", "", check_adaptive_avg,
+                                             reference_adaptive_avg, ADAPTIVE_AVG_CONTRACT)
+QUANTIZED_ADAPTIVE_MAX_POOL2D = _adaptive_op(
+    "max", " int activation_min, int activation_max,", check_adaptive_max, reference_adaptive_max,
+    ADAPTIVE_MAX_CONTRACT)
 
 
 # -- the aten side: k is the lowering Kit, node a torch.fx.Node (torch-free here)
@@ -496,31 +610,45 @@ def _aten_window(k: Any, node: Any) -> tuple[tuple[int, int], tuple[int, int], t
     return kernel, stride, padding
 
 
-def lower_max_pool2d(k: Any, node: Any) -> None:
-    x = k.as_nhwc(k.input_value(node.args[0]))
-    kernel, stride, padding = _aten_window(k, node)
-    dilation = k.pair(k.aten_arg(node, "dilation", 1), (1, 1))
-    ceil_mode = bool(k.aten_arg(node, "ceil_mode", False))
-    if dilation != (1, 1) or ceil_mode:
-        raise k.unsupported(node, "max pooling with dilation or ceil_mode")
+def _max_pool(k: Any, node: Any, x: Any, kernel: tuple[int, int], stride: tuple[int, int],
+              padding: tuple[int, int], dilation: tuple[int, int], ceil_mode: bool,
+              out_sizes: Sequence[int], out_nhwc: bool = False) -> None:
+    """Emit the max pool of NHWC x (legacy out sizes `out_sizes`) and bind node's output, a view
+    of it with node's shape (NHWC if out_nhwc)."""
     qs, act, qp = k.output_quant(node, allow_activation=True)
     _same_qparams(k, node, x, qp)
     act_min, act_max = k.activation_range(act, qp)
-    out = k.new_int8(node.name, k.shape_of(node), qp, nhwc=True)
+    out = k.new_int8(node.name, out_sizes, qp, nhwc=True)
     k.call(
         QUANTIZED_MAX_POOL2D,
         node,
         input=x.vi,
         **_window_values(k, kernel, stride, padding),
         dilation=k.int_list(dilation),
-        ceil_mode=k.bool_(False),
+        ceil_mode=k.bool_(ceil_mode),
         input_zero_point=k.int_(qp.zero_point),
         output_zero_point=k.int_(qp.zero_point),
         activation_min=k.int_(act_min),
         activation_max=k.int_(act_max),
         out=out.vi,
     )
-    k.bind_output(qs, act, out)
+    k.bind_output(qs, act, _as_node_shape(k, node, out, out_nhwc))
+
+
+def _as_node_shape(k: Any, node: Any, out: Any, nhwc: bool = False) -> Any:
+    """A pool's NHWC out as node's value: itself, or a view of its bytes with node's shape (a
+    reduction's, a 1-D pool's [N, C, L]), NHWC or contiguous: the callers pool views whose
+    output memory is in that order."""
+    shape = list(k.shape_of(node))
+    return out if shape == out.sizes else k.alias(out, shape, nhwc=nhwc)
+
+
+def lower_max_pool2d(k: Any, node: Any) -> None:
+    x = k.as_nhwc(k.input_value(node.args[0]))
+    kernel, stride, padding = _aten_window(k, node)
+    dilation = k.pair(k.aten_arg(node, "dilation", 1), (1, 1))
+    ceil_mode = bool(k.aten_arg(node, "ceil_mode", False))
+    _max_pool(k, node, x, kernel, stride, padding, dilation, ceil_mode, k.shape_of(node))
 
 
 def _avg_pool(k: Any, node: Any, x: Any, kernel: tuple[int, int], stride: tuple[int, int],
@@ -555,19 +683,32 @@ def _avg_pool(k: Any, node: Any, x: Any, kernel: tuple[int, int], stride: tuple[
     return out
 
 
+def _avg_pool_node(k: Any, node: Any, x: Any, kernel: tuple[int, int], stride: tuple[int, int],
+                   padding: tuple[int, int], out_sizes: list[int], out_nhwc: bool = False) -> None:
+    """avg_pool2d / avg_pool1d of NHWC x (legacy out sizes `out_sizes`), bound to node."""
+    ceil_mode = bool(k.aten_arg(node, "ceil_mode", False))
+    count_include_pad = bool(k.aten_arg(node, "count_include_pad", True))
+    if ceil_mode and count_include_pad and padding != (0, 0):
+        # torch divides a window by its taps inside the padded input: the kernel's count on an
+        # explicitly padded input, as long as ceil mode gives the same number of windows there
+        _, _, h, w = x.sizes
+        padded = [pool_output_size(size + 2 * p, kk, ss, 0, True)
+                  for size, p, kk, ss in zip((h, w), padding, kernel, stride)]
+        if padded != list(out_sizes[2:]):
+            raise k.unsupported(node, f"ceil_mode with count_include_pad: the padded input has "
+                                f"{padded[0]}x{padded[1]} windows, torch's output fewer")
+    qs, act, qp = k.output_quant(node, allow_activation=False)
+    out = _avg_pool(k, node, x, kernel, stride, padding, ceil_mode, count_include_pad,
+                    out_sizes, qp)
+    k.bind_output(qs, act, _as_node_shape(k, node, out, out_nhwc))
+
+
 def lower_avg_pool2d(k: Any, node: Any) -> None:
     x = k.as_nhwc(k.input_value(node.args[0]))
     kernel, stride, padding = _aten_window(k, node)
-    ceil_mode = bool(k.aten_arg(node, "ceil_mode", False))
-    count_include_pad = bool(k.aten_arg(node, "count_include_pad", True))
     if k.aten_arg(node, "divisor_override", None) is not None:
         raise k.unsupported(node, "divisor_override")
-    if ceil_mode and count_include_pad and padding != (0, 0):
-        raise k.unsupported(node, "ceil_mode with count_include_pad and padding")
-    qs, act, qp = k.output_quant(node, allow_activation=False)
-    out = _avg_pool(k, node, x, kernel, stride, padding, ceil_mode, count_include_pad,
-                    k.shape_of(node), qp)
-    k.bind_output(qs, act, out)
+    _avg_pool_node(k, node, x, kernel, stride, padding, k.shape_of(node))
 
 
 def _global_pool(k: Any, node: Any, x: Any, out_shape: list[int], kernel: tuple[int, int],
@@ -580,32 +721,205 @@ def _global_pool(k: Any, node: Any, x: Any, out_shape: list[int], kernel: tuple[
     k.bind_output(qs, act, out)
 
 
-def lower_adaptive_avg_pool2d(k: Any, node: Any) -> None:
-    """adaptive_avg_pool2d with an output size dividing the input."""
-    x = k.as_nhwc(k.input_value(node.args[0]))
+def _adaptive_pool(k: Any, node: Any, x: Any, out_hw: tuple[int, int], kind: str,
+                   out_nhwc: bool = False) -> None:
+    """adaptive avg/max pool of NHWC x to out_hw: the strided pool when the sizes divide (one
+    window size), else the adaptive kernel."""
     n, c, h, w = x.sizes
-    out_shape = k.shape_of(node)
-    oh, ow = k.pair(k.aten_arg(node, "output_size"), (1, 1))
-    if h % oh or w % ow:
-        raise k.unsupported(node, f"adaptive pooling {h}x{w} -> {oh}x{ow} (sizes must divide)")
-    _global_pool(k, node, x, out_shape, (h // oh, w // ow), [n, c, oh, ow])
+    oh, ow = out_hw
+    if min(oh, ow) < 1:
+        raise k.unsupported(node, f"adaptive pooling to {oh}x{ow}")
+    sizes = [n, c, oh, ow]
+    if h % oh == 0 and w % ow == 0:
+        window = (h // oh, w // ow)
+        if kind == "avg":
+            _avg_global_node(k, node, x, window, sizes, out_nhwc)
+        else:
+            _max_pool(k, node, x, window, window, (0, 0), (1, 1), False, sizes, out_nhwc)
+        return
+    allow = kind == "max"
+    qs, act, qp = k.output_quant(node, allow_activation=allow)
+    _same_qparams(k, node, x, qp)
+    out = k.new_int8(node.name, sizes, qp, nhwc=True)
+    if kind == "avg":
+        k.call(QUANTIZED_ADAPTIVE_AVG_POOL2D, node, input=x.vi, out=out.vi)
+    else:
+        act_min, act_max = k.activation_range(act, qp)
+        k.call(QUANTIZED_ADAPTIVE_MAX_POOL2D, node, input=x.vi, activation_min=k.int_(act_min),
+               activation_max=k.int_(act_max), out=out.vi)
+    k.bind_output(qs, act, _as_node_shape(k, node, out, out_nhwc))
+
+
+def lower_adaptive_avg_pool2d(k: Any, node: Any) -> None:
+    """adaptive_avg_pool2d to any output size."""
+    x = k.as_nhwc(k.input_value(node.args[0]))
+    _adaptive_pool(k, node, x, k.pair(k.aten_arg(node, "output_size"), (1, 1)), "avg")
+
+
+def lower_adaptive_max_pool(k: Any, node: Any) -> None:
+    """torchmcu::adaptive_max_pool (quantize/pool_values.py: adaptive_max_pool1d/2d whose
+    indices are unused) to any output size."""
+    size = [int(s) for s in k.aten_arg(node, "output_size")]
+    if len(size) == 1:
+        _adaptive_pool(k, node, _as_1d(k, node), (1, size[0]), "max", True)
+    else:
+        x = k.as_nhwc(k.input_value(node.args[0]))
+        _adaptive_pool(k, node, x, k.pair(size, (1, 1)), "max")
+
+
+# -- 1-D pools: [N, C, L] stored channels-last ([N, L, C], a conv1d's layout; Kit.as_nhwc_1d)
+# is NHWC [N, C, 1, L], pooled along W; the output [N, C, OL] keeps that layout
+def _as_1d(k: Any, node: Any) -> Any:
+    x = k.input_value(node.args[0], channels_last_1d=True)
+    if x.rank != 3:
+        raise k.unsupported(node, f"a 1-D pool of sizes {x.sizes} (expected [N, C, L])")
+    n, c, length = x.sizes
+    return k.alias(k.as_nhwc_1d(x), [n, c, 1, length], nhwc=True)
+
+
+def _1d_out(k: Any, node: Any) -> list[int]:
+    n, c, length = k.shape_of(node)
+    return [n, c, 1, length]
+
+
+def _one(k: Any, node: Any, name: str, default: int) -> int:
+    """A 1-D pool's int[1] argument (a 2-item list is refused)."""
+    v = k.aten_arg(node, name, None)
+    if v is None or (isinstance(v, (list, tuple)) and not v):
+        return default
+    items = list(v) if isinstance(v, (list, tuple)) else [v]
+    if len(items) != 1:
+        raise k.unsupported(node, f"{name} {items} of a 1-D pool")
+    return int(items[0])
+
+
+def _window_1d(k: Any, node: Any) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
+    kl = _one(k, node, "kernel_size", 1)
+    return (1, kl), (1, _one(k, node, "stride", kl)), (0, _one(k, node, "padding", 0))
+
+
+def lower_max_pool1d(k: Any, node: Any) -> None:
+    x = _as_1d(k, node)
+    kernel, stride, padding = _window_1d(k, node)
+    dilation = (1, _one(k, node, "dilation", 1))
+    ceil_mode = bool(k.aten_arg(node, "ceil_mode", False))
+    _max_pool(k, node, x, kernel, stride, padding, dilation, ceil_mode, _1d_out(k, node), True)
+
+
+def lower_avg_pool1d(k: Any, node: Any) -> None:
+    x = _as_1d(k, node)
+    kernel, stride, padding = _window_1d(k, node)
+    _avg_pool_node(k, node, x, kernel, stride, padding, _1d_out(k, node), True)
+
+
+def lower_adaptive_avg_pool1d(k: Any, node: Any) -> None:
+    _adaptive_pool(k, node, _as_1d(k, node), (1, _one(k, node, "output_size", 1)), "avg", True)
+
+
+# -- reductions: mean / amax over any dims
+def _reduced_dims(k: Any, node: Any, rank: int) -> list[int]:
+    dims = k.aten_arg(node, "dim", None)
+    items = [] if dims is None else list(dims) if isinstance(dims, (list, tuple)) else [dims]
+    red = sorted({int(d) % rank for d in items}) if items else list(range(rank))
+    if len(red) != len(items or red):
+        raise k.unsupported(node, f"repeated dims {items}")
+    return red
+
+
+def _prod(values: Any) -> int:
+    out = 1
+    for v in values:
+        out *= int(v)
+    return out
+
+
+def _reduce_view(k: Any, node: Any, x: Any, red: list[int], keepdim: bool) -> tuple[Any, bool] | None:
+    """(x's bytes as NHWC [outer, R, 1, inner] - legacy sizes [outer, inner, R, 1] - with the R
+    reduced elements of each output one run, whether the output is NHWC) where x's memory order
+    allows it, else None."""
+    order = x.dim_order
+    pos = [order.index(d) for d in red]
+    if pos != list(range(pos[0], pos[0] + len(pos))):
+        return None
+    kept = [d for d in order if d not in red]
+    out_nhwc = x.nhwc and keepdim
+    if not out_nhwc and kept != sorted(kept):
+        return None  # the output's contiguous order is not x's
+    outer = _prod(x.sizes[d] for d in order[: pos[0]])
+    inner = _prod(x.sizes[d] for d in order[pos[-1] + 1 :])
+    length = _prod(x.sizes[d] for d in red)
+    return k.alias(x, [outer, inner, length, 1], nhwc=True), out_nhwc
+
+
+def _lower_reduction(k: Any, node: Any, kind: str) -> None:
+    """mean (kind "avg") or amax ("max") over any dims: over H and W (or one of them, keeping
+    dims) of an activation it is the pool of the NHWC activation, otherwise the pool of a view
+    whose reduced elements are one run of memory: x's own, its contiguous twin's, or a
+    transpose's that puts the reduced dims last."""
+    x = k.input_value(node.args[0], channels_last_1d=True)
+    if x.flatten_chw is not None:
+        x = k.as_contiguous(x)
+    rank = max(x.rank, 1)
+    red = _reduced_dims(k, node, rank)
+    keepdim = bool(k.aten_arg(node, "keepdim", False))
+    if x.rank == 3 and red == [2]:  # over L of [N, C, L]: the pool of its [N, C, 1, L] view
+        n, c, length = x.sizes
+        x = k.alias(k.as_nhwc_1d(x), [n, c, 1, length], nhwc=True)
+        if kind == "avg":
+            _global_pool(k, node, x, k.shape_of(node), (1, length), [n, c, 1, 1])
+        else:
+            _max_pool(k, node, x, (1, length), (1, length), (0, 0), (1, 1), False, [n, c, 1, 1])
+        return
+    if x.rank == 3 and x.nhwc:
+        x = k.as_contiguous(x)
+    if x.rank == 4 and set(red) <= {2, 3} and (keepdim or red == [2, 3]):
+        x = k.as_nhwc(x)
+        n, c, h, w = x.sizes
+        window = (h if 2 in red else 1, w if 3 in red else 1)
+        sizes = [n, c, h // window[0], w // window[1]]
+        if kind == "avg" and red == [2, 3]:
+            _global_pool(k, node, x, list(k.shape_of(node)), window, sizes)
+        elif kind == "avg":
+            _avg_global_node(k, node, x, window, sizes, keepdim)
+        else:
+            _max_pool(k, node, x, window, window, (0, 0), (1, 1), False, sizes)
+        return
+    view = _reduce_view(k, node, x, red, keepdim)
+    if view is None and x.nhwc:
+        x = k.as_contiguous(x)
+        view = _reduce_view(k, node, x, red, keepdim)
+    if view is None:  # gather the reduced dims last: one transpose of the contiguous input
+        kept = [d for d in range(x.rank) if d not in red]
+        perm = kept + red
+        gathered = k.new_int8(f"{node.name}.gather", [x.sizes[d] for d in perm], None,
+                              nhwc=False).with_(scale=x.scale, zero_point=x.zero_point)
+        k.call(TRANSPOSE, node, input=x.vi, perm=k.int_list(perm), out=gathered.vi)
+        view = _reduce_view(k, node, gathered, list(range(len(kept), x.rank)), False)
+        assert view is not None
+    v, out_nhwc = view
+    outer, inner, length, _ = v.sizes
+    if length > INT16_MAX:
+        raise k.unsupported(node, f"reduction over {length} elements (at most {INT16_MAX})")
+    window, sizes = (length, 1), [outer, inner, 1, 1]
+    if kind == "avg":
+        _avg_global_node(k, node, v, window, sizes, out_nhwc)
+    else:
+        _max_pool(k, node, v, window, window, (0, 0), (1, 1), False, sizes, out_nhwc)
+
+
+def _avg_global_node(k: Any, node: Any, x: Any, window: tuple[int, int], sizes: list[int],
+                     out_nhwc: bool) -> None:
+    qs, act, qp = k.output_quant(node, allow_activation=False)
+    out = _avg_pool(k, node, x, window, window, (0, 0), False, False, sizes, qp)
+    k.bind_output(qs, act, _as_node_shape(k, node, out, out_nhwc))
 
 
 def lower_mean_dim(k: Any, node: Any) -> None:
-    """mean over H and W: a global average pool (of [N, C, L] over L: the [N, C, 1, L] view)."""
-    x = k.input_value(node.args[0], channels_last_1d=True)
-    if x.rank == 3 and [int(d) % 3 for d in k.aten_arg(node, "dim")] == [2]:
-        n, c, length = x.sizes
-        x = k.alias(k.as_nhwc_1d(x), [n, c, 1, length], nhwc=True)
-        _global_pool(k, node, x, k.shape_of(node), (1, length), [n, c, 1, 1])
-        return
-    x = k.as_nhwc(x if x.rank != 3 else k.input_value(node.args[0]))
-    n, c, h, w = x.sizes
-    out_shape = k.shape_of(node)
-    dims = k.aten_arg(node, "dim")
-    if sorted(int(d) % 4 for d in dims) != [2, 3]:
-        raise k.unsupported(node, f"mean over dims {dims} (only over H and W)")
-    _global_pool(k, node, x, out_shape, (h, w), [n, c, 1, 1])
+    _lower_reduction(k, node, "avg")
+
+
+def lower_amax(k: Any, node: Any) -> None:
+    _lower_reduction(k, node, "max")
 
 
 _ANCHOR = Annotate("anchor")  # the input's qparams, shared by the output
@@ -614,5 +928,16 @@ pattern("aten::max_pool2d.default", annotate=_ANCHOR, lower=lower_max_pool2d,
 pattern("aten::avg_pool2d.default", annotate=_ANCHOR, lower=lower_avg_pool2d,
         emits=(QUANTIZED_AVG_POOL2D, PAD))
 pattern("aten::adaptive_avg_pool2d.default", annotate=_ANCHOR, lower=lower_adaptive_avg_pool2d,
-        emits=(QUANTIZED_AVG_POOL2D,))
-pattern("aten::mean.dim", annotate=_ANCHOR, lower=lower_mean_dim, emits=(QUANTIZED_AVG_POOL2D,))
+        emits=(QUANTIZED_AVG_POOL2D, QUANTIZED_ADAPTIVE_AVG_POOL2D))
+pattern("aten::mean.dim", annotate=_ANCHOR, lower=lower_mean_dim,
+        emits=(QUANTIZED_AVG_POOL2D, TRANSPOSE))
+pattern("aten::amax.default", annotate=_ANCHOR, lower=lower_amax,
+        emits=(QUANTIZED_MAX_POOL2D, TRANSPOSE))
+pattern("aten::max_pool1d.default", annotate=_ANCHOR, lower=lower_max_pool1d,
+        emits=(QUANTIZED_MAX_POOL2D,))
+pattern("aten::avg_pool1d.default", annotate=_ANCHOR, lower=lower_avg_pool1d,
+        emits=(QUANTIZED_AVG_POOL2D, PAD))
+pattern("aten::adaptive_avg_pool1d.default", annotate=_ANCHOR, lower=lower_adaptive_avg_pool1d,
+        emits=(QUANTIZED_AVG_POOL2D, QUANTIZED_ADAPTIVE_AVG_POOL2D))
+pattern("torchmcu::adaptive_max_pool.default", annotate=_ANCHOR, lower=lower_adaptive_max_pool,
+        emits=(QUANTIZED_MAX_POOL2D, QUANTIZED_ADAPTIVE_MAX_POOL2D))

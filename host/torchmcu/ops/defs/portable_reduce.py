@@ -1,6 +1,7 @@
-"""aten::_softmax.out, mean.out, native_layer_norm.out: the fp32 reductions
-(firmware/kernels/portable/{softmax,mean,native_layer_norm}.c), and the fp32 rules of
-aten::softmax/_softmax, mean.dim/adaptive_avg_pool2d and layer_norm that emit them.
+"""aten::_softmax.out, mean.out, amax.out, native_layer_norm.out: the fp32 reductions
+(firmware/kernels/portable/{softmax,mean,native_layer_norm}.c; amax.out is mean.c's), and the
+fp32 rules of aten::softmax/_softmax, mean.dim/adaptive_avg_pool2d, amax and layer_norm that
+emit them.
 Conventions: defs/portable.py."""
 
 from __future__ import annotations
@@ -80,6 +81,26 @@ def mean(
         return np.asarray(x.astype(np.float64).mean(axis=tuple(dims), keepdims=keepdim), F32)
 
 
+def _dims(x: np.ndarray, dim: Sequence[int] | None, what: str) -> tuple[int, ...]:
+    dims = list(range(x.ndim)) if not dim else [norm_dim(d, x.ndim) for d in dim]
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"{what}: repeated dim")
+    return tuple(dims)
+
+
+def amax(self: np.ndarray, dim: Sequence[int] | None = None, keepdim: bool = False) -> np.ndarray:
+    """Maximum over dims (None or [] = all dims); NaN if any element is NaN."""
+    x = f32(self)
+    if x.ndim == 0:
+        return x.copy()
+    dims = _dims(x, dim, "amax")
+    if x.size == 0:
+        shape = [1 if d in dims else s for d, s in enumerate(x.shape)]
+        out = np.full(shape, -np.inf, F32)
+        return out if keepdim else out.reshape([s for d, s in enumerate(x.shape) if d not in dims])
+    return np.asarray(np.max(x, axis=dims, keepdims=keepdim), F32)
+
+
 def native_layer_norm(
     input: np.ndarray,
     normalized_shape: Sequence[int],
@@ -115,7 +136,7 @@ def check_softmax(b: Bound) -> None:
 
 
 def check_mean(b: Bound) -> None:
-    """mean.c's TM_ARG_CHECKs, in its order."""
+    """mean.c's TM_ARG_CHECKs, in its order (amax.out's too, without dtype)."""
     x = f32_tensor(b, "self")
     rank = len(x.sizes)
     reduced = [False] * rank
@@ -129,7 +150,7 @@ def check_mean(b: Bound) -> None:
     reduced = [flag or not dims for flag in reduced]
     if not isinstance(b.value("keepdim"), pm.Bool):
         raise b.reject("keepdim", "expected a Bool")
-    dtype = b.value("dtype")
+    dtype = b.value("dtype") if "dtype" in b.op.schema.A else pm.Null()
     if not (isinstance(dtype, pm.Null) or (isinstance(dtype, pm.Int) and dtype.value == FLOAT)):
         raise b.reject("dtype", "expected None or Float (6)")
     keepdim = b.keepdim
@@ -186,6 +207,16 @@ MEAN = portable(
     contract=MEAN_CONTRACT,
 )
 
+AMAX = portable(
+    "aten::amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out)"
+    " -> Tensor(a!)",
+    "mean.c",
+    reference=lambda b: b.to_out(amax(b.logical("self"), b.dim, b.keepdim)),
+    check=check_mean,
+    contract="- mean.out's dims and keepdim rules (no dtype); the maximum, NaN where a reduced"
+    " element is NaN, -inf over zero elements.",
+)
+
 
 def _layer_norm_reference(b: Any) -> tuple[np.ndarray, ...]:
     results = native_layer_norm(
@@ -239,6 +270,13 @@ def lower_mean(k: Any, node: Any) -> None:
     _lower_mean(k, node, x, dims, bool(k.aten_arg(node, "keepdim", False)))
 
 
+def lower_amax(k: Any, node: Any) -> None:
+    x = k.float_input(k.aten_arg(node, "self"))
+    dims = [int(d) for d in k.aten_arg(node, "dim") or []]
+    k.call(AMAX, node, self=x.vi, dim=k.int_list(dims),
+           keepdim=k.bool_(bool(k.aten_arg(node, "keepdim", False))), out=k.float_out(node).vi)
+
+
 def lower_adaptive_avg_pool2d(k: Any, node: Any) -> None:
     """A global average pool (output 1x1) as mean over H, W keeping them."""
     x = k.float_input(k.aten_arg(node, "self"))
@@ -276,5 +314,6 @@ def lower_layer_norm(k: Any, node: Any) -> None:
 
 pattern("aten::softmax.int", "aten::_softmax.default", lower_float=lower_softmax, emits=(SOFTMAX,))
 pattern("aten::mean.dim", lower_float=lower_mean, emits=(MEAN,))
+pattern("aten::amax.default", lower_float=lower_amax, emits=(AMAX,))
 pattern("aten::adaptive_avg_pool2d.default", lower_float=lower_adaptive_avg_pool2d, emits=(MEAN,))
 pattern("aten::layer_norm.default", lower_float=lower_layer_norm, emits=(NATIVE_LAYER_NORM,))
