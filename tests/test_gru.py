@@ -25,13 +25,7 @@ import torchmcu
 from torch import nn
 from torchmcu import native
 from torchmcu.lower import FloatFallbackWarning
-from torchmcu.quantize.quantizer import BINARY_TARGETS
 from torchmcu.reference.interpreter import run_program
-
-pytestmark = pytest.mark.skipif(
-    torch.ops.aten.sub.Tensor not in BINARY_TARGETS,
-    reason="the GRU update needs an int8 aten.sub (the elementwise family's)",
-)
 
 STEPS, FEATURES, HIDDEN = 8, 16, 32
 
