@@ -13,6 +13,8 @@ from __future__ import annotations
 import torch
 import torch.fx
 
+from torchmcu.quantize.rewrite import rewrite_calls
+
 _aten = torch.ops.aten
 
 _VIEWS = (_aten.view.default, _aten.reshape.default, _aten._unsafe_view.default)
@@ -53,29 +55,24 @@ def _shuffle_end(split: torch.fx.Node) -> torch.fx.Node | None:
 
 def fuse_channel_shuffle(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """Each channel-shuffle chain of gm -> one aten.channel_shuffle (gm changed in place)."""
-    changed = False
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target not in _VIEWS:
-            continue
+
+    def fuse(graph: torch.fx.Graph, node: torch.fx.Node) -> bool:
         x = node.args[0]
         before, split = _shape(x), _shape(node)
         if before is None or split is None or len(before) != 4 or len(split) != 5:
-            continue
+            return False
         n, c, h, w = before
         if split[0] != n or split[1] * split[2] != c or split[3:] != [h, w] or split[1] < 2:
-            continue
+            return False
         end = _shuffle_end(node)
         if end is None or _shape(end) != before:
-            continue
-        with gm.graph.inserting_before(end):
-            shuffle = gm.graph.call_function(_aten.channel_shuffle.default, (x, split[1]))
+            return False
+        with graph.inserting_before(end):
+            shuffle = graph.call_function(_aten.channel_shuffle.default, (x, split[1]))
         shuffle.meta.update(
             {k: v for k, v in end.meta.items() if k in ("stack_trace", "nn_module_stack", "val")}
         )
         end.replace_all_uses_with(shuffle)
-        changed = True
-    if changed:
-        gm.graph.eliminate_dead_code()
-        gm.graph.lint()
-        gm.recompile()
-    return gm
+        return True
+
+    return rewrite_calls(gm, _VIEWS, fuse, drop_dead=True)

@@ -11,6 +11,7 @@ import torch
 import torch.fx
 
 from torchmcu.ops import views
+from torchmcu.quantize.rewrite import rewrite_calls
 from torchmcu.quantize.targets import resolve_target
 
 # aten target -> noop(arg, node): whether this node is the identity
@@ -27,18 +28,13 @@ def _arg(node: torch.fx.Node, name: str, default: object = None) -> object:
 
 def remove_noops(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """Bypass and erase every no-op node of gm (in place); returns gm."""
-    graph = gm.graph
-    changed = False
-    for node in list(graph.nodes):
-        if node.op != "call_function" or node.target not in NOOPS:
-            continue
+
+    def bypass(graph: torch.fx.Graph, node: torch.fx.Node) -> bool:
         source = node.args[0] if node.args else None
         if not isinstance(source, torch.fx.Node) or not NOOPS[node.target](_arg, node):
-            continue
+            return False
         node.replace_all_uses_with(source)
         graph.erase_node(node)
-        changed = True
-    if changed:
-        graph.lint()
-        gm.recompile()
-    return gm
+        return True
+
+    return rewrite_calls(gm, NOOPS, bypass)

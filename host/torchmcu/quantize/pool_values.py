@@ -14,6 +14,8 @@ import torch
 import torch.fx
 import torch.nn.functional as F
 
+from torchmcu.quantize.rewrite import rewrite_calls
+
 _aten = torch.ops.aten
 _LIBRARY = "torchmcu"  # the op's namespace; ops/defs/pool.py's pattern names it in full
 
@@ -35,14 +37,11 @@ _TUPLE_POOLS = (_aten.adaptive_max_pool1d.default, _aten.adaptive_max_pool2d.def
 
 def single_output_pools(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """Replace each adaptive max pool whose only user is getitem 0 (see module doc)."""
-    graph = gm.graph
-    changed = False
-    for node in list(graph.nodes):
-        if node.op != "call_function" or node.target not in _TUPLE_POOLS:
-            continue
+
+    def replace(graph: torch.fx.Graph, node: torch.fx.Node) -> bool:
         users = list(node.users)
         if not all(u.target is operator.getitem and (u.args[1] == 0 or not u.users) for u in users):
-            continue  # the indices are used: leave it (the lowering names the op)
+            return False  # the indices are used: leave it (the lowering names the op)
         values = [u for u in users if u.args[1] == 0]
         x, size = node.args[0], [int(s) for s in node.args[1]]  # type: ignore[union-attr]
         with graph.inserting_before(node):
@@ -54,8 +53,6 @@ def single_output_pools(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
             u.replace_all_uses_with(new)
             graph.erase_node(u)
         graph.erase_node(node)
-        changed = True
-    if changed:
-        graph.lint()
-        gm.recompile()
-    return gm
+        return True
+
+    return rewrite_calls(gm, _TUPLE_POOLS, replace)
