@@ -923,21 +923,28 @@ def lower_amax(k: Any, node: Any) -> None:
 
 
 _ANCHOR = Annotate("anchor")  # the input's qparams, shared by the output
-pattern("aten::max_pool2d.default", annotate=_ANCHOR, lower=lower_max_pool2d,
-        emits=(QUANTIZED_MAX_POOL2D,))
-pattern("aten::avg_pool2d.default", annotate=_ANCHOR, lower=lower_avg_pool2d,
-        emits=(QUANTIZED_AVG_POOL2D, PAD))
-pattern("aten::adaptive_avg_pool2d.default", annotate=_ANCHOR, lower=lower_adaptive_avg_pool2d,
-        emits=(QUANTIZED_AVG_POOL2D, QUANTIZED_ADAPTIVE_AVG_POOL2D))
-pattern("aten::mean.dim", annotate=_ANCHOR, lower=lower_mean_dim,
-        emits=(QUANTIZED_AVG_POOL2D, TRANSPOSE))
-pattern("aten::amax.default", annotate=_ANCHOR, lower=lower_amax,
-        emits=(QUANTIZED_MAX_POOL2D, TRANSPOSE))
-pattern("aten::max_pool1d.default", annotate=_ANCHOR, lower=lower_max_pool1d,
-        emits=(QUANTIZED_MAX_POOL2D,))
-pattern("aten::avg_pool1d.default", annotate=_ANCHOR, lower=lower_avg_pool1d,
-        emits=(QUANTIZED_AVG_POOL2D, PAD))
-pattern("aten::adaptive_avg_pool1d.default", annotate=_ANCHOR, lower=lower_adaptive_avg_pool1d,
-        emits=(QUANTIZED_AVG_POOL2D, QUANTIZED_ADAPTIVE_AVG_POOL2D))
-pattern("torchmcu::adaptive_max_pool.default", annotate=_ANCHOR, lower=lower_adaptive_max_pool,
-        emits=(QUANTIZED_MAX_POOL2D, QUANTIZED_ADAPTIVE_MAX_POOL2D))
+# aten target, its int8 rule, the kernels that rule emits
+for _target, _lower, _emits in (
+    ("aten::max_pool2d.default", lower_max_pool2d, (QUANTIZED_MAX_POOL2D,)),
+    ("aten::avg_pool2d.default", lower_avg_pool2d, (QUANTIZED_AVG_POOL2D, PAD)),
+    (
+        "aten::adaptive_avg_pool2d.default",
+        lower_adaptive_avg_pool2d,
+        (QUANTIZED_AVG_POOL2D, QUANTIZED_ADAPTIVE_AVG_POOL2D),
+    ),
+    ("aten::mean.dim", lower_mean_dim, (QUANTIZED_AVG_POOL2D, TRANSPOSE)),
+    ("aten::amax.default", lower_amax, (QUANTIZED_MAX_POOL2D, TRANSPOSE)),
+    ("aten::max_pool1d.default", lower_max_pool1d, (QUANTIZED_MAX_POOL2D,)),
+    ("aten::avg_pool1d.default", lower_avg_pool1d, (QUANTIZED_AVG_POOL2D, PAD)),
+    (
+        "aten::adaptive_avg_pool1d.default",
+        lower_adaptive_avg_pool1d,
+        (QUANTIZED_AVG_POOL2D, QUANTIZED_ADAPTIVE_AVG_POOL2D),
+    ),
+    (
+        "torchmcu::adaptive_max_pool.default",
+        lower_adaptive_max_pool,
+        (QUANTIZED_MAX_POOL2D, QUANTIZED_ADAPTIVE_MAX_POOL2D),
+    ),
+):
+    pattern(_target, annotate=_ANCHOR, lower=_lower, emits=_emits)
