@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from torchmcu.ops.core import Bound, pattern
+from torchmcu.ops.core import Bound, OpDef, pattern
 from torchmcu.ops.defs.portable import is_copyable, norm_dim, portable
 from torchmcu.ops.defs.views import VIEWS
 from torchmcu.ops.layout import disjoint, laid_out_as
@@ -244,18 +244,20 @@ VIEW_COPY = portable(
     check=check_view_copy,
     contract=VIEW_COPY_CONTRACT,
 )
-PERMUTE_COPY = portable(
-    "aten::permute_copy.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)",
-    reference=lambda b: b.to_out(permute_copy(b.logical("self"), b.dims)),
-    check=check_permute_copy,
-    contract=PERMUTE_COPY_CONTRACT,
-)
-FLIP = portable(
-    "aten::flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)",
-    reference=lambda b: b.to_out(flip(b.logical("self"), b.dims)),
-    check=check_flip,
-    contract=FLIP_CONTRACT,
-)
+
+
+def _over_dims(name: str, fn: Any, check: Any, contract: str) -> OpDef:
+    """A copy that reorders self's elements by a list of dims (permute_copy, flip)."""
+    return portable(
+        f"aten::{name}.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)",
+        reference=lambda b: b.to_out(fn(b.logical("self"), b.dims)),
+        check=check,
+        contract=contract,
+    )
+
+
+PERMUTE_COPY = _over_dims("permute_copy", permute_copy, check_permute_copy, PERMUTE_COPY_CONTRACT)
+FLIP = _over_dims("flip", flip, check_flip, FLIP_CONTRACT)
 CAT = portable(
     "aten::cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)",
     reference=lambda b: b.to_out(cat(b.logical_list("tensors"), b.dim)),
