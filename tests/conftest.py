@@ -9,13 +9,22 @@ is a broken set-up, never a reason to skip.
 ExecuTorch is never a dependency of torchmcu: it lives in .venv-executorch, built by
 scripts/executorch_venv.sh. If the venv cannot be built the tests that need it fail
 (it is the interop contract); TORCHMCU_ALLOW_NO_EXECUTORCH=1 turns that into a skip.
+
+The suite runs in parallel (scripts/test.sh: pytest-xdist, --dist loadfile): each worker is a
+process with its own tmp_path_factory directory and its own session fixtures. Anything written
+outside tmp_path (build/ in the checkout) is shared by the workers and must be made under a
+lock: `once_per_run` below.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import subprocess
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,10 +60,35 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     pytest.fail(f"needs {missing}", pytrace=False)
 
 
+# One id per test run: the same in every xdist worker of a run, new for each serial run.
+_RUN_ID = os.environ.get("PYTEST_XDIST_TESTRUNUID") or uuid.uuid4().hex
+
+
+@contextlib.contextmanager
+def once_per_run(path: Path) -> Iterator[bool]:
+    """Make `path` (a file or directory outside tmp_path, e.g. under build/) once per test run.
+
+    Holds an exclusive lock (.NAME.lock beside it) for the whole block, so two xdist workers
+    never write it at once nor read it half-written; yields True when this run has not made it
+    yet (the caller then makes it from scratch), False when a worker of this run already did.
+    The run's stamp (.NAME.testrun) is written only when the block ends without an exception.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    stamp = path.parent / f".{path.name}.testrun"
+    with open(path.parent / f".{path.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        made = stamp.is_file() and stamp.read_text() == _RUN_ID
+        if not made:
+            stamp.unlink(missing_ok=True)
+        yield not made
+        stamp.write_text(_RUN_ID)
+
+
 def _venv_python(*flags: str) -> Path:
     try:
         proc = subprocess.run(
             ["bash", str(ROOT / "scripts" / "executorch_venv.sh"), *flags],
+            check=False,
             capture_output=True,
             text=True,
             timeout=1200,
@@ -105,21 +139,34 @@ def executorch_export(
 
     inputs/calibration: arrays with a leading sample axis for the model's single input.
     """
-    key = (name, None if inputs is None else inputs.tobytes(),
-           None if calibration is None else calibration.tobytes())
+    key = (
+        name,
+        None if inputs is None else inputs.tobytes(),
+        None if calibration is None else calibration.tobytes(),
+    )
     if key in _ET_EXPORTS:
         return _ET_EXPORTS[key]
     out_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [str(et_python), str(EXPORT_CORTEX_M), "--model",
-           f"{ROOT}/host/torchmcu/examples/models.py:{name}", "--seed", "0", "--out-dir", str(out_dir)]
+    cmd = [
+        str(et_python),
+        str(EXPORT_CORTEX_M),
+        "--model",
+        f"{ROOT}/host/torchmcu/examples/models.py:{name}",
+        "--seed",
+        "0",
+        "--out-dir",
+        str(out_dir),
+    ]
     if inputs is not None:
         np.savez(out_dir / "inputs.npz", arg0=inputs)
         cmd += ["--inputs", str(out_dir / "inputs.npz")]
     if calibration is not None:
         np.savez(out_dir / "calibration.npz", arg0=calibration)
         cmd += ["--calibration", str(out_dir / "calibration.npz")]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, f"ExecuTorch Cortex-M export of {name} failed:\n{proc.stderr[-3000:]}"
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, (
+        f"ExecuTorch Cortex-M export of {name} failed:\n{proc.stderr[-3000:]}"
+    )
     with np.load(out_dir / "outputs.npz") as z:
         outputs = {k: z[k] for k in z.files}
     result = ExecuTorchExport(

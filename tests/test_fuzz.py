@@ -9,7 +9,6 @@ any sanitizer report, trap or libFuzzer finding fails the test.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import subprocess
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from _cmake import locked_build
+from conftest import once_per_run
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "build" / "fuzz"
@@ -48,21 +48,22 @@ def build_fuzzers() -> Path:
 
 
 def seed_corpus() -> Path:
-    """Seeds from this checkout's exporter, generated once per process into build/fuzz/corpus."""
+    """Seeds from this checkout's exporter, generated once per test run into build/fuzz/corpus
+    (shared by the xdist workers of the run: regenerating it per worker would delete the
+    files another worker's targets are reading)."""
     if "corpus" in _built:
         return _built["corpus"]
     out = BUILD / "corpus"
-    BUILD.mkdir(parents=True, exist_ok=True)
-    with open(BUILD.parent / ".fuzz-corpus.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        shutil.rmtree(out, ignore_errors=True)
-        r = subprocess.run(
-            [sys.executable, str(ROOT / "tools" / "fuzz" / "make_corpus.py"), str(out)],
-            capture_output=True,
-            check=False,
-            text=True,
-        )
-        assert r.returncode == 0, r.stderr[-4000:]
+    with once_per_run(out) as stale:
+        if stale:
+            shutil.rmtree(out, ignore_errors=True)
+            r = subprocess.run(
+                [sys.executable, str(ROOT / "tools" / "fuzz" / "make_corpus.py"), str(out)],
+                capture_output=True,
+                check=False,
+                text=True,
+            )
+            assert r.returncode == 0, r.stderr[-4000:]
     _built["corpus"] = out
     return out
 

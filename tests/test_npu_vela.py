@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import configparser
 import json
-import os
 import struct
 import subprocess
 import textwrap
@@ -267,12 +266,6 @@ def test_vela_is_quiet_and_errors_name_the_subgraph(capsys: pytest.CaptureFixtur
 
 
 # ----------------------------------------------------------------------------- ExecuTorch's packer
-def _executorch_python() -> Path | None:
-    venv = Path(os.environ.get("TORCHMCU_ET_VENV", ROOT / ".venv-executorch"))
-    py = venv / "bin" / "python"
-    return py if py.is_file() and (venv / ".torchmcu-base-ok").is_file() else None
-
-
 # Runs in ExecuTorch's venv: its arm_vela.vela_compile packs the npz that Vela wrote here
 # (Vela is replaced by a stand-in that puts that npz where vela_compile reads it).
 _ET_PACK = textwrap.dedent("""
@@ -297,13 +290,12 @@ _ET_PACK = textwrap.dedent("""
 """)
 
 
-def test_executorch_packs_the_same_bytes(compiled, tmp_path: Path) -> None:
-    py = _executorch_python()
-    if py is None:
-        pytest.skip("no ExecuTorch venv (.venv-executorch; scripts/executorch_venv.sh builds it)")
+def test_executorch_packs_the_same_bytes(compiled, tmp_path: Path, et_python: Path) -> None:
+    """et_python (conftest) builds the venv when no earlier test did: with the suite spread
+    over xdist workers, no test file can count on another having run first."""
     jobs = [(str(c["npz"]), str(tmp_path / f"{g}_{n}.bin")) for (g, n), c in compiled.items()]
     proc = subprocess.run(
-        [str(py), "-c", _ET_PACK, json.dumps(jobs)],
+        [str(et_python), "-c", _ET_PACK, json.dumps(jobs)],
         check=False,
         capture_output=True,
         text=True,
