@@ -200,8 +200,12 @@ def test_single_operations_bit_exact(name):
     graph, x = _quantized(make(), shape)
     timing = _delegates_vs_tosa(graph, x)
     # The trace's MACs are Vela's nn_macs, except that Vela counts the 1x1 pools that fill a
-    # pad's border while the model, which cannot tell them from transposes, counts neither.
-    if name != "pad":
+    # pad's border, and (since cat is torchmcu::quantized_cat, lowered as RESCALE + CONCAT)
+    # those that rescale a cat's inputs, while the model, which cannot tell them from
+    # transposes, counts neither; bit-exactness is checked for all of them above.
+    if name == "pad" or name.startswith("cat"):
+        assert timing.vela_macs >= timing.macs
+    else:
         assert timing.macs == timing.vela_macs
 
 
