@@ -52,6 +52,12 @@ def load_attr(spec: str):
     if not path or not name:
         raise SystemExit(f"--model must be FILE.py:NAME or package.module:NAME, got {spec!r}")
     if path.endswith(".py"):
+        # A file inside a package (torchmcu/examples/models.py) imports its siblings by
+        # package name: put the directory above the outermost package on the path.
+        root = Path(path).resolve().parent
+        while (root / "__init__.py").exists():
+            root = root.parent
+        sys.path.insert(0, str(root))
         mod_spec = importlib.util.spec_from_file_location(Path(path).stem, path)
         module = importlib.util.module_from_spec(mod_spec)
         sys.modules[mod_spec.name] = module

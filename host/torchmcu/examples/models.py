@@ -21,6 +21,8 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from torchmcu.examples.architectures import ARCHITECTURES
+
 __all__ = [
     "MODELS",
     "MLPERF_TINY",
@@ -51,6 +53,7 @@ _INPUTS: dict[str, tuple[tuple[int, ...], bool]] = {
     "deep_autoencoder": ((1, 640), False),
     "mobilenet_v2_like": ((1, 3, 96, 96), True),
     "lstm": ((1, 8, 16), False),  # + the (h0, c0) state inputs, see LSTMSequence
+    **{name: (shape, image) for name, (_, shape, image) in ARCHITECTURES.items()},
 }
 
 
@@ -102,7 +105,7 @@ def _init(model: nn.Module, seed: int) -> None:
     """Seeded Kaiming-normal weights, small biases, mildly perturbed BatchNorms."""
     gen = torch.Generator().manual_seed(seed)
     for m in model.modules():
-        if isinstance(m, (nn.Conv2d, nn.Linear)):
+        if isinstance(m, (nn.Conv1d, nn.Conv2d, nn.ConvTranspose2d, nn.Linear)):
             nn.init.kaiming_normal_(m.weight, mode="fan_in", nonlinearity="relu", generator=gen)
             if m.bias is not None:
                 m.bias.copy_(torch.randn(m.bias.shape, generator=gen) * 0.05)
@@ -112,6 +115,9 @@ def _init(model: nn.Module, seed: int) -> None:
             m.bias.copy_(0.1 * torch.randn(c, generator=gen))
             m.running_mean.copy_(0.1 * torch.randn(c, generator=gen))
             m.running_var.copy_(0.5 + torch.rand(c, generator=gen))
+        elif isinstance(m, nn.GRU):  # seeded, as LSTMSequence's weights are
+            for p in m.parameters():
+                p.copy_(0.35 * torch.randn(p.shape, generator=gen))
 
 
 @torch.no_grad()
@@ -414,6 +420,26 @@ MODELS: dict[str, Callable[..., ModelAndInputs]] = {
     "mobilenet_v2_like": mobilenet_v2_like,
     "lstm": lstm,
 }
+
+def _architecture(name: str) -> Callable[..., ModelAndInputs]:
+    make = ARCHITECTURES[name][0]
+
+    def build(seed: int = 0) -> ModelAndInputs:
+        return _finish(name, make(), seed)
+
+    build.__name__ = name
+    build.__doc__ = f"{make.__doc__ or name} (input {'x'.join(map(str, _INPUTS[name][0]))})"
+    return build
+
+
+MODELS.update({name: _architecture(name) for name in ARCHITECTURES})
+
+
+def __getattr__(name: str) -> Callable[..., ModelAndInputs]:
+    """`torchmcu export torchmcu.examples.models:mobilenet_v3_small` finds the architectures."""
+    if name in ARCHITECTURES:
+        return MODELS[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 MLPERF_TINY = ("ds_cnn", "resnet8", "mobilenet_v1_025", "deep_autoencoder")
 
