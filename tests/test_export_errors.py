@@ -143,3 +143,25 @@ def test_failing_cli_export_leaves_no_pte(tmp_path: Path) -> None:
     assert "arena needs" in r.stdout + r.stderr
     assert not list(out.glob("*.pte")) if out.exists() else True
     assert not list(tmp_path.rglob("*.pte"))
+
+
+class _TrainingDropout(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return nn.functional.dropout(self.fc(x), 0.5, training=True)  # DROPOUT-LINE
+
+
+def test_dropout_in_training_mode_is_refused_before_calibration() -> None:
+    """F.dropout(training=True) is random even in an eval graph: refused, naming the line,
+    before any calibration sample runs (the generator below would fail if one were drawn)."""
+
+    def calibration():
+        raise AssertionError("calibration started")
+        yield
+
+    where = rf"test_export_errors.py:{_line_of('DROPOUT-LINE')} .*dropout with train=True"
+    with pytest.raises(ValueError, match=where):
+        torchmcu.export(_TrainingDropout(), (torch.randn(1, 8),), calibration=calibration())

@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 import torch.fx
 
+from torchmcu.fx_source import describe_node
 from torchmcu.ops import views
 from torchmcu.quantize.rewrite import rewrite_calls
 from torchmcu.quantize.targets import resolve_target
@@ -31,7 +32,15 @@ def remove_noops(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
 
     def bypass(graph: torch.fx.Graph, node: torch.fx.Node) -> bool:
         source = node.args[0] if node.args else None
-        if not isinstance(source, torch.fx.Node) or not NOOPS[node.target](_arg, node):
+        if not isinstance(source, torch.fx.Node):
+            return False
+        if not NOOPS[node.target](_arg, node):
+            if _arg(node, "train") is True:  # a dropout: say so before calibration, not after
+                raise ValueError(
+                    f"{describe_node(node)}: dropout with train=True zeroes random values "
+                    "at inference too; call it with training=self.training (F.dropout) or use "
+                    "nn.Dropout, which eval mode turns off"
+                )
             return False
         node.replace_all_uses_with(source)
         graph.erase_node(node)
