@@ -49,7 +49,13 @@ def export_model(model: torch.nn.Module, example_inputs: tuple[Any, ...]) -> tor
             stacklevel=3,
         )
     model.eval()
-    exported = decompose_recurrent(torch.export.export(model, tuple(example_inputs)))
+    with warnings.catch_warnings():
+        # torch's own noise, nothing the user can act on: nn.GRU/LSTM re-assign their
+        # _flat_weights while being traced, and run_decompositions uses a deprecated treespec
+        # check of torch's own.
+        warnings.filterwarnings("ignore", message=r"The tensor attributes .*_flat_weights")
+        warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)`")
+        exported = decompose_recurrent(torch.export.export(model, tuple(example_inputs)))
     # check_guards=False: the default inserts a _guards_fn call_module that breaks PT2E passes.
     module = simplify_recurrent(exported.module(check_guards=False))
     return single_output_pools(fuse_channel_shuffle(remove_noops(module)))
