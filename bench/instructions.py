@@ -42,24 +42,38 @@ class Row:
 
 
 def count_macs(model: Any, example: tuple[Any, ...]) -> int:
-    """Multiply-accumulates of every Conv2d and Linear in one forward pass of the float model."""
+    """Multiply-accumulates of every convolution, Linear and GRU/LSTM in one forward pass of
+    the float model."""
+    import math
+
     import torch
     from torch import nn
 
     total = 0
 
-    def hook(module: nn.Module, inputs: Any, output: torch.Tensor) -> None:
+    def hook(module: nn.Module, inputs: Any, output: Any) -> None:
         nonlocal total
-        if isinstance(module, nn.Conv2d):
-            kh, kw = module.kernel_size
-            total += output.numel() * (module.in_channels // module.groups) * kh * kw
+        if isinstance(module, nn.ConvTranspose2d):  # every input tap scatters a kernel
+            area = math.prod(module.kernel_size)
+            total += inputs[0].numel() * (module.out_channels // module.groups) * area
+        elif isinstance(module, (nn.Conv1d, nn.Conv2d)):
+            area = math.prod(module.kernel_size)
+            total += output.numel() * (module.in_channels // module.groups) * area
+        elif isinstance(module, (nn.GRU, nn.LSTM)):  # gates x (input + hidden) per step
+            gates = 3 if isinstance(module, nn.GRU) else 4
+            steps = inputs[0].shape[1 if module.batch_first else 0]
+            size, hidden = module.input_size, module.hidden_size
+            directions = 2 if module.bidirectional else 1
+            for _ in range(module.num_layers):
+                total += steps * gates * hidden * (size + hidden) * directions
+                size = hidden * directions
         else:
             total += output.numel() * module.in_features
 
     handles = [
         m.register_forward_hook(hook)
         for m in model.modules()
-        if isinstance(m, (nn.Conv2d, nn.Linear))
+        if isinstance(m, (nn.Conv1d, nn.Conv2d, nn.ConvTranspose2d, nn.Linear, nn.GRU, nn.LSTM))
     ]
     try:
         with torch.no_grad():
