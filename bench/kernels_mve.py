@@ -54,7 +54,7 @@ SHAPES: dict[str, tuple[tuple, int]] = {
     "dwconv3x3_s2": (("dw", 1, 48, 48, 32, 3, 3, (2, 2), (1, 1)), 447_037),
     "fc_ae": (("fc", 1, 640, 128), 40_166),
     "fc_small": (("fc", 1, 64, 12), 676),
-    # issue 17 (no CMSIS-NN figure measured: 0): conv1d as H = 1, grouped, dilated, transposed
+    # issue 17 (0: no CMSIS-NN figure): conv1d as H = 1, grouped, dilated, transposed
     "conv1d_kws_k5_s2": (("conv", 1, 1, 49, 40, 32, 1, 5, (1, 2), (0, 2)), 0),
     "dwconv1d_k3_d2": (("dw", 1, 1, 25, 32, 1, 3, (1, 1), (0, 2), (1, 2)), 0),
     "conv1x1_g4_shufflenet": (("conv", 1, 16, 16, 64, 64, 1, 1, (1, 1), (0, 0), (1, 1), 4), 0),
@@ -64,7 +64,9 @@ SHAPES: dict[str, tuple[tuple, int]] = {
     "conv3x3_d2": (("conv", 1, 16, 16, 16, 16, 3, 3, (1, 1), (2, 2), (2, 2)), 0),
     "dwconv3x3_d2": (("dw", 1, 24, 24, 32, 3, 3, (1, 1), (2, 2), (2, 2)), 0),
     "tconv3x3_s2_unet": (("tconv", 1, 8, 8, 16, 8, 3, 3, (2, 2), (1, 1), (1, 1)), 0),
-    "tconv2x2_s2": (("tconv", 1, 8, 8, 32, 16, 2, 2, (2, 2), (0, 0), (0, 0)), 0),
+    # CMSIS-NN arm_transpose_conv_s8, measured as issue 4's figures (bench/README.md)
+    "tconv2x2_s2": (("tconv", 1, 8, 8, 32, 16, 2, 2, (2, 2), (0, 0), (0, 0)), 182_313),
+    "tconv2x2_s2_unet": (("tconv", 1, 16, 16, 32, 16, 2, 2, (2, 2), (0, 0), (0, 0)), 723_833),
 }
 
 

@@ -1,6 +1,7 @@
 """Executed instructions of quantize/dequantize, add/mul (also broadcast), maximum, max/avg
-pooling, softmax, resize and cat on QEMU
-(Cortex-M55), scalar vs Helium (MVE), against the CMSIS-NN figures of issue 4.
+pooling, softmax, table activations, prelu, resize and cat on QEMU (Cortex-M55), scalar vs
+Helium (MVE), against the CMSIS-NN figures of issue 4 and, for the example architectures'
+shapes of issue 17, CMSIS-NN figures measured the same way (bench/README.md).
 
     python bench/kernels_mve_elementwise.py [--shapes add maxpool ...]
                                             [--build-dir build/bench-kernels-mve-elementwise]
@@ -37,6 +38,7 @@ class Shape:
     cmsis_nn: int | None  # issue 4's reference figure
     build: Callable  # (CaseProgram, rng) -> None, adds exactly one call
     prefix: str = "tm_cortex_m_"  # of the kernel's entry point
+    flat: int | None = None  # broadcast: CMSIS-NN's one call on an operand expanded beforehand
 
 
 def _quantize(p, rng) -> None:
@@ -64,7 +66,17 @@ def _nhwc(p, rng, h, w, c) -> int:
     return p.input(rng.integers(-128, 128, sizes, dtype=np.int8), pm.ScalarType.CHAR, sizes, LEGACY)
 
 
-def _add(p, rng) -> None:
+def _binary_operands(p, rng, channel: bool) -> tuple[int, int]:
+    """A 32x32x16 map and a second one, or (channel) a [1,16,1,1] vector."""
+    from torchmcu.pte import program as pm
+
+    a = _nhwc(p, rng, 32, 32, 16)
+    if channel:
+        return a, p.input(rng.integers(-128, 128, [1, 16, 1, 1], dtype=np.int8), pm.ScalarType.CHAR)
+    return a, _nhwc(p, rng, 32, 32, 16)
+
+
+def _add(p, rng, channel: bool = False) -> None:
     from torchmcu import reference as ref
     from torchmcu.pte import program as pm
 
@@ -73,7 +85,7 @@ def _add(p, rng) -> None:
     m1, sh1 = ref.quantize_multiplier(s1 / twice)
     m2, sh2 = ref.quantize_multiplier(s2 / twice)
     mo, sho = ref.quantize_multiplier(twice / (so * (1 << 20)))
-    a, b = _nhwc(p, rng, 32, 32, 16), _nhwc(p, rng, 32, 32, 16)
+    a, b = _binary_operands(p, rng, channel)
     out = p.output(pm.ScalarType.CHAR, [1, 16, 32, 32], LEGACY)
     args = [a, p.i(-3), p.i(m1), p.i(sh1), b, p.i(5), p.i(m2), p.i(sh2), p.i(-1), p.i(mo), p.i(sho),
             p.i(-128), p.i(127), out]  # fmt: skip
@@ -90,52 +102,91 @@ def _mul(p, rng) -> None:
     p.call("cortex_m::quantized_mul", [a, p.i(-3), b, p.i(5), p.i(-1), p.i(mo), p.i(sho), out], "32x32x16")
 
 
-def _mul_broadcast(other: str) -> Callable:
-    """mul of a 32x32x16 map by a [1,16,1,1] channel vector (squeeze-excite) or one number."""
+def _mul_broadcast(other: str, h: int = 32, w: int = 32, c: int = 16) -> Callable:
+    """mul of an h x w x c map by a [1,c,1,1] channel vector (squeeze-excite) or one number."""
 
     def build(p, rng) -> None:
         from torchmcu import reference as ref
         from torchmcu.pte import program as pm
 
         mo, sho = ref.quantize_multiplier(0.05 * 0.08 / 0.1)
-        a = _nhwc(p, rng, 32, 32, 16)
-        sizes = [1, 16, 1, 1] if other == "channel" else [1]
+        a = _nhwc(p, rng, h, w, c)
+        sizes = [1, c, 1, 1] if other == "channel" else [1]
         b = p.input(rng.integers(-128, 128, sizes, dtype=np.int8), pm.ScalarType.CHAR)
-        out = p.output(pm.ScalarType.CHAR, [1, 16, 32, 32], LEGACY)
+        out = p.output(pm.ScalarType.CHAR, [1, c, h, w], LEGACY)
         p.call("cortex_m::quantized_mul", [a, p.i(-3), b, p.i(5), p.i(-1), p.i(mo), p.i(sho), out],
-               f"32x32x16 * {other}")  # fmt: skip
+               f"{h}x{w}x{c} * {other}")  # fmt: skip
 
     return build
 
 
-def _maximum(p, rng) -> None:
+def _maximum(p, rng, channel: bool = False) -> None:
     from torchmcu.pte import program as pm
 
-    a, b = _nhwc(p, rng, 32, 32, 16), _nhwc(p, rng, 32, 32, 16)
+    a, b = _binary_operands(p, rng, channel)
     out = p.output(pm.ScalarType.CHAR, [1, 16, 32, 32], LEGACY)
     p.call("cortex_m::maximum", [a, b, out], "32x32x16")
 
 
-def _maxpool(p, rng) -> None:
-    from torchmcu.pte import program as pm
+def _maxpool(h: int = 32, w: int = 32, c: int = 16, k: int = 2, st: int = 2, pad: int = 0,
+             ceil: bool = False) -> Callable:  # fmt: skip
+    def build(p, rng) -> None:
+        from torchmcu.ops.layout import pool_output_size
+        from torchmcu.pte import program as pm
 
-    x = _nhwc(p, rng, 32, 32, 16)
-    out = p.output(pm.ScalarType.CHAR, [1, 16, 16, 16], LEGACY)
-    args = [x, p.ints([2, 2]), p.ints([2, 2]), p.ints([0, 0]), p.ints([1, 1]), p.b(False), p.i(0), p.i(0),
-            p.i(-128), p.i(127), out]  # fmt: skip
-    p.call("cortex_m::quantized_max_pool2d", args, "32x32x16 2x2 s2")
+        x = _nhwc(p, rng, h, w, c)
+        oh, ow = (pool_output_size(n, k, st, pad, ceil) for n in (h, w))
+        out = p.output(pm.ScalarType.CHAR, [1, c, oh, ow], LEGACY)
+        args = [x, p.ints([k, k]), p.ints([st, st]), p.ints([pad, pad]), p.ints([1, 1]), p.b(ceil), p.i(0), p.i(0),
+                p.i(-128), p.i(127), out]  # fmt: skip
+        p.call("cortex_m::quantized_max_pool2d", args, f"{h}x{w}x{c} {k}x{k} s{st} p{pad} ceil={ceil}")
+
+    return build
 
 
-def _avgpool(p, rng) -> None:
+def _avgpool(h: int = 25, w: int = 5, c: int = 64) -> Callable:
+    """A global average pool (the squeeze-excite mean, a head's pool)."""
+
+    def build(p, rng) -> None:
+        from torchmcu import reference as ref
+        from torchmcu.pte import program as pm
+
+        x = _nhwc(p, rng, h, w, c)
+        out = p.output(pm.ScalarType.CHAR, [1, c, 1, 1], LEGACY)
+        m, s = ref.quantize_multiplier(0.05)
+        args = [x, p.ints([h, w]), p.ints([1, 1]), p.ints([0, 0]), p.b(False), p.i(0), p.i(m), p.i(s),
+                p.scratch(), out]  # fmt: skip
+        p.call("cortex_m::quantized_avg_pool2d", args, f"{h}x{w}x{c} global")
+
+    return build
+
+
+def _table(h: int, w: int, c: int) -> Callable:
+    """cortex_m::quantized_activation: hardswish, sigmoid ... as a 256-entry int8 table."""
+
+    def build(p, rng) -> None:
+        from torchmcu.pte import program as pm
+
+        x = _nhwc(p, rng, h, w, c)
+        lut = p.input(rng.integers(-128, 128, (256,), dtype=np.int8), pm.ScalarType.CHAR)
+        out = p.output(pm.ScalarType.CHAR, [1, c, h, w], LEGACY)
+        p.call("cortex_m::quantized_activation", [x, lut, out], f"{h}x{w}x{c} table")
+
+    return build
+
+
+def _prelu(p, rng) -> None:
+    """torchmcu::quantized_prelu of a 32x32x16 map, one negative slope per channel."""
     from torchmcu import reference as ref
     from torchmcu.pte import program as pm
 
-    x = _nhwc(p, rng, 25, 5, 64)
-    out = p.output(pm.ScalarType.CHAR, [1, 64, 1, 1], LEGACY)
-    m, s = ref.quantize_multiplier(0.05)
-    args = [x, p.ints([25, 5]), p.ints([1, 1]), p.ints([0, 0]), p.b(False), p.i(0), p.i(m), p.i(s),
-            p.scratch(), out]  # fmt: skip
-    p.call("cortex_m::quantized_avg_pool2d", args, "25x5x64 global")
+    pairs = [ref.single_rounding_multiplier(float(a)) for a in rng.uniform(0.05, 0.5, 16)]
+    pos_m, pos_s = ref.single_rounding_multiplier(0.8)
+    x = _nhwc(p, rng, 32, 32, 16)
+    m = p.input(np.array([-m for m, _ in pairs], np.int32), pm.ScalarType.INT)
+    sh = p.input(np.array([s for _, s in pairs], np.int32), pm.ScalarType.INT)
+    out = p.output(pm.ScalarType.CHAR, [1, 16, 32, 32], LEGACY)
+    p.call("torchmcu::quantized_prelu", [x, p.i(-3), p.i(2), p.i(pos_m), p.i(pos_s), m, sh, out], "32x32x16")
 
 
 def _softmax(n: int) -> Callable:
@@ -152,16 +203,16 @@ def _softmax(n: int) -> Callable:
     return build
 
 
-def _resize(bilinear: bool) -> Callable:
+def _resize(bilinear: bool, h: int = 16, w: int = 16, c: int = 16) -> Callable:
     def build(p, rng) -> None:
         from torchmcu import reference as ref
         from torchmcu.pte import program as pm
 
         m, s = ref.single_rounding_multiplier(1 / 16) if bilinear else (0, 0)
-        x = _nhwc(p, rng, 16, 16, 16)
-        out = p.output(pm.ScalarType.CHAR, [1, 16, 32, 32], LEGACY)
+        x = _nhwc(p, rng, h, w, c)
+        out = p.output(pm.ScalarType.CHAR, [1, c, 2 * h, 2 * w], LEGACY)
         args = [x, p.ints([4, 2, 4, 2]), p.ints([-1, -1]), p.b(bilinear), p.i(m), p.i(s), out]
-        p.call("torchmcu::resize2d", args, f"16x16x16 2x bilinear={bilinear}")
+        p.call("torchmcu::resize2d", args, f"{h}x{w}x{c} 2x bilinear={bilinear}")
 
     return build
 
@@ -197,12 +248,12 @@ SHAPES: dict[str, Shape] = {
     "quantize": Shape("quantize_per_tensor", 16384, None, _quantize),
     "dequantize": Shape("dequantize_per_tensor", 16384, None, _dequantize),
     "add": Shape("quantized_add", 16384, 225_378, _add),
-    "mul": Shape("quantized_mul", 16384, None, _mul),
-    "mul_channel": Shape("quantized_mul", 16384, None, _mul_broadcast("channel")),
+    "mul": Shape("quantized_mul", 16384, 110_651, _mul),
+    "mul_channel": Shape("quantized_mul", 16384, 173_064, _mul_broadcast("channel"), flat=110_651),
     "mul_scalar": Shape("quantized_mul", 16384, None, _mul_broadcast("scalar")),
-    "maximum": Shape("maximum", 16384, None, _maximum),
-    "maxpool": Shape("quantized_max_pool2d", 16384, 44_780, _maxpool),
-    "avgpool": Shape("quantized_avg_pool2d", 8000, 9_359, _avgpool),
+    "maximum": Shape("maximum", 16384, 18_499, _maximum),
+    "maxpool": Shape("quantized_max_pool2d", 16384, 44_780, _maxpool()),
+    "avgpool": Shape("quantized_avg_pool2d", 8000, 9_359, _avgpool()),
     "softmax_1x10": Shape("softmax", 10, 5_779, _softmax(10)),
     "softmax_1x1000": Shape("softmax", 1000, 537_951, _softmax(1000)),
     "resize_nearest_2x": Shape("resize2d", 16384, None, _resize(False), "tm_torchmcu_"),
@@ -211,6 +262,29 @@ SHAPES: dict[str, Shape] = {
     "cat_2x2": Shape("quantized_cat", 256, None, _cat(True, 2, 2), "tm_torchmcu_"),
     "cat_copy_16x16": Shape("quantized_cat", 16384, None, _cat(False, 16, 16), "tm_torchmcu_"),
     "shuffle_16x16x32": Shape("transpose", 8192, None, _shuffle),
+    # issue 17, shapes of the example architectures; CMSIS-NN figures measured as issue 4's
+    # (bench/README.md). Broadcast rows: one CMSIS-NN call per pixel (arm_elementwise_* have
+    # no broadcast); flat: one call on the operand expanded beforehand.
+    "mul_se_mbv3_6x6x96": Shape("quantized_mul", 3456, 25_532, _mul_broadcast("channel", 6, 6, 96), flat=23_387),
+    "mul_se_mbv3_24x24x16": Shape("quantized_mul", 9216, 97_352, _mul_broadcast("channel", 24, 24, 16),
+                                  flat=62_267),
+    "mul_se_mbv3_3x3x576": Shape("quantized_mul", 5184, 35_549, _mul_broadcast("channel", 3, 3, 576), flat=35_051),
+    "mul_se_effnet_32x32x32": Shape("quantized_mul", 32768, 283_656, _mul_broadcast("channel", 32, 32, 32),
+                                    flat=221_243),
+    "add_channel": Shape("quantized_add", 16384, 325_636, lambda p, rng: _add(p, rng, True), flat=225_378),
+    "maximum_channel": Shape("maximum", 16384, 46_403, lambda p, rng: _maximum(p, rng, True)),
+    "maxpool_unet_64x64x8": Shape("quantized_max_pool2d", 32768, 168_816, _maxpool(64, 64, 8)),
+    "maxpool_resnet18_3x3s2p1": Shape("quantized_max_pool2d", 16384, 47_850, _maxpool(16, 16, 64, 3, 2, 1)),
+    "maxpool_shufflenet_3x3s2p1": Shape("quantized_max_pool2d", 24576, 119_344, _maxpool(32, 32, 24, 3, 2, 1)),
+    "maxpool_squeezenet_ceil": Shape("quantized_max_pool2d", 61504, 181_162, _maxpool(31, 31, 64, 3, 2, 0, True)),
+    "avgpool_se_6x6x96": Shape("quantized_avg_pool2d", 3456, 4_800, _avgpool(6, 6, 96)),
+    "avgpool_se_24x24x16": Shape("quantized_avg_pool2d", 9216, 9_235, _avgpool(24, 24, 16)),
+    "avgpool_se_3x3x576": Shape("quantized_avg_pool2d", 5184, 12_210, _avgpool(3, 3, 576)),
+    "avgpool_se_32x32x32": Shape("quantized_avg_pool2d", 32768, 31_884, _avgpool(32, 32, 32)),
+    "table_hardswish_48x48x16": Shape("quantized_activation", 36864, None, _table(48, 48, 16)),
+    "table_6x6x240": Shape("quantized_activation", 8640, None, _table(6, 6, 240)),
+    "prelu_32x32x16": Shape("quantized_prelu", 16384, None, _prelu, "tm_torchmcu_"),
+    "resize_nearest_unet": Shape("resize2d", 65536, None, _resize(False, 32, 32, 16), "tm_torchmcu_"),
 }
 
 
@@ -247,14 +321,14 @@ def main() -> None:
     parser.add_argument("--shapes", nargs="*", default=list(SHAPES), choices=list(SHAPES))
     parser.add_argument("--build-dir", type=Path, default=ROOT / "build" / "bench-kernels-mve-elementwise")
     args = parser.parse_args()
-    print(f"{'shape':16} {'elements':>9} {'scalar':>10} {'MVE':>10} {'MVE/elem':>9} {'CMSIS-NN':>10} {'ratio':>6}")
+    print(f"{'shape':26} {'elements':>9} {'scalar':>10} {'MVE':>10} {'MVE/elem':>9} {'CMSIS-NN':>10} {'ratio':>6} "
+          f"{'CMSIS flat':>10} {'ratio':>6}")  # fmt: skip
     for name in args.shapes:
         shape = SHAPES[name]
         scalar = measure(name, shape, args.build_dir, True)
         mve = measure(name, shape, args.build_dir, False)
-        ref = f"{shape.cmsis_nn:>10,}" if shape.cmsis_nn else f"{'-':>10}"
-        ratio = f"{mve / shape.cmsis_nn:>6.2f}" if shape.cmsis_nn else f"{'-':>6}"
-        print(f"{name:16} {shape.elements:>9,} {scalar:>10,} {mve:>10,} {mve / shape.elements:>9.2f} {ref} {ratio}",
+        refs = [f"{r:>10,} {mve / r:>6.2f}" if r else f"{'-':>10} {'-':>6}" for r in (shape.cmsis_nn, shape.flat)]
+        print(f"{name:26} {shape.elements:>9,} {scalar:>10,} {mve:>10,} {mve / shape.elements:>9.2f} {' '.join(refs)}",
               flush=True)  # fmt: skip
 
 

@@ -1,5 +1,6 @@
 """Helium (MVE) paths of quantize/dequantize, add/mul, max/avg pooling, softmax, resize, prelu,
-cat on QEMU (Cortex-M55), bit-exact with the numpy reference and with the host (scalar) kernels.
+cat and table activations on QEMU (Cortex-M55), bit-exact with the numpy reference and with the
+host (scalar) kernels.
 
 One firmware image per session runs every case: each case is an independent one-op call
 inside a single Program (its operands are method inputs, its result a method output), so
@@ -358,6 +359,9 @@ def avg_pool_cases(p: CaseProgram, rng: np.random.Generator) -> None:
     geoms += [(5, 6, c, [2, 2], [2, 2], [1, 1], True) for c in (3, 17)]  # ceil_mode
     geoms += [(5, 5, 64, [5, 5], [1, 1], [0, 0], False), (25, 5, 24, [25, 5], [1, 1], [0, 0], False)]
     geoms += [(20, 20, 5, [20, 20], [1, 1], [0, 0], False), (80, 80, 3, [80, 80], [1, 1], [0, 0], False)]
+    # more than 256 taps: int16 partial sums split inside a row, channel tails of 8
+    geoms += [(23, 23, 17, [23, 23], [1, 1], [0, 0], False), (24, 24, 16, [24, 24], [1, 1], [0, 0], False)]
+    geoms += [(20, 40, 9, [17, 17], [3, 3], [0, 0], False), (30, 30, 6, [30, 30], [1, 1], [0, 0], False)]
     for k, (h, w, c, ks, st, pad, ceil) in enumerate(geoms):
         kh, kw = (ks * 2)[:2]
         sh, sw = (st * 2)[:2]
@@ -462,6 +466,17 @@ def resize_cases(p: CaseProgram, rng: np.random.Generator) -> None:
         out = p.output(pm.ScalarType.CHAR, [1, c, oh, ow], LEGACY, misalign=(k * 7) % 16)
         args = [x, p.ints(scale), p.ints(offset), p.b(bilinear), p.i(m), p.i(s), out]
         p.call("torchmcu::resize2d", args, f"{h}x{w}x{c} -> {oh}x{ow} {scale} {offset} bilinear={bilinear}")
+def table_cases(p: CaseProgram, rng: np.random.Generator) -> None:
+    """cortex_m::quantized_activation (the int8 table of hardswish, sigmoid ...): the byte
+    gather over every tail 1..35 and longer runs, unaligned, [1, n] and NHWC."""
+    for k, n in enumerate(TAIL_SIZES):
+        sizes, order = ([1, n], [0, 1]) if k % 3 else ([1, n, 1, 1], LEGACY)
+        x = p.input(_int8(rng, sizes), pm.ScalarType.CHAR, sizes, order, misalign=k % 5)
+        lut = p.input(_int8(rng, (256,)), pm.ScalarType.CHAR, misalign=(k + 1) % 3)
+        out = p.output(pm.ScalarType.CHAR, sizes, order, misalign=(k + 2) % 4)
+        p.call("cortex_m::quantized_activation", [x, lut, out], f"{sizes}")
+
+
 def prelu_cases(p: CaseProgram, rng: np.random.Generator) -> None:
     """Channel tails 1..27 (four lanes a step), [N, C] and NHWC, slopes of both signs and 0."""
     for k, c in enumerate([*range(1, 13), *CHANNELS, 5, 9, 13, 31]):
@@ -496,6 +511,7 @@ CASE_BUILDERS = {
     "resize2d": resize_cases,
     "quantized_prelu": prelu_cases,
     "quantized_cat": cat_cases,
+    "quantized_activation": table_cases,
 }
 
 
@@ -553,6 +569,7 @@ MVE_KERNELS = {
     "resize2d": "vqrdmulh",
     "quantized_prelu": "vqrdmulh",
     "quantized_cat": "vqrdmulh",
+    "quantized_activation": "vldrbt.u8",
 }
 
 

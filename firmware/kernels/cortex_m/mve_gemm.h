@@ -11,6 +11,7 @@
 #ifndef TORCHMCU_KERNELS_MVE_GEMM_H
 #define TORCHMCU_KERNELS_MVE_GEMM_H
 
+#include "kernel_args.h" /* tm_conv_quant */
 #include "mve_requantize.h"
 
 #if TM_KERNELS_USE_MVE
@@ -200,6 +201,38 @@ TM_MVE_INLINE int32x4_t tm_mve_dot4x1_il_s8(const int8_t *cols, const int8_t *w0
     a3 = vmladavaq_s8(a3, vldrbq_s8(cols + 48), x0);
   }
   return tm_mve_lanes(a0, a1, a2, a3);
+}
+
+/*
+ * Output channels [oc, end) of four interleaved columns (k items each): channel c's weight
+ * row is w + (c - oc) * wstride, its constant term (bias + input_offset * sum of the row)
+ * kbias[c]. Each channel's four dot products (two channels at a time,
+ * tm_mve_dot4x2_il_s8) are requantized with q's parameters of c, offset and clamped, and
+ * stored by one scatter: column j's byte at dst + c + offsets[j], for the lanes pred
+ * enables.
+ */
+TM_MVE_INLINE void tm_mve_cols4_channels(const int8_t *cols, const int8_t *w, size_t wstride, int32_t k, int32_t oc,
+                                         int32_t end, const int32_t *kbias, const tm_conv_quant *q, int8_t *dst,
+                                         uint32x4_t offsets, mve_pred16_t pred) {
+  const int32x4_t act_min = vdupq_n_s32(q->act_min), act_max = vdupq_n_s32(q->act_max);
+  for (; oc < end; oc += 2) {
+    int32x4_t acc[2];
+    const int32_t n = end - oc < 2 ? 1 : 2;
+    if (n == 2) {
+      tm_mve_dot4x2_il_s8(cols, w, w + wstride, k, &acc[0], &acc[1]);
+    } else {
+      acc[0] = tm_mve_dot4x1_il_s8(cols, w, k);
+    }
+    w += 2u * wstride;
+    for (int32_t i = 0; i < n; ++i) {
+      const int32_t c = oc + i;
+      const int32_t shift = q->shifts[c];
+      int32x4_t v = tm_mve_requantize_n(vaddq_n_s32(acc[i], kbias[c]), q->mults[c], shift > 0 ? shift : 0,
+                                        shift < 0 ? shift : 0);
+      v = vminq_s32(vmaxq_s32(vqaddq_n_s32(v, q->output_offset), act_min), act_max);
+      vstrbq_scatter_offset_p_s32(dst + c, offsets, v, pred);
+    }
+  }
 }
 
 /* Sum of k int8 items. */

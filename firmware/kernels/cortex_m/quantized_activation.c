@@ -17,13 +17,21 @@ TM_MAYBE_UNUSED static void table_scalar(const int8_t *in, const int8_t *lut, in
 
 #if TM_KERNELS_USE_MVE
 /* Sixteen lookups per step: flipping the sign bit of an int8 gives the unsigned index
- * in + 128, which a byte gather loads from the table; the tail is predicated. */
+ * in + 128, which a byte gather loads from the table; whole vectors unpredicated, then
+ * one predicated tail. */
 static void table_mve(const int8_t *in, const int8_t *lut, int8_t *out, uint32_t n) {
   const uint8x16_t sign = vdupq_n_u8(0x80u);
-  for (uint32_t i = 0; i < n; i += 16) {
-    const mve_pred16_t p = vctp8q(n - i);
-    const uint8x16_t idx = veorq_u8(vldrbq_z_u8((const uint8_t *)in + i, p), sign);
-    vstrbq_p_s8(out + i, vldrbq_gather_offset_z_s8(lut, idx, p), p);
+  for (uint32_t blocks = n >> 4; blocks > 0; --blocks) {
+    const uint8x16_t idx = veorq_u8(vldrbq_u8((const uint8_t *)in), sign);
+    vstrbq_s8(out, vldrbq_gather_offset_s8(lut, idx));
+    in += 16;
+    out += 16;
+  }
+  const uint32_t rest = n & 15u;
+  if (rest != 0) {
+    const mve_pred16_t p = vctp8q(rest);
+    const uint8x16_t idx = veorq_u8(vldrbq_z_u8((const uint8_t *)in, p), sign);
+    vstrbq_p_s8(out, vldrbq_gather_offset_z_s8(lut, idx, p), p);
   }
 }
 #endif

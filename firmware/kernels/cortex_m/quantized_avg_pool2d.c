@@ -46,8 +46,9 @@ static inline void window_span(const pool_params *p, int32_t o, int32_t out, int
  *   n = |S| + d/2,  q = floor(n * M / 2^(B + j)),  out = S < 0 ? -q : q
  * with j = floor(log2(d - 1)) and M = ceil(2^(B+j) / d) < 2^B. For d <= 256 the sums
  * fit int16 and B = 16 (checked exhaustively: all n <= 128 d + d/2, all d in 2..256);
- * larger windows sum in int32 with B = 32 (exact while n * d <= 2^(32+j), i.e. for
- * d < 2^24; beyond that the scalar loop runs). d == 1 copies the input.
+ * larger windows (a global pool) add int16 partial sums of at most 256 taps into int32
+ * and divide with B = 32 (exact while n * d <= 2^(32+j), i.e. for d < 2^24; beyond that
+ * the scalar loop runs). d == 1 copies the input.
  */
 #define AVG_MVE_MAX_COUNT (1 << 23)
 
@@ -86,17 +87,13 @@ static inline __attribute__((always_inline)) void avg_store16(int8_t *dst, int16
   }
 }
 
-static inline __attribute__((always_inline)) void avg_store32(int8_t *dst, int32x4_t sum, const avg_divisor *dv,
-                                                              bool masked, mve_pred16_t pred) {
+/* 4 int32 window sums -> 4 averages, stored as int8 at dst + offsets (lanes pred enables). */
+static inline __attribute__((always_inline)) void avg_store32(int8_t *dst, uint32x4_t offsets, int32x4_t sum,
+                                                              const avg_divisor *dv, mve_pred16_t pred) {
   uint32x4_t n = vaddq_n_u32(vreinterpretq_u32_s32(vabsq_s32(sum)), (uint32_t)dv->half);
   n = vshlq_r_u32(vmulhq_u32(n, vdupq_n_u32(dv->mult)), dv->right_neg);
   const int32x4_t q = vreinterpretq_s32_u32(n);
-  const int32x4_t avg = vpselq_s32(vnegq_s32(q), q, vcmpltq_n_s32(sum, 0));
-  if (masked) {
-    vstrbq_p_s32(dst, avg, pred);
-  } else {
-    vstrbq_s32(dst, avg);
-  }
+  vstrbq_scatter_offset_p_s32(dst, offsets, vpselq_s32(vnegq_s32(q), q, vcmpltq_n_s32(sum, 0)), pred);
 }
 
 typedef struct {
@@ -118,23 +115,41 @@ static inline __attribute__((always_inline)) int16x8_t window_sum16(const int8_t
   return sum;
 }
 
-static inline __attribute__((always_inline)) int32x4_t window_sum32(const int8_t *image, const pool_params *p,
-                                                                    const avg_window *win, int32_t ch, bool masked,
-                                                                    mve_pred16_t pred) {
+/* The sums of 8 channels from ch over a window of more than 256 taps: int16 partial sums
+ * over at most 256 taps (|sum| <= 256 * 128), widened into int32: *even gets channels ch,
+ * ch + 2, ch + 4, ch + 6, *odd the others. */
+static inline __attribute__((always_inline)) void window_sum_wide(const int8_t *image, const pool_params *p,
+                                                                  const avg_window *win, int32_t ch, bool masked,
+                                                                  mve_pred16_t pred, int32x4_t *even,
+                                                                  int32x4_t *odd) {
   const int32_t w = p->in_dims[2], c = p->in_dims[3];
-  int32x4_t sum = vdupq_n_s32(0);
+  int32x4_t e = vdupq_n_s32(0), o = vdupq_n_s32(0);
+  int16x8_t part = vdupq_n_s16(0);
+  int32_t room = 256; /* taps the partial sum can still take */
   for (int32_t y = win->ys; y < win->ye; ++y) {
     const int8_t *src = image + ((size_t)y * (size_t)w + (size_t)win->xs) * (size_t)c + (size_t)ch;
-    for (int32_t x = win->xs; x < win->xe; ++x) {
-      sum = vaddq_s32(sum, masked ? vldrbq_z_s32(src, pred) : vldrbq_s32(src));
-      src += c;
+    for (int32_t x = win->xs; x < win->xe;) {
+      const int32_t run = win->xe - x < room ? win->xe - x : room;
+      for (int32_t i = 0; i < run; ++i) {
+        part = vaddq_s16(part, masked ? vldrbq_z_s16(src, pred) : vldrbq_s16(src));
+        src += c;
+      }
+      x += run;
+      room -= run;
+      if (room == 0) {
+        e = vaddq_s32(e, vmovlbq_s16(part));
+        o = vaddq_s32(o, vmovltq_s16(part));
+        part = vdupq_n_s16(0);
+        room = 256;
+      }
     }
   }
-  return sum;
+  *even = vaddq_s32(e, vmovlbq_s16(part));
+  *odd = vaddq_s32(o, vmovltq_s16(part));
 }
 
-/* One output pixel: 8 (int16 sums) or 4 (int32 sums) channels per step, one predicated
- * channel tail. */
+/* One output pixel: 8 channels per step (int16 sums, or int32 from int16 partial sums),
+ * one predicated channel tail. */
 static void avg_pixel(const int8_t *image, int8_t *dst, const pool_params *p, const avg_window *win,
                       const avg_divisor *dv) {
   const int32_t c = p->in_dims[3];
@@ -148,13 +163,19 @@ static void avg_pixel(const int8_t *image, int8_t *dst, const pool_params *p, co
       avg_store16(dst + full, window_sum16(image, p, win, full, true, tail), dv, true, tail);
     }
   } else {
-    const int32_t full = c - c % 4;
-    for (int32_t ch = 0; ch < full; ch += 4) {
-      avg_store32(dst + ch, window_sum32(image, p, win, ch, false, 0), dv, false, 0);
+    const uint32x4_t offsets = vidupq_n_u32(0u, 2); /* 0, 2, 4, 6 */
+    const int32_t full = c - c % 8;
+    int32x4_t even, odd;
+    for (int32_t ch = 0; ch < full; ch += 8) {
+      window_sum_wide(image, p, win, ch, false, 0, &even, &odd);
+      avg_store32(dst + ch, offsets, even, dv, vctp32q(4u));
+      avg_store32(dst + ch + 1, offsets, odd, dv, vctp32q(4u));
     }
     if (full < c) {
-      const mve_pred16_t tail = vctp32q((uint32_t)(c - full));
-      avg_store32(dst + full, window_sum32(image, p, win, full, true, tail), dv, true, tail);
+      const uint32_t rest = (uint32_t)(c - full);
+      window_sum_wide(image, p, win, full, true, vctp16q(rest), &even, &odd);
+      avg_store32(dst + full, offsets, even, dv, vctp32q((rest + 1u) / 2u));
+      avg_store32(dst + full + 1, offsets, odd, dv, vctp32q(rest / 2u));
     }
   }
 }

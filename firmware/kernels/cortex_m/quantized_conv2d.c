@@ -173,7 +173,6 @@ static void conv_mve(const conv_params *p, uint8_t *scratch) {
   const bool one_tap = p->kh == 1 && p->kw == 1;
   const int8_t pad = (int8_t)(-p->q.input_offset);
   const uint32x4_t offsets = vmulq_n_u32(vidupq_n_u32(0u, 1), (uint32_t)cout);
-  const int32x4_t act_min = vdupq_n_s32(p->q.act_min), act_max = vdupq_n_s32(p->q.act_max);
   const int32_t total = p->in_dims[0] * p->out_dims[1] * p->out_dims[2];
   pixel_pos px = {0, 0, 0};
   for (int32_t p0 = 0; p0 < total; p0 += CONV_COLS) {
@@ -201,26 +200,9 @@ static void conv_mve(const conv_params *p, uint8_t *scratch) {
           tm_mve_interleave_fill_s8(slot, pad, k); /* a 1x1 tap in the padding */
         }
       }
-      const int32_t end = (g + 1) * cout_g;
-      const int8_t *wrow = p->weight + (size_t)g * (size_t)cout_g * (size_t)k;
-      for (int32_t oc = g * cout_g; oc < end; oc += 2) {
-        int32x4_t acc[2];
-        const int32_t n = end - oc < 2 ? 1 : 2;
-        if (n == 2) {
-          tm_mve_dot4x2_il_s8(cols, wrow, wrow + k, k, &acc[0], &acc[1]);
-        } else {
-          acc[0] = tm_mve_dot4x1_il_s8(cols, wrow, k);
-        }
-        wrow += 2u * (size_t)k;
-        for (int32_t i = 0; i < n; ++i) {
-          const int32_t c = oc + i;
-          const int32_t shift = p->q.shifts[c];
-          int32x4_t q = tm_mve_requantize_n(vaddq_n_s32(acc[i], kbias[c]), p->q.mults[c], shift > 0 ? shift : 0,
-                                            shift < 0 ? shift : 0);
-          q = vminq_s32(vmaxq_s32(vqaddq_n_s32(q, p->q.output_offset), act_min), act_max);
-          vstrbq_scatter_offset_p_s32(dst + c, offsets, q, store_pred);
-        }
-      }
+      const int32_t oc = g * cout_g;
+      tm_mve_cols4_channels(cols, p->weight + (size_t)oc * (size_t)k, (size_t)k, k, oc, oc + cout_g, kbias, &p->q,
+                            dst, offsets, store_pred);
     }
   }
 }

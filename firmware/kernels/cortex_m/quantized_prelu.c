@@ -30,20 +30,40 @@ TM_MAYBE_UNUSED static void prelu_scalar(const int8_t *in, int8_t *out, uint32_t
 }
 
 #if TM_KERNELS_USE_MVE
-/* Four channels per step: both requantizations, then a lane select on d < 0; the tail of
- * each row is predicated. */
+/* Four channels from c: each lane takes the positive or its channel's negative (m, s) by
+ * the sign of d, then one requantization; `masked` (a constant at each call) loads and
+ * stores only the lanes pred enables. */
+static inline __attribute__((always_inline)) void prelu4(const int8_t *in, int8_t *out, int32_t c,
+                                                         const prelu_params *p, const tm_mve_requant *pos,
+                                                         bool masked, mve_pred16_t pred) {
+  const int32x4_t d = vsubq_n_s32(masked ? vldrbq_z_s32(in + c, pred) : vldrbq_s32(in + c), p->in_zp);
+  const tm_mve_requant neg = masked ? tm_mve_requant_load_p(p->neg_m + c, p->neg_s + c, pred)
+                                    : tm_mve_requant_load(p->neg_m + c, p->neg_s + c);
+  const mve_pred16_t lt = vcmpltq_n_s32(d, 0);
+  tm_mve_requant r;
+  r.multiplier = vpselq_s32(neg.multiplier, pos->multiplier, lt);
+  r.left = vpselq_s32(neg.left, pos->left, lt);
+  r.right_neg = vpselq_s32(neg.right_neg, pos->right_neg, lt);
+  const int32x4_t q = vminq_s32(vmaxq_s32(vaddq_n_s32(tm_mve_requantize(d, r), p->out_zp), vdupq_n_s32(-128)),
+                                vdupq_n_s32(127));
+  if (masked) {
+    vstrbq_p_s32(out + c, q, pred);
+  } else {
+    vstrbq_s32(out + c, q);
+  }
+}
+
+/* Whole groups of four channels unpredicated, the channel tail of each row predicated. */
 static void prelu_mve(const int8_t *in, int8_t *out, uint32_t rows, const prelu_params *p) {
   const tm_mve_requant pos = tm_mve_requant_dup(p->pos_m, p->pos_s);
-  const int32x4_t lo = vdupq_n_s32(-128);
-  const int32x4_t hi = vdupq_n_s32(127);
+  const int32_t full = p->channels - p->channels % 4;
+  const mve_pred16_t tail = vctp32q((uint32_t)(p->channels - full));
   for (uint32_t r = 0; r < rows; ++r) {
-    for (int32_t c = 0; c < p->channels; c += 4) {
-      const mve_pred16_t pred = vctp32q((uint32_t)(p->channels - c));
-      const int32x4_t d = vsubq_n_s32(vldrbq_z_s32(in + c, pred), p->in_zp);
-      const tm_mve_requant neg = tm_mve_requant_load_p(p->neg_m + c, p->neg_s + c, pred);
-      const int32x4_t y = vpselq_s32(tm_mve_requantize(d, neg), tm_mve_requantize(d, pos), vcmpltq_n_s32(d, 0));
-      const int32x4_t q = vminq_s32(vmaxq_s32(vaddq_n_s32(y, p->out_zp), lo), hi);
-      vstrbq_p_s32(out + c, q, pred);
+    for (int32_t c = 0; c < full; c += 4) {
+      prelu4(in, out, c, p, &pos, false, tail);
+    }
+    if (full < p->channels) {
+      prelu4(in, out, full, p, &pos, true, tail);
     }
     in += p->channels;
     out += p->channels;

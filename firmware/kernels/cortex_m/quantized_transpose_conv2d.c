@@ -5,7 +5,9 @@
  * whose input position iy = (oy + pad_h - ky * dil_h) / stride_h (an exact division) and
  * ix likewise lie inside the input, the dot products of that input pixel's channels
  * (plus input_offset) with the tap's weights; then it is requantized once. Every output
- * byte is written once and no accumulator buffer is needed. */
+ * byte is written once and no accumulator buffer is needed. A kernel that tiles the
+ * output (kernel == stride, no padding: U-Net's 2x2 stride-2 up-convolution) runs on
+ * Helium as a 1x1 convolution per tap, four input pixels at a time. */
 #include "cortex_m_kernels.h"
 #include "kernel_args.h"
 #include "mve_gemm.h"
@@ -17,6 +19,8 @@
 
 /* Kernel rows/columns the Helium path lists per output pixel; larger kernels run scalar. */
 #define TCONV_MAX_TAPS 16
+/* Input pixels the tiled Helium path computes at once (tm_mve_cols4_channels' columns). */
+#define TCONV_COLS 4u
 
 typedef struct {
   const int8_t *input;
@@ -32,16 +36,18 @@ typedef struct {
 static size_t round_up(size_t v, size_t a) { return (v + a - 1u) / a * a; }
 
 /*
- * The Helium path's scratch: 16 bytes of alignment slack and, per kernel tap, the int32
+ * The Helium path's scratch: 16 bytes of alignment slack; per kernel tap, the int32
  * term input_offset * sum(weights of that tap) of every output channel (Cout rounded up
- * to 4). The scalar path needs none and any scratch is accepted; with less than this the
- * Helium build runs the scalar path. output_scratch is ExecuTorch's second buffer
- * (CMSIS-NN's reverse-conv buffer); this kernel reads none of it.
+ * to 4; the tiled path adds the bias in); and four interleaved input columns of Cin
+ * bytes rounded up to 16 (the tiled path's). The scalar path needs none and any scratch
+ * is accepted; with less than this the Helium build runs the scalar path. output_scratch
+ * is ExecuTorch's second buffer (CMSIS-NN's reverse-conv buffer); this kernel reads none
+ * of it.
  */
 size_t tm_quantized_transpose_conv2d_scratch_bytes(const int32_t input_nhwc[4], const int32_t weight_ohwi[4]) {
   (void)input_nhwc;
   const size_t taps = (size_t)weight_ohwi[1] * (size_t)weight_ohwi[2];
-  return 16u + 4u * taps * round_up((size_t)weight_ohwi[0], 4u);
+  return 16u + 4u * taps * round_up((size_t)weight_ohwi[0], 4u) + TCONV_COLS * round_up((size_t)weight_ohwi[3], 16u);
 }
 
 /* Output size of a transposed convolution along one axis (may be <= 0). */
@@ -121,10 +127,10 @@ static int32_t tconv_taps(int32_t o, int32_t kernel, int32_t stride, int32_t pad
   return count;
 }
 
-static void tconv_mve(const tconv_params *p, int32_t *kterm) {
-  const int32_t h = p->in_dims[1], w = p->in_dims[2], c = p->in_dims[3];
-  const int32_t cout = p->out_dims[3];
-  const int32_t taps = p->kh * p->kw;
+/* kterm[t * cout4 + oc] = input_offset * sum(weights of tap t, channel oc), plus the bias
+ * with `with_bias` (wrapping like the accumulator); 0 in the lanes past Cout. */
+static void tconv_kterms(const tconv_params *p, int32_t *kterm, bool with_bias) {
+  const int32_t c = p->in_dims[3], cout = p->out_dims[3], taps = p->kh * p->kw;
   const int32_t cout4 = (int32_t)round_up((size_t)cout, 4u);
   const size_t wrow = (size_t)taps * (size_t)c; /* one output channel's weights */
   for (int32_t t = 0; t < taps; ++t) {
@@ -132,11 +138,67 @@ static void tconv_mve(const tconv_params *p, int32_t *kterm) {
       uint32_t term = 0;
       if (oc < cout) {
         const uint32_t wsum = (uint32_t)tm_mve_sum_s8(p->weight + (size_t)oc * wrow + (size_t)t * (size_t)c, c);
-        term = (uint32_t)p->q.input_offset * wsum; /* wraps like the accumulator */
+        term = (uint32_t)p->q.input_offset * wsum;
+        term += with_bias && p->q.bias != NULL ? (uint32_t)p->q.bias[oc] : 0u;
       }
       kterm[t * cout4 + oc] = (int32_t)term;
     }
   }
+}
+
+/* The kernel tiles the output: kernel == stride, no padding, dilation 1 and no output
+ * padding, so output pixel (oy, ox) takes exactly one tap, (oy % KH, ox % KW), of input
+ * pixel (oy / KH, ox / KW). */
+static bool tconv_tiles(const tconv_params *p) {
+  return p->kh == p->win.stride_h && p->kw == p->win.stride_w && p->win.pad_h == 0 && p->win.pad_w == 0 &&
+         p->win.dil_h == 1 && p->win.dil_w == 1 && p->out_dims[1] == p->in_dims[1] * p->kh &&
+         p->out_dims[2] == p->in_dims[2] * p->kw;
+}
+
+/*
+ * Tiled Helium path: four input pixels of a row at a time are copied interleaved into
+ * scratch (a short last group repeats its last pixel, not stored); then per tap every
+ * output channel takes their four dot products with its tap weights
+ * (tm_mve_cols4_channels, two channels per pass) plus bias + input_offset * sum(w), and
+ * stores the four outputs, KW * Cout bytes apart, with one scatter.
+ */
+static void tconv_tiled_mve(const tconv_params *p, int32_t *kterm, int8_t *cols) {
+  const int32_t h = p->in_dims[1], w = p->in_dims[2], c = p->in_dims[3];
+  const int32_t cout = p->out_dims[3], ow = p->out_dims[2];
+  const int32_t cout4 = (int32_t)round_up((size_t)cout, 4u);
+  const size_t wrow = (size_t)p->kh * (size_t)p->kw * (size_t)c;
+  tconv_kterms(p, kterm, true);
+  const uint32x4_t offsets = vmulq_n_u32(vidupq_n_u32(0u, 1), (uint32_t)(p->kw * cout));
+  for (int32_t n = 0; n < p->in_dims[0]; ++n) {
+    for (int32_t iy = 0; iy < h; ++iy) {
+      const int8_t *row = p->input + ((size_t)n * (size_t)h + (size_t)iy) * (size_t)w * (size_t)c;
+      for (int32_t ix = 0; ix < w; ix += (int32_t)TCONV_COLS) {
+        const int32_t count = w - ix < (int32_t)TCONV_COLS ? w - ix : (int32_t)TCONV_COLS;
+        for (int32_t j = 0; j < (int32_t)TCONV_COLS; ++j) {
+          const int32_t x = ix + (j < count ? j : count - 1);
+          tm_mve_interleave_col_s8(cols + 16 * j, row + (size_t)x * (size_t)c, c);
+        }
+        const mve_pred16_t pred = vctp32q((uint32_t)count);
+        for (int32_t ky = 0; ky < p->kh; ++ky) {
+          const size_t oy = ((size_t)n * (size_t)p->out_dims[1] + (size_t)iy * (size_t)p->kh + (size_t)ky);
+          for (int32_t kx = 0; kx < p->kw; ++kx) {
+            const int32_t t = ky * p->kw + kx;
+            int8_t *dst = p->out + (oy * (size_t)ow + (size_t)ix * (size_t)p->kw + (size_t)kx) * (size_t)cout;
+            tm_mve_cols4_channels(cols, p->weight + (size_t)t * (size_t)c, wrow, c, 0, cout, kterm + t * cout4,
+                                  &p->q, dst, offsets, pred);
+          }
+        }
+      }
+    }
+  }
+}
+
+static void tconv_mve(const tconv_params *p, int32_t *kterm) {
+  const int32_t h = p->in_dims[1], w = p->in_dims[2], c = p->in_dims[3];
+  const int32_t cout = p->out_dims[3];
+  const int32_t cout4 = (int32_t)round_up((size_t)cout, 4u);
+  const size_t wrow = (size_t)p->kh * (size_t)p->kw * (size_t)c; /* one output channel's weights */
+  tconv_kterms(p, kterm, false);
   const int32x4_t act_min = vdupq_n_s32(p->q.act_min), act_max = vdupq_n_s32(p->q.act_max);
   int8_t *dst = p->out;
   for (int32_t n = 0; n < p->in_dims[0]; ++n) {
@@ -222,6 +284,11 @@ static tm_status tconv_entry(tm_kernel_context *ctx, tm_value *const *args, size
 
 #if TM_KERNELS_USE_MVE
   uint8_t *aligned = tm_aligned_scratch(scratch, tm_quantized_transpose_conv2d_scratch_bytes(p.in_dims, weight_dims));
+  if (aligned != NULL && tconv_tiles(&p)) {
+    const size_t kterm_bytes = 4u * (size_t)p.kh * (size_t)p.kw * round_up((size_t)cout, 4u);
+    tconv_tiled_mve(&p, (int32_t *)(void *)aligned, (int8_t *)(aligned + kterm_bytes));
+    return TM_OK;
+  }
   if (aligned != NULL && p.kh <= TCONV_MAX_TAPS && p.kw <= TCONV_MAX_TAPS) {
     tconv_mve(&p, (int32_t *)(void *)aligned);
     return TM_OK;

@@ -5,9 +5,10 @@ of NHWC activations (ExecuTorch's name and argument list), and the aten rule tha
 Weights are OHWI [Cout, KH, KW, Cin] (torch's [Cin, Cout, KH, KW] permuted (1, 2, 3, 0), as
 ExecuTorch does). Input row iy feeds output rows oy = iy*stride - padding + ky*dilation; the
 output has OH = (H - 1)*stride - 2*padding + dilation*(KH - 1) + output_padding + 1 rows.
-`scratch` holds the Helium path's per-tap offset terms; `output_scratch` is ExecuTorch's
-second buffer (CMSIS-NN's), which our kernel does not read: the exporter passes the scratch
-value for both. On the NPU it is TOSA TRANSPOSE_CONV2D (dilation 1) and the requantizing
+`scratch` holds the Helium path's per-tap offset terms and four interleaved input columns
+(read when the kernel tiles the output: kernel == stride, no padding); `output_scratch` is
+ExecuTorch's second buffer (CMSIS-NN's), which our kernel does not read: the exporter passes
+the scratch value for both. On the NPU it is TOSA TRANSPOSE_CONV2D (dilation 1) and the requantizing
 RESCALE; TOSA's out_pad is [-pad_h, output_padding_h - pad_h, -pad_w, output_padding_w - pad_w].
 """
 
@@ -116,10 +117,11 @@ def quantized_transpose_conv2d(
 def quantized_transpose_conv2d_scratch_bytes(
     input_nhwc: tuple[int, int, int, int], weight_ohwi: tuple[int, int, int, int]
 ) -> int:
-    """16 bytes alignment slack, an int32 offset term per kernel tap and output channel."""
+    """16 bytes alignment slack, an int32 offset term per kernel tap and output channel, four
+    interleaved input columns of Cin bytes rounded up to 16."""
     del input_nhwc
-    cout, kh, kw, _ = weight_ohwi
-    return 16 + 4 * kh * kw * _round_up(cout, 4)
+    cout, kh, kw, cin = weight_ohwi
+    return 16 + 4 * kh * kw * _round_up(cout, 4) + 4 * _round_up(cin, 16)
 
 
 def _windows(b: Bound) -> tuple[tuple[int, int], ...]:
