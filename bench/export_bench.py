@@ -269,9 +269,12 @@ def bench_executorch(
     if done is None:
         return Figures(error="timed out after 900 s"), None
     pte_path, report_path = run_dir / "model.pte", run_dir / "report.json"
+    (run_dir / "stderr.txt").write_text(done.stderr)  # the whole traceback where it failed
     if done.returncode != 0 or not pte_path.exists():
         lines = (done.stderr or done.stdout).strip().splitlines() or ["no output"]
-        return Figures(error=f"exit {done.returncode}: {lines[-1][:160]}"), None
+        return Figures(
+            error=f"exit {done.returncode}: {lines[-1][:120]} (--out DIR: stderr.txt)"
+        ), None
     report = json.loads(report_path.read_text()) if report_path.exists() else {}
     figures = Figures(
         seconds=report.get("seconds_export_excluding_calibration"),
