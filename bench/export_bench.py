@@ -1,16 +1,20 @@
-"""Export benchmark: torchmcu vs ExecuTorch's Cortex-M flow on the MLPerf Tiny models.
+"""Export benchmark: torchmcu vs ExecuTorch's Cortex-M flow, time and accuracy.
 
 For each model it measures, in one run:
   - export time (seconds from the float model to .pte bytes in memory, excluding
-    imports, a warm-up export, and the calibration forward passes),
+    imports, a warm-up export, and the calibration forward passes), wall and CPU,
   - .pte size in bytes,
   - activation arena bytes and the live-bytes lower bound of the program's own
-    instruction schedule (arena / bound = planner quality; 1.000 is optimal).
+    instruction schedule (arena / bound = planner quality; 1.000 is optimal),
+  - SQNR on --test-inputs inputs (not the calibration ones) of the int8 program against
+    the float model and against the flow's own fake-quantized model.
 If the ExecuTorch venv (.venv-executorch) and its Cortex-M flow script
 (tests/executorch/export_cortex_m.py) exist, the same figures are measured for
-ExecuTorch 1.5.1 in a subprocess and printed side by side with ratios.
+ExecuTorch 1.5.1 in a subprocess on the same model, weights, calibration and test
+inputs, and printed side by side with ratios and the issue-17 thresholds.
 
-Usage:  python bench/export_bench.py [--models ds_cnn resnet8 ...] [--calibration 16]
+Usage:  python bench/export_bench.py [--models ds_cnn resnet8 ...] [--architectures]
+        [--calibration 16] [--test-inputs 8] [--threads 1]
         [--out DIR] [--json results.json] [--no-executorch] [--no-warm-up]
 """
 
@@ -18,8 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,17 +29,38 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "host"))  # works without an installed torchmcu too
 
-from timed_samples import TimedSamples  # noqa: E402
-from torchmcu.plan import BufferRequest, lower_bound  # noqa: E402
-from torchmcu.pte import program as pm  # noqa: E402
-from torchmcu.pte.reader import parse  # noqa: E402
+from executorch_venv import ET_PYTHON, run_script, save_samples
+from timed_samples import TimedSamples
+from torchmcu.plan import BufferRequest, lower_bound
+from torchmcu.pte import program as pm
+from torchmcu.pte.reader import parse
 
+# issue 17's thresholds: export time at most 0.2x ExecuTorch's; SQNR against the float model no
+# worse than ExecuTorch's by more than 1 dB; against our own fake-quantized model at least 30 dB.
+TIME_RATIO_TARGET = 0.2
+FLOAT_SQNR_MARGIN_DB = 1.0
+FAKE_QUANT_SQNR_DB = 30.0
+# aten ops of ExecuTorch's lowered graph that move data rather than compute (not counted as float
+# compute ops it left unquantized)
+DATA_MOVEMENT = {
+    "view_copy",
+    "permute_copy",
+    "squeeze_copy",
+    "unsqueeze_copy",
+    "select_copy",
+    "slice_copy",
+    "split_with_sizes_copy",
+    "cat",
+    "full",
+    "expand_copy",
+    "clone",
+}
 DEFAULT_MODELS = ("mobilenet_v2_like", "ds_cnn", "resnet8", "mobilenet_v1_025", "deep_autoencoder")
-ET_PYTHON = ROOT / ".venv-executorch" / "bin" / "python"
 ET_SCRIPT = ROOT / "tests" / "executorch" / "export_cortex_m.py"
 
 
@@ -46,10 +69,13 @@ class Figures:
     """What one flow produced for one model (None where it could not be measured)."""
 
     seconds: float | None = None
+    cpu_seconds: float | None = None
     pte_bytes: int | None = None
     arena_bytes: int | None = None
     lower_bound: int | None = None
     reported_lower_bound: int | None = None
+    int8_calls: int | None = None  # ExecuTorch: cortex_m:: compute calls in its lowered graph
+    float_ops: int | None = None  # ExecuTorch: aten compute ops it left in float
     error: str | None = None
 
     @property
@@ -57,6 +83,15 @@ class Figures:
         if self.arena_bytes is None or not self.lower_bound:
             return None
         return self.arena_bytes / self.lower_bound
+
+
+@dataclass
+class Outputs:
+    """One flow's outputs on the test inputs: [sample, all output elements] float64 arrays."""
+
+    float: Any
+    fake_quant: Any
+    int8: Any
 
 
 def program_memory(pte: bytes) -> tuple[int, int]:
@@ -112,29 +147,67 @@ def program_memory(pte: bytes) -> tuple[int, int]:
     return arena, lower_bound(requests, alignment=16)
 
 
-def bench_torchmcu(name: str, n_cal: int, out_dir: Path) -> Figures:
+def _flat(outputs: Sequence[Any]) -> Any:
+    """One sample's outputs as one float64 vector (all outputs, logical NCHW order)."""
+    import numpy as np
+
+    return np.concatenate([np.asarray(o, dtype=np.float64).reshape(-1) for o in outputs])
+
+
+def sqnr_db(reference: Any, test: Any) -> float:
+    """10 log10(signal energy / error energy) over all samples; inf where they are equal."""
+    import numpy as np
+
+    noise = float(np.sum((reference - test) ** 2))
+    signal = float(np.sum(reference**2))
+    return float("inf") if noise == 0.0 else 10.0 * float(np.log10(signal / noise))
+
+
+def bench_torchmcu(
+    name: str, n_cal: int, tests: Sequence[tuple[Any, ...]], out_dir: Path
+) -> tuple[Figures, Outputs | None]:
+    import numpy as np
+    import torch
     import torchmcu
     from torchmcu.examples import build, calibration
 
     model, inputs = build(name)
     samples = TimedSamples(calibration(name, n_cal, seed=1))
     try:
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         exported = torchmcu.export(model, inputs, calibration=samples, board="corstone-300")
         elapsed = time.perf_counter() - started - samples.seconds
+        cpu = time.process_time() - cpu_started - samples.cpu_seconds
         exported.save(out_dir / "torchmcu", name=name)
-    except Exception as exc:  # report and keep benchmarking the other models
-        return Figures(error=f"{type(exc).__name__}: {exc}"[:200])
+    except Exception as exc:  # noqa: BLE001  (report it, go on with the other models)
+        return Figures(error=f"{type(exc).__name__}: {exc}"[:200]), None
     pte = bytes(exported.pte_bytes)
     arena, bound = program_memory(pte)
     report = exported.report
-    return Figures(
+    figures = Figures(
         seconds=elapsed,
+        cpu_seconds=cpu,
         pte_bytes=len(pte),
         arena_bytes=arena,
         lower_bound=bound,
         reported_lower_bound=report.get("arena_lower_bound", report.get("lower_bound")),
     )
+    if not tests:
+        return figures, None
+    with torch.no_grad():
+        outs = Outputs(
+            float=np.stack([_flat(_tensors(model(*t))) for t in tests]),
+            fake_quant=np.stack([_flat(_tensors(exported.quantized_model(*t))) for t in tests]),
+            int8=np.stack(
+                [_flat(torchmcu.run_on_host(pte, [x.numpy() for x in t])) for t in tests]
+            ),
+        )
+    return figures, outs
+
+
+def _tensors(out: Any) -> list[Any]:
+    items = list(out) if isinstance(out, (tuple, list)) else [out]
+    return [o.detach().float().contiguous().numpy() for o in items]
 
 
 def warm_up() -> None:
@@ -145,7 +218,7 @@ def warm_up() -> None:
     model, inputs = build("mlp")
     try:
         torchmcu.export(model, inputs, calibration=calibration("mlp", 2), board="corstone-300")
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001
         print(f"(warm-up export failed: {type(exc).__name__}: {str(exc)[:120]})")
 
 
@@ -158,15 +231,18 @@ def executorch_available() -> str | None:
     return None
 
 
-def bench_executorch(name: str, n_cal: int, out_dir: Path) -> Figures:
+def bench_executorch(
+    name: str, n_cal: int, tests: Sequence[tuple[Any, ...]], out_dir: Path, threads: int
+) -> tuple[Figures, Outputs | None]:
     """Run ExecuTorch's Cortex-M flow (tests/executorch/export_cortex_m.py) in its own venv.
 
-    The script builds the same model (torchmcu.examples.models:<name>, seed 0) and
-    calibrates with the same samples (passed as an npz, `arg0` with a leading sample
-    axis). Its report's `seconds_export_excluding_calibration` is the export time;
-    the script runs in a fresh process, so that figure includes torch.export's
-    first-call cost (use --no-warm-up for the same condition on our side).
-    Size and memory figures are read here from its .pte.
+    The script builds the same model (torchmcu.examples.models:<name>, seed 0),
+    calibrates with the same samples and runs the same test inputs (both passed as npz
+    files). Its report's `seconds_export_excluding_calibration` (and the CPU figure) is
+    the export time; the script runs in a fresh process, so that figure includes
+    torch.export's first-call cost (use --no-warm-up for the same condition on our side).
+    Size and memory figures are read here from its .pte; its outputs.npz gives the float,
+    fake-quantized (converted PT2E graph) and cortex_m (lowered program) outputs.
     """
     import numpy as np
     from torchmcu.examples import calibration
@@ -174,94 +250,290 @@ def bench_executorch(name: str, n_cal: int, out_dir: Path) -> Figures:
     run_dir = out_dir / "executorch" / name
     run_dir.mkdir(parents=True, exist_ok=True)
     calib_path = run_dir / "calibration.npz"
-    samples = calibration(name, n_cal, seed=1)
-    np.savez(calib_path, arg0=np.stack([x.numpy() for (x,) in samples]))
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "host"))
-    cmd = [str(ET_PYTHON), str(ET_SCRIPT), "--model", f"torchmcu.examples.models:{name}",
-           "--seed", "0", "--calibration", str(calib_path), "--out-dir", str(run_dir)]
-    try:
-        done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True,
-                              timeout=900, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        return Figures(error="timed out after 900 s")
+    save_samples(calib_path, calibration(name, n_cal, seed=1))
+    cmd = [
+        str(ET_SCRIPT),
+        "--model",
+        f"torchmcu.examples.models:{name}",
+        "--seed",
+        "0",
+        "--calibration",
+        str(calib_path),
+        "--out-dir",
+        str(run_dir),
+    ]
+    if tests:
+        save_samples(run_dir / "tests.npz", tests)
+        cmd += ["--inputs", str(run_dir / "tests.npz")]
+    done = run_script(cmd, timeout=900, threads=threads)
+    if done is None:
+        return Figures(error="timed out after 900 s"), None
     pte_path, report_path = run_dir / "model.pte", run_dir / "report.json"
+    (run_dir / "stderr.txt").write_text(done.stderr)  # the whole traceback where it failed
     if done.returncode != 0 or not pte_path.exists():
         lines = (done.stderr or done.stdout).strip().splitlines() or ["no output"]
-        return Figures(error=f"exit {done.returncode}: {lines[-1][:160]}")
-    seconds = None
-    if report_path.exists():
-        seconds = json.loads(report_path.read_text()).get("seconds_export_excluding_calibration")
+        return Figures(
+            error=f"exit {done.returncode}: {lines[-1][:120]} (--out DIR: stderr.txt)"
+        ), None
+    report = json.loads(report_path.read_text()) if report_path.exists() else {}
+    figures = Figures(
+        seconds=report.get("seconds_export_excluding_calibration"),
+        cpu_seconds=report.get("cpu_seconds_export_excluding_calibration"),
+    )
+    ops = report.get("edge_ops", {})
+    figures.int8_calls = sum(
+        n for op, n in ops.items() if op.startswith("cortex_m.") and "quantize_per" not in op
+    )
+    figures.float_ops = sum(
+        n
+        for op, n in ops.items()
+        if op.startswith("aten.") and op.split(".")[1] not in DATA_MOVEMENT
+    )
     pte = pte_path.read_bytes()
+    figures.pte_bytes = len(pte)
     try:
-        arena, bound = program_memory(pte)
-    except Exception as exc:
-        return Figures(seconds=seconds, pte_bytes=len(pte), error=f"unreadable .pte: {exc}"[:200])
-    return Figures(seconds=seconds, pte_bytes=len(pte), arena_bytes=arena, lower_bound=bound)
+        figures.arena_bytes, figures.lower_bound = program_memory(pte)
+    except Exception as exc:  # noqa: BLE001
+        figures.error = f"unreadable .pte: {exc}"[:200]
+    outs = None
+    if tests:
+        with np.load(run_dir / "outputs.npz") as z:
+
+            def flow(key: str) -> Any:
+                keys = [k for k in z.files if k.rstrip("0123456789") == key]
+                arrays = [z[k] for k in sorted(keys, key=lambda k: int(k[len(key) :]))]
+                return np.stack([_flat([a[i] for a in arrays]) for i in range(len(tests))])
+
+            outs = Outputs(
+                float=flow("float"), fake_quant=flow("fake_quant"), int8=flow("cortex_m")
+            )
+    return figures, outs
 
 
-def _fmt(v: float | int | None, spec: str) -> str:
+def _fmt(v: float | None, spec: str) -> str:
     return "n/a" if v is None else format(v, spec)
 
 
-def _ratio(a: float | int | None, b: float | int | None) -> str:
+def _ratio(a: float | None, b: float | None) -> str:
     return "n/a" if a is None or not b else f"{a / b:.2f}x"
 
 
-def print_table(rows: list[tuple[str, Figures, Figures | None]]) -> None:
-    head = (f"{'model':<18} {'flow':<10} {'export s':>9} {'.pte bytes':>11} "
-            f"{'arena B':>9} {'bound B':>9} {'arena/bound':>11}")
+Row = tuple[str, Figures, Figures | None, Outputs | None, Outputs | None]
+
+
+def _too_slow(ours: float | None, theirs: float | None) -> bool:
+    """Our export time above TIME_RATIO_TARGET x ExecuTorch's (False where one is missing)."""
+    return ours is not None and bool(theirs) and ours / theirs > TIME_RATIO_TARGET
+
+
+def print_table(rows: list[Row]) -> None:
+    head = (
+        f"{'model':<18} {'flow':<10} {'export s':>9} {'cpu s':>8} {'.pte bytes':>11} "
+        f"{'arena B':>9} {'bound B':>9} {'arena/bound':>11}"
+    )
     print(head)
     print("-" * len(head))
-    for name, tm, et in rows:
+    for name, tm, et, _, _ in rows:
         for flow, f in (("torchmcu", tm), ("executorch", et)):
             if f is None:
                 continue
-            print(f"{name:<18} {flow:<10} {_fmt(f.seconds, '9.2f'):>9} "
-                  f"{_fmt(f.pte_bytes, 'd'):>11} {_fmt(f.arena_bytes, 'd'):>9} "
-                  f"{_fmt(f.lower_bound, 'd'):>9} {_fmt(f.arena_ratio, '.3f'):>11}"
-                  + (f"  ERROR {f.error}" if f.error else ""))
+            print(
+                f"{name:<18} {flow:<10} {_fmt(f.seconds, '9.2f'):>9} "
+                f"{_fmt(f.cpu_seconds, '8.2f'):>8} "
+                f"{_fmt(f.pte_bytes, 'd'):>11} {_fmt(f.arena_bytes, 'd'):>9} "
+                f"{_fmt(f.lower_bound, 'd'):>9} {_fmt(f.arena_ratio, '.3f'):>11}"
+                + (f"  ERROR {f.error}" if f.error else "")
+            )
         if et is not None:
-            print(f"{'':<18} {'ratio':<10} {_ratio(et.seconds, tm.seconds):>9} "
-                  f"{_ratio(tm.pte_bytes, et.pte_bytes):>11} {_ratio(tm.arena_bytes, et.arena_bytes):>9}"
-                  "   (time: ET/torchmcu = speed-up; size, arena: torchmcu/ET)")
+            slow = [
+                what
+                for what, a, b in (
+                    ("wall", tm.seconds, et.seconds),
+                    ("cpu", tm.cpu_seconds, et.cpu_seconds),
+                )
+                if _too_slow(a, b)
+            ]
+            print(
+                f"{'':<18} {'ratio':<10} {_ratio(tm.seconds, et.seconds):>9} "
+                f"{_ratio(tm.cpu_seconds, et.cpu_seconds):>8} "
+                f"{_ratio(tm.pte_bytes, et.pte_bytes):>11} {_ratio(tm.arena_bytes, et.arena_bytes):>9}"
+                + (f"  TIME >{TIME_RATIO_TARGET}x ({', '.join(slow)})" if slow else "")
+            )
     print()
+    print("ratio row: torchmcu / ExecuTorch (time, size, arena; below 1 = faster, smaller);")
+    print(f"TIME marks an export time above {TIME_RATIO_TARGET}x ExecuTorch's (issue 17).")
     print("bound = live-bytes lower bound of the program's own schedule (16-byte aligned sizes);")
-    print("export s excludes imports and calibration forward passes; torchmcu runs after an")
-    print("untimed warm-up export (unless --no-warm-up), ExecuTorch in a fresh process.")
+    print("export s (wall) and cpu s (this process's CPU time, comparable on a busy machine)")
+    print("exclude imports and calibration forward passes; torchmcu runs after an untimed")
+    print("warm-up export (unless --no-warm-up), ExecuTorch in a fresh process.")
+    marks = [
+        (_too_slow(tm.seconds, et.seconds), _too_slow(tm.cpu_seconds, et.cpu_seconds))
+        for _, tm, et, _, _ in rows
+        if et is not None and tm.seconds and et.seconds
+    ]
+    if marks:
+        print(
+            f"export time <= {TIME_RATIO_TARGET}x ExecuTorch's: "
+            f"{sum(not w for w, _ in marks)} of {len(marks)} models (wall), "
+            f"{sum(not c for _, c in marks)} of {len(marks)} (cpu)"
+        )
+
+
+def _db(v: float | None) -> str:
+    return "n/a" if v is None else ("exact" if v == float("inf") else f"{v:.1f}")
+
+
+def accuracy(ours: Outputs | None, theirs: Outputs | None) -> dict[str, float | None]:
+    """The SQNR figures (dB) of one model; None where a flow gave no outputs."""
+    import numpy as np
+
+    got: dict[str, float | None] = dict.fromkeys(
+        ("ours_float", "et_float", "ours_fq", "et_fq", "ours_fq_float", "et_fq_float", "float_diff")
+    )
+    if ours is not None:
+        got["ours_float"] = sqnr_db(ours.float, ours.int8)
+        got["ours_fq"] = sqnr_db(ours.fake_quant, ours.int8)
+        got["ours_fq_float"] = sqnr_db(ours.float, ours.fake_quant)
+    if theirs is not None:
+        got["et_float"] = sqnr_db(theirs.float, theirs.int8)
+        got["et_fq"] = sqnr_db(theirs.fake_quant, theirs.int8)
+        got["et_fq_float"] = sqnr_db(theirs.float, theirs.fake_quant)
+    if ours is not None and theirs is not None:  # same model and inputs in both venvs?
+        got["float_diff"] = float(np.max(np.abs(ours.float - theirs.float)))
+    return got
+
+
+def print_accuracy(rows: list[Row], n_tests: int) -> dict[str, dict[str, float | None]]:
+    figures = {name: accuracy(ours, theirs) for name, _, _, ours, theirs in rows}
+    head = (
+        f"{'model':<18} {'ours/float':>10} {'ET/float':>9} {'ours-ET':>8} {'ours/fq':>8} "
+        f"{'ET cm/fq':>8} {'fq/float':>9} {'ET fq/fl':>9} {'|float Δ|':>9} {'ET int8/fp':>10}"
+        "  verdict"
+    )
+    print(
+        f"SQNR in dB over {n_tests} test inputs (not the calibration ones), all samples together:"
+    )
+    print(head)
+    print("-" * len(head))
+    for name, _, et, _, _ in rows:
+        got = figures[name]
+        ops = "n/a" if et is None or et.int8_calls is None else f"{et.int8_calls}/{et.float_ops}"
+        fails = []
+        diff = None
+        if got["ours_float"] is not None and got["et_float"] is not None:
+            diff = got["ours_float"] - got["et_float"]
+            if diff < -FLOAT_SQNR_MARGIN_DB:
+                fails.append(f"vs float {-diff:.1f} dB below ET")
+        if got["ours_fq"] is not None and got["ours_fq"] < FAKE_QUANT_SQNR_DB:
+            fails.append(f"vs fake-quant < {FAKE_QUANT_SQNR_DB:.0f} dB")
+        delta = got["float_diff"]
+        print(
+            f"{name:<18} {_db(got['ours_float']):>10} {_db(got['et_float']):>9} "
+            f"{_db(diff):>8} {_db(got['ours_fq']):>8} {_db(got['et_fq']):>8} "
+            f"{_db(got['ours_fq_float']):>9} {_db(got['et_fq_float']):>9} "
+            f"{_fmt(delta, '9.1e'):>9} {ops:>10}  "
+            + ("FAIL: " + "; ".join(fails) if fails else "ok")
+        )
+    print()
+    print("ours = torchmcu.run_on_host (bit-exact with the C runtime); ET = ExecuTorch's cortex_m")
+    print("program run with its Python reference ops; fq = each flow's own fake-quantized model")
+    print("(prog.quantized_model; ET: the converted PT2E graph); fq/float = that model vs float.")
+    print("|float Δ| = max difference of the two venvs' float outputs (same weights and inputs).")
+    print("ET int8/fp = ExecuTorch's cortex_m:: compute calls / aten compute ops it left in float")
+    print("(views, copies and cat not counted): where it left most in float, its SQNR is float's.")
+    print(
+        f"FAIL: ours/float more than {FLOAT_SQNR_MARGIN_DB:.0f} dB below ET/float, or ours/fq "
+        f"below {FAKE_QUANT_SQNR_DB:.0f} dB (issue 17)."
+    )
+    return figures
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from torchmcu.examples.architectures import ARCHITECTURES
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--models", nargs="+", default=list(DEFAULT_MODELS))
+    ap.add_argument("--models", nargs="+", help=f"default: {' '.join(DEFAULT_MODELS)}")
+    ap.add_argument(
+        "--architectures",
+        action="store_true",
+        help="add the 12 example architectures of issue 17: " + " ".join(ARCHITECTURES),
+    )
     ap.add_argument("--calibration", type=int, default=16, help="calibration samples per model")
+    ap.add_argument(
+        "--test-inputs",
+        type=int,
+        default=8,
+        help="inputs for the SQNR table (seed 2, not the calibration ones); 0: none",
+    )
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch intra-op threads in both flows (default 1: a shared machine)",
+    )
     ap.add_argument("--out", type=Path, help="keep the .pte files here (default: a temp dir)")
     ap.add_argument("--json", type=Path, help="also write the figures as JSON")
     ap.add_argument("--no-executorch", action="store_true", help="skip the ExecuTorch flow")
-    ap.add_argument("--no-warm-up", action="store_true",
-                    help="no untimed warm-up export (first model pays torch.export's first call)")
+    ap.add_argument(
+        "--no-warm-up",
+        action="store_true",
+        help="no untimed warm-up export (first model pays torch.export's first call)",
+    )
     args = ap.parse_args(argv)
+    models = list(args.models or ([] if args.architectures else DEFAULT_MODELS))
+    if args.architectures:
+        models += [name for name in ARCHITECTURES if name not in models]
     warnings.filterwarnings("ignore")
 
+    import torch
+    from torchmcu.examples import calibration
+
+    torch.set_num_threads(args.threads)
     et_missing = "disabled by --no-executorch" if args.no_executorch else executorch_available()
     with tempfile.TemporaryDirectory(prefix="torchmcu-bench-") as tmp:
         out_dir = args.out or Path(tmp)
         if not args.no_warm_up:
             warm_up()
-        rows: list[tuple[str, Figures, Figures | None]] = []
-        for name in args.models:
-            tm = bench_torchmcu(name, args.calibration, out_dir)
-            et = None if et_missing else bench_executorch(name, args.calibration, out_dir)
-            rows.append((name, tm, et))
-            print(f"[{name}] torchmcu done" + ("" if et is None else ", executorch done"),
-                  file=sys.stderr)
+        rows: list[Row] = []
+        for name in models:
+            tests = calibration(name, args.test_inputs, seed=2) if args.test_inputs else []
+            tm, ours = bench_torchmcu(name, args.calibration, tests, out_dir)
+            et, theirs = (
+                (None, None)
+                if et_missing
+                else bench_executorch(name, args.calibration, tests, out_dir, args.threads)
+            )
+            rows.append((name, tm, et, ours, theirs))
+            print(
+                f"[{name}] torchmcu {_fmt(tm.seconds, '.1f')} s"
+                + ("" if et is None else f", executorch {_fmt(et.seconds, '.1f')} s"),
+                file=sys.stderr,
+                flush=True,
+            )
     print()
     if et_missing:
         print(f"ExecuTorch comparison skipped: {et_missing}\n")
     print_table(rows)
+    sqnr = {}
+    if args.test_inputs:
+        print()
+        sqnr = print_accuracy(rows, args.test_inputs)
     if args.json:
-        args.json.write_text(json.dumps(
-            {name: {"torchmcu": asdict(tm), "executorch": asdict(et) if et else None}
-             for name, tm, et in rows}, indent=2) + "\n")
+        args.json.write_text(
+            json.dumps(
+                {
+                    name: {
+                        "torchmcu": asdict(tm),
+                        "executorch": asdict(et) if et else None,
+                        "sqnr_db": sqnr.get(name),
+                    }
+                    for name, tm, et, _, _ in rows
+                },
+                indent=2,
+                allow_nan=True,
+            )
+            + "\n"
+        )
     return 0
 
 

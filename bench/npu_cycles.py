@@ -25,9 +25,7 @@ import argparse
 import csv
 import inspect
 import json
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,9 +36,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from timed_samples import TimedSamples  # noqa: E402  (bench/ is on sys.path when run)
+from executorch_venv import ET_PYTHON, run_script, save_samples
+from timed_samples import TimedSamples
 
-ET_PYTHON = Path(os.environ.get("TORCHMCU_ET_VENV", ROOT / ".venv-executorch")) / "bin" / "python"
 DEFAULT_MODELS = ("ds_cnn", "resnet8", "mobilenet_v1_025", "deep_autoencoder", "mobilenet_v2_like")
 DEFAULT_NPUS = ("ethos-u55-128", "ethos-u85-256")
 # ExecuTorch 1.5.1's EthosUCompileSpec defaults per family (system config, memory mode).
@@ -159,7 +157,6 @@ def executorch_available() -> str | None:
 def bench_executorch(jobs: list[dict[str, Any]], work: Path, with_warm_up: bool) -> list[Figures]:
     """Run all ExecuTorch jobs in one worker process (its imports take several seconds);
     with_warm_up: export a tiny model first, untimed, as on our side."""
-    import numpy as np
     from torchmcu.examples import calibration
 
     n = len(jobs)
@@ -168,37 +165,18 @@ def bench_executorch(jobs: list[dict[str, Any]], work: Path, with_warm_up: bool)
     for job in jobs:
         path = work / f"calib_{job['model']}.npz"
         if not path.exists():
-            samples = calibration(job["model"], job["n_cal"], seed=1)
-            np.savez(
-                path,
-                **{
-                    f"arg{i}": np.stack([s[i].numpy() for s in samples])
-                    for i in range(len(samples[0]))
-                },
-            )
+            save_samples(path, calibration(job["model"], job["n_cal"], seed=1))
         job["calibration"] = str(path)
     out = work / "executorch.json"
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "host"))
-    cmd = [
-        str(ET_PYTHON),
+    args = [
         str(Path(__file__).resolve()),
         "--executorch-worker",
         json.dumps(jobs),
         "--json",
         str(out),
     ]
-    try:
-        done = subprocess.run(
-            cmd,
-            env=env,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=3600,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
+    done = run_script(args, timeout=3600)
+    if done is None:
         return [Figures(error="timed out") for _ in range(n)]
     if done.returncode != 0 or not out.exists():
         last = (done.stderr or done.stdout).strip().splitlines() or ["no output"]

@@ -24,6 +24,7 @@ import operator
 
 import torch
 import torch.fx
+from torch._decomp import get_decompositions
 
 _aten = torch.ops.aten
 
@@ -41,8 +42,9 @@ def decompose_recurrent(exported: torch.export.ExportedProgram) -> torch.export.
     targets = [t for t in RECURRENT_OPS if t in present]
     if not targets:
         return exported
-    table = torch.export.default_decompositions()
-    return exported.run_decompositions({t: table[t] for t in targets})
+    # the same functions as torch.export.default_decompositions()[t], without building that
+    # whole table (about 0.1 s of a GRU model's export)
+    return exported.run_decompositions(get_decompositions(targets))
 
 
 def _meta_val(node: torch.fx.Node, target: object, args: tuple) -> None:
