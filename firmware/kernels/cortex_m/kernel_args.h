@@ -86,11 +86,23 @@ tm_status tm_qparams_args(tm_kernel_context *ctx, tm_value *const *args, size_t 
  * element (period 1) of any rank, or a 4-D NHWC channel broadcast where one
  * operand holds one value per channel. Output element i (in memory order)
  * reads a[i % a_period] and b[i % b_period].
+ *
+ * Otherwise the general broadcast (dims > 0; the periods unused): self, other
+ * and out of one rank, each operand's size out's or 1 along every dim, out's
+ * size one of theirs, and each operand's bytes in out's dim order (dims of
+ * size 1 free). Out's memory is then `dims` nested loops of size[k] (the
+ * innermost last, size-1 dims dropped, mergeable neighbours merged), each
+ * operand advancing a_step[k] / b_step[k] elements per step (0 where it is
+ * broadcast); the innermost steps are 0 or 1.
  */
 typedef struct {
   uint32_t numel;
   uint32_t a_period;
   uint32_t b_period;
+  uint32_t dims;
+  uint32_t size[TM_MAX_DIMS];
+  uint32_t a_step[TM_MAX_DIMS];
+  uint32_t b_step[TM_MAX_DIMS];
 } tm_binary_shape;
 
 typedef enum { TM_BINARY_OK = 0, TM_BINARY_BAD_SELF = 1, TM_BINARY_BAD_OTHER = 2, TM_BINARY_BAD_OUT = 3 } tm_binary_status;
@@ -109,7 +121,7 @@ tm_status tm_binary_out_arg(tm_kernel_context *ctx, tm_value *const *args, size_
  * at most TM_BINARY_ROW / 2 channels) is repeated as often as it fits into `row`
  * (TM_BINARY_ROW bytes), *a or *b then points at it and its period becomes that
  * multiple. Rows are then tm_binary_row_len(shape, i) long (the last one may be
- * shorter). */
+ * shorter). Nothing changes for the general broadcast. */
 #define TM_BINARY_ROW 64u
 void tm_binary_widen_short(const int8_t **a, const int8_t **b, tm_binary_shape *shape, int8_t *row);
 
@@ -118,6 +130,15 @@ static inline uint32_t tm_binary_row_len(const tm_binary_shape *shape, uint32_t 
   return shape->numel - i < row ? shape->numel - i : row;
 }
 
+/* out[j] = op(a[j], b[j]) for j < n, all three contiguous (a kernel's row loop). */
+typedef void (*tm_binary_row_fn)(const int8_t *a, const int8_t *b, int8_t *out, uint32_t n, const void *params);
+
+/* Runs fn over every element of out in rows: the period rows (tm_binary_row_len),
+ * or the general broadcast's inner loop, where an operand broadcast along it (inner
+ * step 0) is one value repeated into a TM_BINARY_ROW-byte row and the inner loop runs
+ * in pieces of at most TM_BINARY_ROW elements. */
+void tm_binary_rows(const tm_binary_shape *shape, const int8_t *a, const int8_t *b, int8_t *out,
+                    tm_binary_row_fn fn, const void *params);
 
 /* Spatial geometry of a convolution or pooling window (h, w pairs). */
 typedef struct {
