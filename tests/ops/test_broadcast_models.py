@@ -1,13 +1,15 @@
-"""The general broadcast of add/sub/mul reached from model code, exported for corstone-300
-with strict=True: a conv net adding, multiplying and subtracting its own reductions
-(`y + y.mean(1, keepdim=True)` [N,1,H,W], `y * y.mean(3, keepdim=True)` [N,C,H,1],
-`y - y.amax((1, 2), keepdim=True)` [N,1,1,W], `[N,C,1,W] + [N,1,H,1]`) and a sequence net
-(`[B,T,C] + [1,1,C]`, `[B,T,C] * [B,T,1]`). Each exports as int8 cortex_m calls only; the
-host runtime is bit-exact with the reference interpreter; the output agrees with torchao's
-fake-quantized model (the independent reference) within two quantization steps at the 99th
-percentile (three at most: the conv net chains five requantizing ops); on Ethos-U55 the conv net is one delegate whose TOSA graph, run on the TOSA
-reference model, is bit-exact with the CPU program. The same ops in a float region run the
-portable kernels like torch."""
+"""The general broadcast of add/sub/mul and the int8 sum reached from model code, exported
+for corstone-300 with strict=True: a conv net adding, multiplying and subtracting its own
+reductions (`y + y.mean(1, keepdim=True)` [N,1,H,W], `y * y.mean(3, keepdim=True)`
+[N,C,H,1], `y - y.amax((1, 2), keepdim=True)` [N,1,1,W], `[N,C,1,W] + [N,1,H,1]`), a conv
+net of sums over any dims with and without keepdim (`y.sum(1, keepdim=True)`,
+`y.sum((2, 3))`, ...) and a sequence net (`[B,T,C] + [1,1,C]`, `[B,T,C] * [B,T,1]`, a sum
+over T). Each exports as int8 cortex_m calls only; the host runtime is bit-exact with the
+reference interpreter; the output agrees with torchao's fake-quantized model (the
+independent reference) within two quantization steps at the 99th percentile (three at most:
+the first net chains five requantizing ops); on Ethos-U55 each conv net is one delegate whose
+TOSA graph, run on the TOSA reference model, is bit-exact with the CPU program. The same ops
+in a float region run the portable kernels like torch (a sum as mean.out times the count)."""
 
 from __future__ import annotations
 
@@ -39,6 +41,22 @@ class ConvBroadcast(nn.Module):
         return y.mean(2, keepdim=True) + y.mean((1, 3), keepdim=True)  # [N,C,1,W] + [N,1,H,1]
 
 
+class ConvSums(nn.Module):
+    """int8 sums over any dims, keepdim or not, added back by the broadcast."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        g = torch.Generator().manual_seed(5)
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        nn.init.kaiming_normal_(self.conv.weight, generator=g)
+        nn.init.uniform_(self.conv.bias, -0.2, 0.2, generator=g)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.conv(x))
+        a = y.sum(1, keepdim=True) + y.sum((2, 3))[:, :, None, None]  # [N,1,H,W] + [N,C,1,1]
+        return a + y.sum(3, keepdim=True) + y.sum((1, 2), keepdim=True)  # + [N,C,H,1] + [N,1,1,W]
+
+
 class SeqBroadcast(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -49,10 +67,15 @@ class SeqBroadcast(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.fc(x)
         y = y + y.mean((0, 1), keepdim=True)  # [B,T,C] + [1,1,C]
-        return y * torch.sigmoid(self.gate(x))  # [B,T,C] * [B,T,1]
+        y = y * torch.sigmoid(self.gate(x))  # [B,T,C] * [B,T,1]
+        return y + y.sum(1, keepdim=True)  # a sum over T: [B,1,C]
 
 
-MODELS = {"conv": (ConvBroadcast, (1, 3, 8, 8)), "seq": (SeqBroadcast, (2, 5, 6))}
+MODELS = {
+    "conv": (ConvBroadcast, (1, 3, 8, 8)),
+    "sum": (ConvSums, (1, 3, 8, 8)),
+    "seq": (SeqBroadcast, (2, 5, 6)),
+}
 
 
 def _export(name: str, **kw):
@@ -77,7 +100,12 @@ def test_exports_as_int8_calls_only(exported) -> None:
     assert all(op.startswith("cortex_m::") for op in counts), counts
     want = {
         "conv": {"cortex_m::quantized_add": 3, "cortex_m::quantized_mul": 1},
-        "seq": {"cortex_m::quantized_add": 1, "cortex_m::quantized_mul": 1},
+        "sum": {"cortex_m::quantized_add": 3, "cortex_m::quantized_depthwise_conv2d": 4},
+        "seq": {
+            "cortex_m::quantized_add": 2,
+            "cortex_m::quantized_mul": 1,
+            "cortex_m::quantized_depthwise_conv2d": 1,
+        },
     }[name]
     for op, n in want.items():
         assert counts.get(op) == n, (op, counts)
@@ -95,11 +123,11 @@ def test_host_bit_exact_with_reference_and_near_fake_quant(exported) -> None:
 
 def test_ethos_u55_one_delegate_bit_exact_with_cpu(exported) -> None:
     name, _, cpu, _ = exported
-    if name != "conv":
-        pytest.skip("one NPU model is enough")
-    _, npu, _ = _export("conv", board="corstone-300", npu="ethos-u55-128")
+    if name == "seq":
+        pytest.skip("the conv nets are enough")
+    _, npu, _ = _export(name, board="corstone-300", npu="ethos-u55-128")
     assert npu.report["op_counts"] == {"delegate:EthosUBackend": 1}, npu.report["op_counts"]
-    qx = np.random.default_rng(5).integers(-128, 128, MODELS["conv"][1], dtype=np.int8)
+    qx = np.random.default_rng(5).integers(-128, 128, MODELS[name][1], dtype=np.int8)
     (got,) = reference_run(npu.program, [qx], delegate_fn=npu.tosa_delegate_fn())
     (want,) = reference_run(cpu.program, [qx])
     np.testing.assert_array_equal(got, want)
@@ -109,12 +137,13 @@ class FloatBody(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = x + x.mean(1, keepdim=True)
         y = y * y.mean(3, keepdim=True)
-        return y - y.amax((1, 2), keepdim=True)
+        y = y - y.amax((1, 2), keepdim=True)
+        return y + y.sum((1, 3), keepdim=True) + y.sum(2)[:, :, None]
 
 
 def test_float_region_runs_the_portable_forms_like_torch() -> None:
     names, want, got, ref = float_region(FloatBody(), (1, 4, 3, 5))
-    assert {"aten::add", "aten::mul"} <= names, names
+    assert {"aten::add", "aten::mul", "aten::mean"} <= names, names
     assert not any(n.startswith("cortex_m::") for n in names), names
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     # the reference's mean sums in float64, the kernel in float32: float32 rounding apart
