@@ -90,8 +90,13 @@ def _mul(p, rng) -> None:
     p.call("cortex_m::quantized_mul", [a, p.i(-3), b, p.i(5), p.i(-1), p.i(mo), p.i(sho), out], "32x32x16")
 
 
+_OTHER_SIZES = {"channel": [1, 16, 1, 1], "scalar": [1], "spatial": [1, 1, 32, 32], "row": [1, 16, 32, 1]}
+
+
 def _mul_broadcast(other: str) -> Callable:
-    """mul of a 32x32x16 map by a [1,16,1,1] channel vector (squeeze-excite) or one number."""
+    """mul of a 32x32x16 map by a [1,16,1,1] channel vector (squeeze-excite), one number, or
+    (the general broadcast) a [1,1,32,32] map (x * x.mean(1, keepdim=True): rows of one value
+    along C) or a [1,16,32,1] one (x * x.mean(3, keepdim=True): rows of C along W)."""
 
     def build(p, rng) -> None:
         from torchmcu import reference as ref
@@ -99,8 +104,9 @@ def _mul_broadcast(other: str) -> Callable:
 
         mo, sho = ref.quantize_multiplier(0.05 * 0.08 / 0.1)
         a = _nhwc(p, rng, 32, 32, 16)
-        sizes = [1, 16, 1, 1] if other == "channel" else [1]
-        b = p.input(rng.integers(-128, 128, sizes, dtype=np.int8), pm.ScalarType.CHAR)
+        sizes = _OTHER_SIZES[other]
+        order = LEGACY if len(sizes) == 4 else None
+        b = p.input(rng.integers(-128, 128, sizes, dtype=np.int8), pm.ScalarType.CHAR, sizes, order)
         out = p.output(pm.ScalarType.CHAR, [1, 16, 32, 32], LEGACY)
         p.call("cortex_m::quantized_mul", [a, p.i(-3), b, p.i(5), p.i(-1), p.i(mo), p.i(sho), out],
                f"32x32x16 * {other}")  # fmt: skip
@@ -200,6 +206,8 @@ SHAPES: dict[str, Shape] = {
     "mul": Shape("quantized_mul", 16384, None, _mul),
     "mul_channel": Shape("quantized_mul", 16384, None, _mul_broadcast("channel")),
     "mul_scalar": Shape("quantized_mul", 16384, None, _mul_broadcast("scalar")),
+    "mul_spatial": Shape("quantized_mul", 16384, None, _mul_broadcast("spatial")),
+    "mul_row": Shape("quantized_mul", 16384, None, _mul_broadcast("row")),
     "maximum": Shape("maximum", 16384, None, _maximum),
     "maxpool": Shape("quantized_max_pool2d", 16384, 44_780, _maxpool),
     "avgpool": Shape("quantized_avg_pool2d", 8000, 9_359, _avgpool),

@@ -336,51 +336,6 @@ void tm_binary_widen_short(const int8_t **a, const int8_t **b, tm_binary_shape *
   }
 }
 
-/* One inner loop of the general broadcast: n elements, an operand of inner step 0 one value. */
-static void broadcast_row(const int8_t *a, bool a_one, const int8_t *b, bool b_one, int8_t *out, uint32_t n,
-                          tm_binary_row_fn fn, const void *params) {
-  if (!a_one && !b_one) {
-    fn(a, b, out, n, params);
-    return;
-  }
-  int8_t row[TM_BINARY_ROW];
-  memset(row, a_one ? *a : *b, n < TM_BINARY_ROW ? n : TM_BINARY_ROW);
-  for (uint32_t j = 0; j < n; j += TM_BINARY_ROW) {
-    const uint32_t m = n - j < TM_BINARY_ROW ? n - j : TM_BINARY_ROW;
-    fn(a_one ? row : a + j, b_one ? row : b + j, out + j, m, params);
-  }
-}
-
-void tm_binary_rows(const tm_binary_shape *shape, const int8_t *a, const int8_t *b, int8_t *out,
-                    tm_binary_row_fn fn, const void *params) {
-  if (shape->dims == 0) {
-    for (uint32_t i = 0, n; i < shape->numel; i += n) {
-      n = tm_binary_row_len(shape, i);
-      fn(a + i % shape->a_period, b + i % shape->b_period, out + i, n, params);
-    }
-    return;
-  }
-  const uint32_t inner = shape->dims - 1;
-  const uint32_t n = shape->size[inner];
-  const bool a_one = shape->a_step[inner] == 0;
-  const bool b_one = shape->b_step[inner] == 0;
-  uint32_t index[TM_MAX_DIMS] = {0};
-  for (uint32_t done = 0; done < shape->numel; done += n) {
-    broadcast_row(a, a_one, b, b_one, out, n, fn, params);
-    out += n;
-    for (uint32_t k = inner; k-- > 0;) { /* the next row: an odometer over the outer loops */
-      a += shape->a_step[k];
-      b += shape->b_step[k];
-      if (++index[k] < shape->size[k]) {
-        break;
-      }
-      index[k] = 0;
-      a -= (size_t)shape->a_step[k] * shape->size[k];
-      b -= (size_t)shape->b_step[k] * shape->size[k];
-    }
-  }
-}
-
 tm_status tm_binary_out_arg(tm_kernel_context *ctx, tm_value *const *args, size_t i_self, size_t i_other,
                             size_t i_out, tm_tensor **out, tm_binary_shape *shape) {
   *out = tm_tensor_arg(args, i_out, TM_CHAR, 0, TM_MAX_DIMS);

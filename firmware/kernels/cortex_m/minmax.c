@@ -38,10 +38,9 @@ static void min_row_mve(const int8_t *a, const int8_t *b, int8_t *out, uint32_t 
   minmax_row_mve(a, b, out, n, false);
 }
 
-static void minmax_mve(const int8_t *a, const int8_t *b, int8_t *out, tm_binary_shape shape, bool is_max) {
-  int8_t row[TM_BINARY_ROW];
-  tm_binary_widen_short(&a, &b, &shape, row);
-  tm_binary_rows(&shape, a, b, out, is_max ? max_row_mve : min_row_mve, NULL);
+static void minmax_mve(const int8_t *a, const int8_t *b, int8_t *out, const tm_binary_shape *shape,
+                       bool is_max) {
+  tm_binary_rows(shape, a, b, out, is_max ? max_row_mve : min_row_mve, NULL);
 }
 #endif
 
@@ -78,7 +77,7 @@ static tm_status minmax(tm_kernel_context *ctx, tm_value *const *args, size_t na
     return st;
   }
 #if TM_KERNELS_USE_MVE
-  minmax_mve((const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)out->data, shape, is_max);
+  minmax_mve((const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)out->data, &shape, is_max);
 #else
   tm_binary_rows(&shape, (const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)out->data,
                  is_max ? max_row_scalar : min_row_scalar, NULL);

@@ -168,8 +168,9 @@ static void add_row_mve_fn(const int8_t *a, const int8_t *b, int8_t *out, uint32
   add_row_mve(a, b, out, n, r->p, r->s);
 }
 
-static void add_lut(const int8_t *a, const int8_t *b, int8_t *out, const tm_binary_shape *shape,
-                    const add_params *p, const add_shifts *s) {
+/* Not inlined: the table loops keep their registers to themselves. */
+static __attribute__((noinline)) void add_lut(const int8_t *a, const int8_t *b, int8_t *out,
+                                              const tm_binary_shape *shape, const add_params *p, const add_shifts *s) {
   int32_t lut_a[LUT_SIZE];
   int32_t lut_b[LUT_SIZE];
   build_lut(lut_a, p->a_zp, p->a_mult, s->a_left, s->a_right);
@@ -180,14 +181,11 @@ static void add_lut(const int8_t *a, const int8_t *b, int8_t *out, const tm_bina
 
 /* Elementwise, or row by row when one operand is per channel, a single element (its
  * period) or broadcast (tm_binary_rows); false when the scalar loop must run. */
-static bool add_mve(const int8_t *a, const int8_t *b, int8_t *out, tm_binary_shape shape_in,
+static bool add_mve(const int8_t *a, const int8_t *b, int8_t *out, const tm_binary_shape *shape,
                     const add_params *p) {
   if (p->a_mult == INT32_MIN || p->b_mult == INT32_MIN) {
     return false;
   }
-  int8_t row[TM_BINARY_ROW];
-  tm_binary_shape *shape = &shape_in;
-  tm_binary_widen_short(&a, &b, shape, row);
   add_shifts s;
   s.a_left = ADD_INPUT_LEFT_SHIFT + (p->a_shift > 0 ? p->a_shift : 0);
   s.a_right = p->a_shift < 0 ? p->a_shift : 0;
@@ -245,7 +243,7 @@ tm_status tm_cortex_m_quantized_add_out(tm_kernel_context *ctx, tm_value *const 
   }
 
 #if TM_KERNELS_USE_MVE
-  if (add_mve((const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)out->data, shape, &p)) {
+  if (add_mve((const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)out->data, &shape, &p)) {
     return TM_OK;
   }
 #endif

@@ -55,10 +55,9 @@ static void mul_row_mve_fn(const int8_t *a, const int8_t *b, int8_t *out, uint32
 
 /* Elementwise, or row by row when one operand is per channel, a single element (its
  * period) or broadcast (tm_binary_rows). */
-static void mul_mve(const int8_t *a, const int8_t *b, int8_t *out, tm_binary_shape shape, const mul_params *p) {
-  int8_t row[TM_BINARY_ROW];
-  tm_binary_widen_short(&a, &b, &shape, row);
-  tm_binary_rows(&shape, a, b, out, mul_row_mve_fn, p);
+static void mul_mve(const int8_t *a, const int8_t *b, int8_t *out, const tm_binary_shape *shape,
+                    const mul_params *p) {
+  tm_binary_rows(shape, a, b, out, mul_row_mve_fn, p);
 }
 #endif
 
@@ -99,7 +98,7 @@ tm_status tm_cortex_m_quantized_mul_out(tm_kernel_context *ctx, tm_value *const 
 
 #if TM_KERNELS_USE_MVE
   const mul_params mp = {a_zp, b_zp, out_zp, mult, shift > 0 ? shift : 0, shift < 0 ? shift : 0};
-  mul_mve((const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)out->data, shape, &mp);
+  mul_mve((const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)out->data, &shape, &mp);
   return TM_OK;
 #endif
   const mul_scalar_params sp = {a_zp, b_zp, out_zp, mult, shift};
