@@ -102,8 +102,14 @@ def _mul(p, rng) -> None:
     p.call("cortex_m::quantized_mul", [a, p.i(-3), b, p.i(5), p.i(-1), p.i(mo), p.i(sho), out], "32x32x16")
 
 
+def _other_sizes(other: str, h: int, w: int, c: int) -> list[int]:
+    return {"channel": [1, c, 1, 1], "scalar": [1], "spatial": [1, 1, h, w], "row": [1, c, h, 1]}[other]
+
+
 def _mul_broadcast(other: str, h: int = 32, w: int = 32, c: int = 16) -> Callable:
-    """mul of an h x w x c map by a [1,c,1,1] channel vector (squeeze-excite) or one number."""
+    """mul of an h x w x c map by a [1,c,1,1] channel vector (squeeze-excite), one number, or
+    (the general broadcast) a [1,1,h,w] map (x * x.mean(1, keepdim=True): rows of one value
+    along C) or a [1,c,h,1] one (x * x.mean(3, keepdim=True): rows of C along W)."""
 
     def build(p, rng) -> None:
         from torchmcu import reference as ref
@@ -111,8 +117,9 @@ def _mul_broadcast(other: str, h: int = 32, w: int = 32, c: int = 16) -> Callabl
 
         mo, sho = ref.quantize_multiplier(0.05 * 0.08 / 0.1)
         a = _nhwc(p, rng, h, w, c)
-        sizes = [1, c, 1, 1] if other == "channel" else [1]
-        b = p.input(rng.integers(-128, 128, sizes, dtype=np.int8), pm.ScalarType.CHAR)
+        sizes = _other_sizes(other, h, w, c)
+        order = LEGACY if len(sizes) == 4 else None
+        b = p.input(rng.integers(-128, 128, sizes, dtype=np.int8), pm.ScalarType.CHAR, sizes, order)
         out = p.output(pm.ScalarType.CHAR, [1, c, h, w], LEGACY)
         p.call("cortex_m::quantized_mul", [a, p.i(-3), b, p.i(5), p.i(-1), p.i(mo), p.i(sho), out],
                f"{h}x{w}x{c} * {other}")  # fmt: skip
@@ -251,6 +258,8 @@ SHAPES: dict[str, Shape] = {
     "mul": Shape("quantized_mul", 16384, 110_651, _mul),
     "mul_channel": Shape("quantized_mul", 16384, 173_064, _mul_broadcast("channel"), flat=110_651),
     "mul_scalar": Shape("quantized_mul", 16384, None, _mul_broadcast("scalar")),
+    "mul_spatial": Shape("quantized_mul", 16384, None, _mul_broadcast("spatial")),
+    "mul_row": Shape("quantized_mul", 16384, None, _mul_broadcast("row")),
     "maximum": Shape("maximum", 16384, 18_499, _maximum),
     "maxpool": Shape("quantized_max_pool2d", 16384, 44_780, _maxpool()),
     "avgpool": Shape("quantized_avg_pool2d", 8000, 9_359, _avgpool()),

@@ -300,6 +300,15 @@ def all_cases() -> list[Case]:
     cases.append(dw_case(rng, "dw1d_k3_d2_p2_c32", 1, 1, 25, 32, 1, 3, (1, 1), (0, 2), (1, 2)))
     cases.append(dw_case(rng, "dw1d_k9_s2_p4_c19", 1, 1, 30, 19, 1, 9, (1, 2), (0, 4), nhwc=True))
     cases.append(dw_case(rng, "dw3x3_d3_p3_c16", 1, 8, 8, 16, 3, 3, (1, 1), (3, 3), (3, 3)))
+    # the int8 sum (pool.py's _sum_node): all-one weights, a window spanning the reduced run
+    # (R x 1 over [outer, R, 1, inner] views, or H x W), no bias, one multiplier
+    for name, (n, h, w, c, kh, kw) in {"sum_c_as_rows_r8_c1": (64, 8, 1, 1, 8, 1),
+                                       "sum_t_r5_c12": (2, 5, 1, 12, 5, 1),
+                                       "sum_hw_8x8_c8": (1, 8, 8, 8, 8, 8),
+                                       "sum_w_1x8_c19": (1, 8, 8, 19, 1, 8)}.items():
+        case = dw_case(rng, name, n, h, w, c, kh, kw, per_channel=False, bias=False)
+        case.args["weight"][...] = 1
+        cases.append(case)
     # transposed conv: strides, padding, output_padding, dilation, channel tails, batch 2
     for i, (n, h, w, cin, cout, kh, kw, s, p, op, d) in enumerate([
         (1, 4, 4, 8, 6, 3, 3, (2, 2), (1, 1), (1, 1), (1, 1)),

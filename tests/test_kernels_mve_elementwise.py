@@ -197,7 +197,20 @@ def _binary_shapes():
     for n in (1, 15, 16, 63, 64, 65, 130):  # a one-element operand: rows of TM_BINARY_ROW, tails
         shapes.append(([n], [0], [1], [0], [n], [0], f"other scalar n={n}"))
         shapes.append(([1, 1], [0, 1], [1, n], [0, 1], [1, n], [0, 1], f"self scalar n={n}"))
-    return shapes
+    return shapes + _general_shapes()
+
+
+def _general_shapes():
+    """The general broadcast: inner rows where both operands advance, inner rows of one
+    repeated value (tails, rows over TM_BINARY_ROW), both operands broadcast, rank 3."""
+    g = [([2, 16, 3, 5], LEGACY, [2, 1, 3, 5], LEGACY, [2, 16, 3, 5], LEGACY, "general [N,1,H,W] c=16"),
+         ([1, 70, 2, 2], LEGACY, [1, 1, 2, 2], [0, 1, 2, 3], [1, 70, 2, 2], LEGACY, "general [N,1,H,W] c=70"),
+         ([1, 23, 4, 3], LEGACY, [1, 23, 4, 1], LEGACY, [1, 23, 4, 3], LEGACY, "general [N,C,H,1] c=23"),
+         ([1, 7, 1, 5], LEGACY, [1, 1, 6, 1], LEGACY, [1, 7, 6, 5], LEGACY, "general [N,C,1,W]+[N,1,H,1]"),
+         ([1, 1, 1, 9], LEGACY, [2, 5, 3, 9], LEGACY, [2, 5, 3, 9], LEGACY, "general self [1,1,1,W]"),
+         ([3, 5, 17], [0, 1, 2], [3, 5, 1], [0, 1, 2], [3, 5, 17], [0, 1, 2], "general [B,T,1] c=17"),
+         ([1, 1, 33], [0, 1, 2], [2, 4, 33], [0, 1, 2], [2, 4, 33], [0, 1, 2], "general self [1,1,C]")]
+    return g
 
 
 def _add_params(rng: np.random.Generator) -> list[int]:
@@ -222,6 +235,8 @@ def _add_table_shapes():
     shapes.append(([2, 17, 4, 4], LEGACY, [1, 17, 1, 1], LEGACY, [2, 17, 4, 4], LEGACY, "other per-channel n=2"))
     shapes.append(([1, 9, 8, 8], LEGACY, [1], [0], [1, 9, 8, 8], LEGACY, "other scalar 9x8x8"))
     shapes.append(([1], [0], [1031], [0], [1031], [0], "self scalar n=1031"))
+    shapes.append(([1, 40, 4, 4], LEGACY, [1, 1, 4, 4], LEGACY, [1, 40, 4, 4], LEGACY, "general [N,1,H,W] c=40"))
+    shapes.append(([1, 9, 1, 8], LEGACY, [1, 1, 8, 1], LEGACY, [1, 9, 8, 8], LEGACY, "general both 9x8x8"))
     return shapes
 
 

@@ -24,6 +24,17 @@ ADD = ops.get("cortex_m::quantized_add.out")
 MUL = ops.get("cortex_m::quantized_mul.out")
 NHWC = [0, 2, 3, 1]
 BROADCASTS = ["none", "flat", "other", "self", "scalar", "scalar_self"]
+# the general broadcast: (self, other) sizes of n, c, h, w; NHWC when 4-D
+GENERAL = {
+    "g_n1hw": lambda n, c, h, w: ([n, c, h, w], [n, 1, h, w]),
+    "g_nch1": lambda n, c, h, w: ([n, c, h, w], [n, c, h, 1]),
+    "g_111w_self": lambda n, c, h, w: ([1, 1, 1, w], [n, c, h, w]),
+    "g_both": lambda n, c, h, w: ([n, c, 1, w], [n, 1, h, 1]),
+    "g_btc_11c": lambda n, c, h, w: ([n, h, c], [1, 1, c]),
+    "g_btc_bt1": lambda n, c, h, w: ([n, h, c], [n, h, 1]),
+    "g_both_3d": lambda n, c, h, w: ([1, h, c], [n, 1, 1]),
+}
+BROADCASTS += list(GENERAL)
 
 
 def _add_params(rng, negate=False) -> dict[str, int]:
@@ -82,6 +93,11 @@ def _layout_case(draw_rng, broadcast: str):
     """(sizes, orders) of self, other, out: equal contiguous, equal NHWC, a one-element
     operand, or a [1,C,1,1] channel vector on either side of an NHWC [N,C,H,W]."""
     n, c, h, w = (int(v) for v in draw_rng.integers(1, 5, 4))
+    if broadcast in GENERAL:
+        c, w = c + 2, w + 2  # rows of several elements
+        sa, sb = GENERAL[broadcast](n, c, h, w)
+        so = [max(x, y) for x, y in zip(sa, sb)]
+        return (sa, sb, so), ((NHWC, NHWC, NHWC) if len(so) == 4 else None)
     full, vec = [n, c, h, w], [1, c, 1, 1]
     if broadcast == "none":
         return (full, full, full), (NHWC, NHWC, NHWC)
@@ -143,6 +159,31 @@ def test_mul_c_kernel_is_bit_exact_with_the_reference(seed, broadcast):
     assert out.tobytes() == reference.tobytes()
 
 
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), broadcast=st.sampled_from(list(GENERAL)),
+       op=st.sampled_from(["cortex_m::quantized_add", "cortex_m::quantized_mul"]))
+def test_general_broadcast_is_numpy_broadcasting_of_the_formula(seed, broadcast, op):
+    """The C kernel and the interpreter on a general broadcast equal the elementwise formula
+    on numpy's broadcast of the logical operands (no period or stride arithmetic)."""
+    rng = np.random.default_rng(seed)
+    sizes, orders = _layout_case(rng, broadcast)
+    add = op == "cortex_m::quantized_add"
+    p = _add_params(rng, seed % 2 == 1) if add else _mul_params(rng)
+    a, b, out, reference, _ = _run_both(op, p, sizes, orders, rng)
+    if add:
+        want = quantized_add(a, p["self_zero_point"], p["self_multiplier"], p["self_shift"], b,
+                             p["other_zero_point"], p["other_multiplier"], p["other_shift"],
+                             p["output_zero_point"], p["output_multiplier"], p["output_shift"],
+                             p["activation_min"], p["activation_max"])
+    else:
+        want = quantized_mul(a, p["self_zero_point"], b, p["other_zero_point"], p["output_zero_point"],
+                             p["output_multiplier"], p["output_shift"])
+    assert want.shape == tuple(sizes[2])
+    want = _physical(want, (orders or tuple(list(range(len(s))) for s in sizes))[2])
+    assert out.tobytes() == want.tobytes()
+    assert reference.tobytes() == want.tobytes()
+
+
 @settings(max_examples=24, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), broadcast=st.sampled_from(BROADCASTS),
        op=st.sampled_from(["cortex_m::quantized_add", "cortex_m::quantized_mul"]))
@@ -174,8 +215,10 @@ BAD = [
     (ADD, {"other_multiplier": 1 << 31}, FULL, ADD.schema.A.other_multiplier),
     (ADD, {"output_shift": -32}, FULL, ADD.schema.A.output_shift),
     (ADD, {"activation_min": 5, "activation_max": 4}, FULL, ADD.schema.A.activation_max),
-    (ADD, {}, ([1, 3, 2, 2], [1, 3, 2, 1], [1, 3, 2, 2]), ADD.schema.A.other),  # no broadcast
-    (ADD, {}, ([1, 3, 2, 1], [1, 3, 2, 2], [1, 3, 2, 2]), ADD.schema.A.self),
+    (ADD, {}, ([1, 3, 2, 2], [1, 3, 2, 3], [1, 3, 2, 2]), ADD.schema.A.other),  # no broadcast
+    (ADD, {}, ([1, 3, 2, 3], [1, 3, 2, 2], [1, 3, 2, 2]), ADD.schema.A.self),
+    (ADD, {}, ([1, 3, 1, 2], [1, 1, 2, 2], [1, 3, 2, 1]), ADD.schema.A.out),  # not the broadcast
+    (ADD, {}, ([1, 3, 1, 2], [3, 1, 2], [1, 3, 2, 2]), ADD.schema.A.other),  # another rank
     (ADD, {}, ([1, 3, 2, 2], [1, 3, 2, 2], [1, 3, 2, 1]), ADD.schema.A.out),
     (MUL, {"other_zero_point": -129}, FULL, MUL.schema.A.other_zero_point),
     (MUL, {"output_multiplier": -(1 << 31) - 1}, FULL, MUL.schema.A.output_multiplier),

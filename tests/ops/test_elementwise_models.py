@@ -14,8 +14,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 import torchmcu
+from _model_checks import fake_quant_steps, float_region
 from torch import nn
-from torchmcu import native
 from torchmcu.reference.interpreter import run_program as reference_run
 
 SHAPE = (1, 3, 10, 10)
@@ -85,21 +85,7 @@ def test_exports_as_int8_calls_only(exported) -> None:
 
 def test_host_bit_exact_with_reference_and_near_fake_quant(exported) -> None:
     _, prog, _ = exported
-    (in_q,), (out_q,) = prog.report["inputs"], prog.report["outputs"]
-    rng = torch.Generator().manual_seed(99)
-    steps = []
-    for _ in range(8):
-        x = torch.randn(SHAPE, generator=rng)
-        inv = np.float32(1.0) / np.float32(in_q["scale"])
-        qx = np.clip(np.round(x.numpy() * inv) + in_q["zero_point"], -128, 127).astype(np.int8)
-        (ours,) = native.run_program(prog.pte_bytes, [qx])
-        (ref,) = reference_run(prog.program, [qx])
-        np.testing.assert_array_equal(ours, ref)
-        with torch.no_grad():
-            fq = prog.quantized_model(x).double().numpy()
-        want = np.round(fq / out_q["scale"]) + out_q["zero_point"]
-        steps.append(np.abs(ours.astype(np.int64) - want.astype(np.int64)).ravel())
-    d = np.concatenate(steps)
+    d = fake_quant_steps(prog, SHAPE, 8)
     assert np.percentile(d, 99) <= 1.0, (d.max(), np.percentile(d, 99))
 
 
@@ -131,19 +117,7 @@ class FloatBody(nn.Module):
 def test_float_region_runs_the_portable_forms_like_torch() -> None:
     """The same operators kept in float32 (set_module_name(..., None)): portable calls only,
     the host runtime and the reference within float32 rounding of torch."""
-    from torchmcu.quantize import TorchmcuQuantizer
-
-    model = nn.Sequential(FloatBody()).eval()
-    xs = [(torch.randn(1, 4, 3, 3),) for _ in range(2)]
-    quantizer = TorchmcuQuantizer().set_module_name("0", None)
-    e = torchmcu.export(model, xs[0], calibration=xs, quantizer=quantizer)
-    plan = e.program.execution_plan[0]
-    names = {plan.operators[i.op_index].name for i in plan.chains[0].instructions}
+    names, want, got, ref = float_region(FloatBody(), (1, 4, 3, 3))
     assert names == {"aten::add", "aten::mul", "aten::abs", "aten::maximum", "aten::minimum"}
-    x = xs[1][0]
-    with torch.no_grad():
-        want = model(x).numpy()
-    (got,) = native.run_program(e.pte_bytes, [x.numpy()])
-    (ref,) = reference_run(e.program, [x.numpy()])
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
     np.testing.assert_array_equal(ref, got)

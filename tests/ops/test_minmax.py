@@ -62,8 +62,8 @@ def test_c_kernel_reference_and_tosa_are_numpys_max_min(name: str) -> None:
 
 
 BAD = [
-    (([1, 3, 2, 2], [1, 3, 2, 1], [1, 3, 2, 2]), "other"),  # no broadcast
-    (([1, 3, 2, 1], [1, 3, 2, 2], [1, 3, 2, 2]), "self"),
+    (([1, 3, 2, 2], [1, 3, 2, 3], [1, 3, 2, 2]), "other"),  # no broadcast
+    (([1, 3, 2, 3], [1, 3, 2, 2], [1, 3, 2, 2]), "self"),
     (([1, 3, 2, 2], [1, 3, 2, 2], [1, 3, 2, 1]), "out"),
     (([2, 3], [3], [2, 3]), "other"),  # a channel vector of a contiguous out
 ]

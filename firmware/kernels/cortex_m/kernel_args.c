@@ -204,8 +204,68 @@ static bool is_channel_vector(const tm_tensor *t, int32_t channels) {
   return t->dim == 4 && t->sizes[1] == channels && t->numel == (uint32_t)channels;
 }
 
+/* Operand t of a general broadcast to out: out's rank, each size out's or 1, its bytes in
+ * out's dim order; step[d] its element stride along dim d (0 where it is broadcast). */
+static bool broadcast_operand(const tm_tensor *t, const tm_tensor *out, int64_t step[TM_MAX_DIMS]) {
+  if (t->dim != out->dim || t->dim == 0) {
+    return false;
+  }
+  for (uint8_t d = 0; d < t->dim; ++d) {
+    if (t->sizes[d] != out->sizes[d] && t->sizes[d] != 1) {
+      return false;
+    }
+  }
+  if (!same_strides_where_it_matters(t, t->dim_order, out->dim_order)) {
+    return false;
+  }
+  strides_for(t, out->dim_order, step);
+  for (uint8_t d = 0; d < t->dim; ++d) {
+    if (t->sizes[d] != out->sizes[d]) {
+      step[d] = 0;
+    }
+  }
+  return true;
+}
+
+/* The general broadcast's loops (see tm_binary_shape); false when out's sizes are not the
+ * operands' broadcast. */
+static bool general_broadcast(const tm_tensor *a, const tm_tensor *b, const tm_tensor *out, const int64_t sa[TM_MAX_DIMS],
+                              const int64_t sb[TM_MAX_DIMS], tm_binary_shape *shape) {
+  uint32_t dims = 0;
+  for (uint8_t k = 0; k < out->dim; ++k) {
+    const uint8_t d = out->dim_order[k];
+    const uint32_t size = (uint32_t)out->sizes[d];
+    if (size != (uint32_t)a->sizes[d] && size != (uint32_t)b->sizes[d]) {
+      return false;
+    }
+    if (size == 1) {
+      continue;
+    }
+    if (dims > 0 && shape->a_step[dims - 1] == (uint32_t)sa[d] * size &&
+        shape->b_step[dims - 1] == (uint32_t)sb[d] * size) {
+      shape->size[dims - 1] *= size; /* the outer neighbour continues this dim */
+    } else {
+      shape->size[dims++] = size;
+    }
+    shape->a_step[dims - 1] = (uint32_t)sa[d];
+    shape->b_step[dims - 1] = (uint32_t)sb[d];
+  }
+  if (dims == 0) {
+    shape->size[0] = 1;
+    shape->a_step[0] = 1;
+    shape->b_step[0] = 1;
+    dims = 1;
+  }
+  shape->dims = dims;
+  shape->numel = out->numel;
+  shape->a_period = out->numel;
+  shape->b_period = out->numel;
+  return true;
+}
+
 tm_binary_status tm_binary_broadcast(const tm_tensor *a, const tm_tensor *b, const tm_tensor *out,
                                      tm_binary_shape *shape) {
+  shape->dims = 0;
   if (tm_same_layout(a, b)) {
     if (!tm_same_layout(a, out)) {
       return TM_BINARY_BAD_OUT;
@@ -217,9 +277,6 @@ tm_binary_status tm_binary_broadcast(const tm_tensor *a, const tm_tensor *b, con
   }
   const bool a_full = tm_same_layout(a, out);
   const bool b_full = tm_same_layout(b, out);
-  if (!a_full && !b_full) {
-    return TM_BINARY_BAD_OUT;
-  }
   if (a_full && b->numel == 1) {
     shape->a_period = out->numel;
     shape->b_period = 1;
@@ -237,20 +294,32 @@ tm_binary_status tm_binary_broadcast(const tm_tensor *a, const tm_tensor *b, con
   if (nhwc_out && a_full && is_channel_vector(b, channels)) {
     shape->a_period = out->numel;
     shape->b_period = (uint32_t)channels;
-  } else if (nhwc_out && b_full && is_channel_vector(a, channels)) {
+    shape->numel = out->numel;
+    return TM_BINARY_OK;
+  }
+  if (nhwc_out && b_full && is_channel_vector(a, channels)) {
     shape->a_period = (uint32_t)channels;
     shape->b_period = out->numel;
-  } else {
-    return a_full ? TM_BINARY_BAD_OTHER : TM_BINARY_BAD_SELF;
+    shape->numel = out->numel;
+    return TM_BINARY_OK;
   }
-  shape->numel = out->numel;
-  return TM_BINARY_OK;
+  int64_t sa[TM_MAX_DIMS];
+  int64_t sb[TM_MAX_DIMS];
+  const bool a_fits = broadcast_operand(a, out, sa);
+  const bool b_fits = broadcast_operand(b, out, sb);
+  if (a_fits && b_fits) {
+    return general_broadcast(a, b, out, sa, sb, shape) ? TM_BINARY_OK : TM_BINARY_BAD_OUT;
+  }
+  if (!a_full && !b_full) {
+    return a_fits != b_fits ? (a_fits ? TM_BINARY_BAD_OTHER : TM_BINARY_BAD_SELF) : TM_BINARY_BAD_OUT;
+  }
+  return a_full ? TM_BINARY_BAD_OTHER : TM_BINARY_BAD_SELF;
 }
 
 void tm_binary_widen_short(const int8_t **a, const int8_t **b, tm_binary_shape *shape, int8_t *row) {
   const bool a_short = shape->a_period < shape->b_period;
   const uint32_t period = a_short ? shape->a_period : shape->b_period;
-  if (shape->numel <= period || period * 2u > TM_BINARY_ROW) {
+  if (shape->dims > 0 || shape->numel <= period || period * 2u > TM_BINARY_ROW) {
     return;
   }
   const int8_t *src = a_short ? *a : *b;

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "torchmcu/types.h"
 
@@ -86,11 +87,23 @@ tm_status tm_qparams_args(tm_kernel_context *ctx, tm_value *const *args, size_t 
  * element (period 1) of any rank, or a 4-D NHWC channel broadcast where one
  * operand holds one value per channel. Output element i (in memory order)
  * reads a[i % a_period] and b[i % b_period].
+ *
+ * Otherwise the general broadcast (dims > 0; the periods unused): self, other
+ * and out of one rank, each operand's size out's or 1 along every dim, out's
+ * size one of theirs, and each operand's bytes in out's dim order (dims of
+ * size 1 free). Out's memory is then `dims` nested loops of size[k] (the
+ * innermost last, size-1 dims dropped, mergeable neighbours merged), each
+ * operand advancing a_step[k] / b_step[k] elements per step (0 where it is
+ * broadcast); the innermost steps are 0 or 1.
  */
 typedef struct {
   uint32_t numel;
   uint32_t a_period;
   uint32_t b_period;
+  uint32_t dims;
+  uint32_t size[TM_MAX_DIMS];
+  uint32_t a_step[TM_MAX_DIMS];
+  uint32_t b_step[TM_MAX_DIMS];
 } tm_binary_shape;
 
 typedef enum { TM_BINARY_OK = 0, TM_BINARY_BAD_SELF = 1, TM_BINARY_BAD_OTHER = 2, TM_BINARY_BAD_OUT = 3 } tm_binary_status;
@@ -104,18 +117,69 @@ tm_binary_status tm_binary_broadcast(const tm_tensor *a, const tm_tensor *b, con
 tm_status tm_binary_out_arg(tm_kernel_context *ctx, tm_value *const *args, size_t i_self, size_t i_other,
                             size_t i_out, tm_tensor **out, tm_binary_shape *shape);
 
-/* For the vector loops, which run rows of min(a_period, b_period) elements: a
- * broadcast operand of a short period (a single element, or a channel vector of
- * at most TM_BINARY_ROW / 2 channels) is repeated as often as it fits into `row`
- * (TM_BINARY_ROW bytes), *a or *b then points at it and its period becomes that
- * multiple. Rows are then tm_binary_row_len(shape, i) long (the last one may be
- * shorter). */
+/* Rows of the period shapes are min(a_period, b_period) elements, after a broadcast
+ * operand of a short period (a single element, or a channel vector of at most
+ * TM_BINARY_ROW / 2 channels) is repeated as often as it fits into a TM_BINARY_ROW-byte
+ * row (its period then that multiple): tm_binary_row_len(shape, i) long (the last one may
+ * be shorter). */
 #define TM_BINARY_ROW 64u
+
+/* The repetition above, applied to *a or *b and the shape (nothing for the general broadcast). */
 void tm_binary_widen_short(const int8_t **a, const int8_t **b, tm_binary_shape *shape, int8_t *row);
 
 static inline uint32_t tm_binary_row_len(const tm_binary_shape *shape, uint32_t i) {
   const uint32_t row = shape->a_period < shape->b_period ? shape->a_period : shape->b_period;
   return shape->numel - i < row ? shape->numel - i : row;
+}
+
+/* out[j] = op(a[j], b[j]) for j < n, all three contiguous (a kernel's row loop). */
+typedef void (*tm_binary_row_fn)(const int8_t *a, const int8_t *b, int8_t *out, uint32_t n, const void *params);
+
+/* Runs fn over every element of out in rows: the period rows (tm_binary_row_len, after the
+ * short-period repetition), or the general broadcast's inner loop, where an operand
+ * broadcast along it (inner step 0) is one value repeated into a TM_BINARY_ROW-byte row and
+ * the inner loop runs in pieces of at most TM_BINARY_ROW elements. Inline, with one call of
+ * fn, so that a kernel's row function (a constant) is inlined into the loop. */
+static inline __attribute__((always_inline)) void tm_binary_rows(const tm_binary_shape *shape, const int8_t *a,
+                                                                  const int8_t *b, int8_t *out, tm_binary_row_fn fn,
+                                                                  const void *params) {
+  int8_t row[TM_BINARY_ROW];
+  tm_binary_shape rows = *shape;
+  tm_binary_widen_short(&a, &b, &rows, row); /* nothing for the general broadcast */
+  const bool general = rows.dims > 0;
+  const uint32_t inner = general ? rows.dims - 1 : 0;
+  const uint32_t len = rows.size[inner];
+  const bool a_one = general && rows.a_step[inner] == 0;
+  const bool b_one = general && rows.b_step[inner] == 0;
+  uint32_t index[TM_MAX_DIMS] = {0};
+  uint32_t j = 0; /* the general broadcast: the position in the current inner loop */
+  for (uint32_t i = 0, n; i < rows.numel; i += n) {
+    const int8_t *pa = a + i % rows.a_period;
+    const int8_t *pb = b + i % rows.b_period;
+    n = tm_binary_row_len(&rows, i);
+    if (general) {
+      if (j == 0 && (a_one || b_one)) {
+        memset(row, a_one ? *a : *b, len < TM_BINARY_ROW ? len : TM_BINARY_ROW);
+      }
+      n = a_one || b_one ? (len - j < TM_BINARY_ROW ? len - j : TM_BINARY_ROW) : len;
+      pa = a_one ? row : a + j;
+      pb = b_one ? row : b + j;
+    }
+    fn(pa, pb, out + i, n, params);
+    if (general && (j += n) == len) {
+      j = 0;
+      for (uint32_t k = inner; k-- > 0;) { /* the next inner loop: an odometer over the outer ones */
+        a += rows.a_step[k];
+        b += rows.b_step[k];
+        if (++index[k] < rows.size[k]) {
+          break;
+        }
+        index[k] = 0;
+        a -= (size_t)rows.a_step[k] * rows.size[k];
+        b -= (size_t)rows.b_step[k] * rows.size[k];
+      }
+    }
+  }
 }
 
 

@@ -28,26 +28,35 @@ static void minmax_row_mve(const int8_t *a, const int8_t *b, int8_t *out, uint32
   }
 }
 
-static void minmax_mve(const int8_t *a, const int8_t *b, int8_t *out, tm_binary_shape shape, bool is_max) {
-  int8_t row[TM_BINARY_ROW];
-  tm_binary_widen_short(&a, &b, &shape, row);
-  for (uint32_t i = 0, n; i < shape.numel; i += n) {
-    n = tm_binary_row_len(&shape, i);
-    if (is_max) {
-      minmax_row_mve(a + i % shape.a_period, b + i % shape.b_period, out + i, n, true);
-    } else {
-      minmax_row_mve(a + i % shape.a_period, b + i % shape.b_period, out + i, n, false);
-    }
-  }
+static void max_row_mve(const int8_t *a, const int8_t *b, int8_t *out, uint32_t n, const void *p) {
+  (void)p;
+  minmax_row_mve(a, b, out, n, true);
+}
+
+static void min_row_mve(const int8_t *a, const int8_t *b, int8_t *out, uint32_t n, const void *p) {
+  (void)p;
+  minmax_row_mve(a, b, out, n, false);
+}
+
+static void minmax_mve(const int8_t *a, const int8_t *b, int8_t *out, const tm_binary_shape *shape,
+                       bool is_max) {
+  tm_binary_rows(shape, a, b, out, is_max ? max_row_mve : min_row_mve, NULL);
 }
 #endif
 
-TM_MAYBE_UNUSED static void minmax_scalar(const int8_t *a, const int8_t *b, int8_t *out,
-                                          const tm_binary_shape *shape, bool is_max) {
-  for (uint32_t i = 0; i < shape->numel; ++i) {
-    const int8_t x = a[i % shape->a_period];
-    const int8_t y = b[i % shape->b_period];
-    out[i] = (x > y) == is_max ? x : y;
+TM_MAYBE_UNUSED static void max_row_scalar(const int8_t *a, const int8_t *b, int8_t *out, uint32_t n,
+                                           const void *p) {
+  (void)p;
+  for (uint32_t i = 0; i < n; ++i) {
+    out[i] = a[i] > b[i] ? a[i] : b[i];
+  }
+}
+
+TM_MAYBE_UNUSED static void min_row_scalar(const int8_t *a, const int8_t *b, int8_t *out, uint32_t n,
+                                           const void *p) {
+  (void)p;
+  for (uint32_t i = 0; i < n; ++i) {
+    out[i] = a[i] < b[i] ? a[i] : b[i];
   }
 }
 
@@ -68,9 +77,10 @@ static tm_status minmax(tm_kernel_context *ctx, tm_value *const *args, size_t na
     return st;
   }
 #if TM_KERNELS_USE_MVE
-  minmax_mve((const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)out->data, shape, is_max);
+  minmax_mve((const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)out->data, &shape, is_max);
 #else
-  minmax_scalar((const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)out->data, &shape, is_max);
+  tm_binary_rows(&shape, (const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)out->data,
+                 is_max ? max_row_scalar : min_row_scalar, NULL);
 #endif
   return TM_OK;
 }

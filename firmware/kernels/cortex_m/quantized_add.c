@@ -151,28 +151,41 @@ static void add_row_lut(const int8_t *a, const int8_t *b, int8_t *out, uint32_t 
   }
 }
 
-static void add_lut(const int8_t *a, const int8_t *b, int8_t *out, const tm_binary_shape *shape,
-                    const add_params *p, const add_shifts *s) {
+/* What a row of the vector paths reads besides its operands. */
+typedef struct {
+  const add_params *p;
+  const add_shifts *s;
+  const int32_t *lut_a, *lut_b;
+} add_rows;
+
+static void add_row_lut_fn(const int8_t *a, const int8_t *b, int8_t *out, uint32_t n, const void *v) {
+  const add_rows *r = (const add_rows *)v;
+  add_row_lut(a, b, out, n, r->lut_a, r->lut_b, r->p, r->s);
+}
+
+static void add_row_mve_fn(const int8_t *a, const int8_t *b, int8_t *out, uint32_t n, const void *v) {
+  const add_rows *r = (const add_rows *)v;
+  add_row_mve(a, b, out, n, r->p, r->s);
+}
+
+/* Not inlined: the table loops keep their registers to themselves. */
+static __attribute__((noinline)) void add_lut(const int8_t *a, const int8_t *b, int8_t *out,
+                                              const tm_binary_shape *shape, const add_params *p, const add_shifts *s) {
   int32_t lut_a[LUT_SIZE];
   int32_t lut_b[LUT_SIZE];
   build_lut(lut_a, p->a_zp, p->a_mult, s->a_left, s->a_right);
   build_lut(lut_b, p->b_zp, p->b_mult, s->b_left, s->b_right);
-  for (uint32_t i = 0, n; i < shape->numel; i += n) {
-    n = tm_binary_row_len(shape, i);
-    add_row_lut(a + i % shape->a_period, b + i % shape->b_period, out + i, n, lut_a, lut_b, p, s);
-  }
+  const add_rows rows = {p, s, lut_a, lut_b};
+  tm_binary_rows(shape, a, b, out, add_row_lut_fn, &rows);
 }
 
-/* Elementwise, or row by row when one operand is per channel or a single element (its
- * period); false when the scalar loop must run. */
-static bool add_mve(const int8_t *a, const int8_t *b, int8_t *out, tm_binary_shape shape_in,
+/* Elementwise, or row by row when one operand is per channel, a single element (its
+ * period) or broadcast (tm_binary_rows); false when the scalar loop must run. */
+static bool add_mve(const int8_t *a, const int8_t *b, int8_t *out, const tm_binary_shape *shape,
                     const add_params *p) {
   if (p->a_mult == INT32_MIN || p->b_mult == INT32_MIN) {
     return false;
   }
-  int8_t row[TM_BINARY_ROW];
-  tm_binary_shape *shape = &shape_in;
-  tm_binary_widen_short(&a, &b, shape, row);
   add_shifts s;
   s.a_left = ADD_INPUT_LEFT_SHIFT + (p->a_shift > 0 ? p->a_shift : 0);
   s.a_right = p->a_shift < 0 ? p->a_shift : 0;
@@ -184,19 +197,17 @@ static bool add_mve(const int8_t *a, const int8_t *b, int8_t *out, tm_binary_sha
     add_lut(a, b, out, shape, p, &s);
     return true;
   }
-  for (uint32_t i = 0, n; i < shape->numel; i += n) {
-    n = tm_binary_row_len(shape, i);
-    add_row_mve(a + i % shape->a_period, b + i % shape->b_period, out + i, n, p, &s);
-  }
+  const add_rows rows = {p, &s, NULL, NULL};
+  tm_binary_rows(shape, a, b, out, add_row_mve_fn, &rows);
   return true;
 }
 #endif
 
-TM_MAYBE_UNUSED static void add_scalar(const int8_t *a, const int8_t *b, int8_t *out, const tm_binary_shape *shape,
-                       const add_params *p) {
-  for (uint32_t i = 0; i < shape->numel; ++i) {
-    const int64_t av = ((int64_t)a[i % shape->a_period] - p->a_zp) * ((int64_t)1 << ADD_INPUT_LEFT_SHIFT);
-    const int64_t bv = ((int64_t)b[i % shape->b_period] - p->b_zp) * ((int64_t)1 << ADD_INPUT_LEFT_SHIFT);
+static void add_row_scalar(const int8_t *a, const int8_t *b, int8_t *out, uint32_t n, const void *v) {
+  const add_params *p = (const add_params *)v;
+  for (uint32_t i = 0; i < n; ++i) {
+    const int64_t av = ((int64_t)a[i] - p->a_zp) * ((int64_t)1 << ADD_INPUT_LEFT_SHIFT);
+    const int64_t bv = ((int64_t)b[i] - p->b_zp) * ((int64_t)1 << ADD_INPUT_LEFT_SHIFT);
     const int64_t sum = tm_requantize(av, p->a_mult, p->a_shift) + tm_requantize(bv, p->b_mult, p->b_shift);
     const int64_t r = tm_requantize(sum, p->out_mult, p->out_shift) + p->out_zp;
     out[i] = (int8_t)tm_clamp64(r, p->act_min, p->act_max);
@@ -232,10 +243,10 @@ tm_status tm_cortex_m_quantized_add_out(tm_kernel_context *ctx, tm_value *const 
   }
 
 #if TM_KERNELS_USE_MVE
-  if (add_mve((const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)out->data, shape, &p)) {
+  if (add_mve((const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)out->data, &shape, &p)) {
     return TM_OK;
   }
 #endif
-  add_scalar((const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)out->data, &shape, &p);
+  tm_binary_rows(&shape, (const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)out->data, add_row_scalar, &p);
   return TM_OK;
 }

@@ -49,23 +49,28 @@ static void mul_row_mve(const int8_t *a, const int8_t *b, int8_t *out, uint32_t 
   }
 }
 
-/* Elementwise, or row by row when one operand is per channel or a single element (its
- * period). */
-static void mul_mve(const int8_t *a, const int8_t *b, int8_t *out, tm_binary_shape shape, const mul_params *p) {
-  int8_t row[TM_BINARY_ROW];
-  tm_binary_widen_short(&a, &b, &shape, row);
-  for (uint32_t i = 0, n; i < shape.numel; i += n) {
-    n = tm_binary_row_len(&shape, i);
-    mul_row_mve(a + i % shape.a_period, b + i % shape.b_period, out + i, n, p);
-  }
+static void mul_row_mve_fn(const int8_t *a, const int8_t *b, int8_t *out, uint32_t n, const void *p) {
+  mul_row_mve(a, b, out, n, (const mul_params *)p);
+}
+
+/* Elementwise, or row by row when one operand is per channel, a single element (its
+ * period) or broadcast (tm_binary_rows). */
+static void mul_mve(const int8_t *a, const int8_t *b, int8_t *out, const tm_binary_shape *shape,
+                    const mul_params *p) {
+  tm_binary_rows(shape, a, b, out, mul_row_mve_fn, p);
 }
 #endif
 
-TM_MAYBE_UNUSED static void mul_scalar(const int8_t *a, const int8_t *b, int8_t *out, const tm_binary_shape *shape,
-                       int32_t a_zp, int32_t b_zp, int32_t out_zp, int32_t mult, int32_t shift) {
-  for (uint32_t i = 0; i < shape->numel; ++i) {
-    const int64_t prod = ((int64_t)a[i % shape->a_period] - a_zp) * ((int64_t)b[i % shape->b_period] - b_zp);
-    out[i] = (int8_t)tm_clamp64(tm_requantize(prod, mult, shift) + out_zp, INT8_MIN, INT8_MAX);
+typedef struct {
+  int32_t a_zp, b_zp, out_zp, mult, shift;
+} mul_scalar_params;
+
+TM_MAYBE_UNUSED static void mul_row_scalar(const int8_t *a, const int8_t *b, int8_t *out, uint32_t n,
+                                           const void *v) {
+  const mul_scalar_params *p = (const mul_scalar_params *)v;
+  for (uint32_t i = 0; i < n; ++i) {
+    const int64_t prod = ((int64_t)a[i] - p->a_zp) * ((int64_t)b[i] - p->b_zp);
+    out[i] = (int8_t)tm_clamp64(tm_requantize(prod, p->mult, p->shift) + p->out_zp, INT8_MIN, INT8_MAX);
   }
 }
 
@@ -93,10 +98,10 @@ tm_status tm_cortex_m_quantized_mul_out(tm_kernel_context *ctx, tm_value *const 
 
 #if TM_KERNELS_USE_MVE
   const mul_params mp = {a_zp, b_zp, out_zp, mult, shift > 0 ? shift : 0, shift < 0 ? shift : 0};
-  mul_mve((const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)out->data, shape, &mp);
+  mul_mve((const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)out->data, &shape, &mp);
   return TM_OK;
 #endif
-  mul_scalar((const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)out->data, &shape, a_zp, b_zp, out_zp,
-             mult, shift);
+  const mul_scalar_params sp = {a_zp, b_zp, out_zp, mult, shift};
+  tm_binary_rows(&shape, (const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)out->data, mul_row_scalar, &sp);
   return TM_OK;
 }

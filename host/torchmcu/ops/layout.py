@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from torchmcu.pte import program as pm
 
 
@@ -71,17 +73,29 @@ def _channel_vector(t: pm.Tensor, channels: int) -> bool:
     return len(t.sizes) == 4 and t.sizes[1] == channels and math.prod(t.sizes) == channels
 
 
+def broadcast_operand(t: pm.Tensor, out: pm.Tensor) -> bool:
+    """An operand of the general broadcast to out: out's rank, each size out's or 1, its bytes
+    in out's dim order (dims of size 1 free)."""
+    if len(t.sizes) != len(out.sizes) or not t.sizes:
+        return False
+    if any(s not in (o, 1) for s, o in zip(t.sizes, out.sizes)):
+        return False
+    return laid_out_as(t.sizes, t.dim_order, out.dim_order)
+
+
+GENERAL = (0, 0)  # binary_broadcast's answer for the general broadcast (no periods)
+
+
 def binary_broadcast(a: pm.Tensor, b: pm.Tensor, out: pm.Tensor) -> tuple[int, int] | str:
     """tm_binary_broadcast: (a's period, b's period) in out's elements (equal layouts, one
     operand a single element (period 1), or one operand a [1, C, 1, 1] channel vector of an
-    NHWC out), else the argument name at fault ("self", "other" or "out"), as the C kernels
-    report it."""
+    NHWC out), GENERAL for the general broadcast (one rank, each operand's size out's or 1,
+    out's size one of theirs, the operands' bytes in out's dim order), else the argument name
+    at fault ("self", "other" or "out"), as the C kernels report it."""
     numel = math.prod(out.sizes)
     if same_layout(a, b):
         return (numel, numel) if same_layout(a, out) else "out"
     a_full, b_full = same_layout(a, out), same_layout(b, out)
-    if not a_full and not b_full:
-        return "out"
     if a_full and math.prod(b.sizes) == 1:
         return numel, 1
     if b_full and math.prod(a.sizes) == 1:
@@ -92,7 +106,21 @@ def binary_broadcast(a: pm.Tensor, b: pm.Tensor, out: pm.Tensor) -> tuple[int, i
         return numel, channels
     if nhwc_out and b_full and _channel_vector(a, channels):
         return channels, numel
+    a_fits, b_fits = broadcast_operand(a, out), broadcast_operand(b, out)
+    if a_fits and b_fits:
+        ok = all(o in (x, y) for o, x, y in zip(out.sizes, a.sizes, b.sizes))
+        return GENERAL if ok else "out"
+    if not a_full and not b_full:
+        return ("other" if a_fits else "self") if a_fits != b_fits else "out"
     return "other" if a_full else "self"
+
+
+def broadcast_physical(x: np.ndarray, t: pm.Tensor, out: pm.Tensor) -> np.ndarray:
+    """Operand t's memory `x` of a general broadcast as out's memory (numpy broadcasting of
+    its sizes in out's dim order)."""
+    order = list(out.dim_order)
+    shaped = np.asarray(x).reshape([t.sizes[d] for d in order])
+    return np.broadcast_to(shaped, [out.sizes[d] for d in order]).reshape(-1)
 
 
 MAX_DIMS = 6  # TM_MAX_DIMS (firmware/runtime/include/torchmcu/types.h)

@@ -1,4 +1,4 @@
-"""cortex_m::quantized_add / quantized_mul: int8 elementwise with channel and scalar broadcast.
+"""cortex_m::quantized_add / quantized_mul: int8 elementwise with broadcasting.
 
 Defined here once: the argument checks (the rules firmware/kernels/cortex_m/quantized_add.c
 and quantized_mul.c enforce, naming the same argument), the references, the TOSA lowerings,
@@ -37,7 +37,7 @@ from torchmcu.ops.intmath import (
     single_rounding_multiplier,
     tosa_double_round,
 )
-from torchmcu.ops.layout import binary_broadcast
+from torchmcu.ops.layout import GENERAL, binary_broadcast, broadcast_physical
 from torchmcu.pte import program as pm
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ def operands_tensor(b: Bound, x: pm.Tensor, y: pm.Tensor) -> tuple[int, int]:
     out = tensor_operand(b, "out")
     periods = binary_broadcast(x, y, out)
     if isinstance(periods, str):
-        raise b.reject(periods, "operands and out are neither one layout nor a channel broadcast")
+        raise b.reject(periods, "operands and out are neither one layout nor a broadcast")
     return periods
 
 
@@ -150,9 +150,12 @@ def check_mul(b: Bound) -> None:
 
 def physical_operands(b: Any) -> tuple[np.ndarray, np.ndarray]:
     """Both operands' memory, the channel vector (if any) as the fastest axis of out's NHWC
-    memory: elementwise on bytes."""
-    a_period, b_period = binary_broadcast(b.tensor("self"), b.tensor("other"), b.tensor("out"))  # type: ignore[misc]
+    memory, a general broadcast's operands broadcast to out's memory: elementwise on bytes."""
+    ta, tb, out = b.tensor("self"), b.tensor("other"), b.tensor("out")
+    a_period, b_period = binary_broadcast(ta, tb, out)  # type: ignore[misc]
     x, y = b.physical("self").reshape(-1), b.physical("other").reshape(-1)
+    if (a_period, b_period) == GENERAL:
+        return broadcast_physical(x, ta, out)[None], broadcast_physical(y, tb, out)[None]
     period = min(a_period, b_period)
     return x.reshape(-1, period), y.reshape(-1, period)
 
@@ -180,7 +183,8 @@ def _checked(a: Any) -> tuple[int, ...]:
 
 def tosa_operand(g: Any, a: Any, read: Callable[[int], Any], name: str, out_shape: tuple[int, ...]) -> Any:
     """Operand `name` (an arena tensor or a constant) in the out tensor's physical shape, or
-    as a per-channel [1,...,1,C] or single-element [1,...,1] one."""
+    of its rank with 1 where it is broadcast (a single element, a per-channel [1,...,1,C],
+    the general broadcast's sizes in out's dim order): TOSA broadcasts equal ranks."""
     data = a.data(name)
     x = g.const(data, "INT8") if data is not None else read(a.index(name))
     if x.shape == out_shape:
@@ -189,8 +193,9 @@ def tosa_operand(g: Any, a: Any, read: Callable[[int], Any], name: str, out_shap
         return g.reshape(x, out_shape)
     if math.prod(x.shape) == 1:  # a single element, broadcast by TOSA
         return g.reshape(x, (1,) * len(out_shape))
-    # the check passed: a channel vector of an NHWC out
-    return g.reshape(x, (1,) * (len(out_shape) - 1) + (out_shape[-1],))
+    # the check passed: a channel vector of an NHWC out, or the general broadcast
+    t, out = a.tensor(name), a.tensor("out")
+    return g.reshape(x, tuple(int(t.sizes[d]) for d in out.dim_order))
 
 
 def centred_operand(g: Any, x: Any, zero_point: int, left_shift: int) -> Any:
@@ -305,7 +310,15 @@ operand has a single element (any rank; the exporter's form of a Python number s
 layout; or (b) channel broadcast: all
 three are 4-D with NHWC bytes (legacy sizes), one operand is full-size `[N,C,H,W]` (its sizes
 equal `out`'s) and the other has `sizes[1] == C` and `numel == C` (e.g. `[1,C,1,1]`); the small
-operand's value for channel c is used at every position of channel c."""
+operand's value for channel c is used at every position of channel c; or (g) the general
+broadcast: `self`, `other` and `out` of one rank (1..6), each operand's size along every dim
+`out`'s or 1, `out`'s size one of theirs, and each operand's bytes in `out`'s dim order (dims
+of size 1 free), e.g. `[N,C,H,W] + [N,1,H,W]`, `[N,C,H,W] * [N,C,H,1]`, `[N,C,1,W] + [N,1,H,1]`
+(NHWC) or `[B,T,C] * [B,T,1]`; numpy broadcasting of the operands in that order. The exporter
+gives a lower-rank operand leading 1s (a view). Kernels: out's memory as nested loops (size-1
+dims dropped, neighbours merged), the vector row loop on the innermost; an operand broadcast
+along it is one value repeated into a 64-byte row. On the NPU the operands are reshaped to
+out's rank (TOSA ADD/MUL/MAXIMUM broadcast size-1 dims)."""
 
 QUANTIZED_ADD = op(
     "cortex_m::quantized_add.out(Tensor self, int self_zero_point, int self_multiplier,"
@@ -317,7 +330,7 @@ QUANTIZED_ADD = op(
     check=check_add,
     npu=Npu(lower=lower_tosa_add, support=npu_support_add,
             doc="TOSA RESCALE, ADD or SUB (int32), RESCALE"),
-    contract=ADD_CONTRACT,
+    contract=ADD_CONTRACT.replace("- Shapes (see *Broadcast* below).", "- " + BROADCAST.replace("\n", "\n  ")),
 )
 
 QUANTIZED_MUL = op(
@@ -382,8 +395,18 @@ def binary_operands(k: Any, node: Any) -> tuple[Any, Any, list[int], bool]:
         if big.sizes == out_shape and small.rank == 4 and small.sizes[1] == out_shape[1] and \
                 math.prod(small.sizes) == out_shape[1]:
             return k.as_nhwc(a), k.as_nhwc(c), out_shape, True
-    raise k.unsupported(node, f"broadcasting {a.sizes} with {c.sizes} (only equal shapes or a "
-                        "per-channel [1,C,1,1] operand)")
+    rank = len(out_shape)
+    ranked = [[1] * (rank - v.rank) + list(v.sizes) for v in (a, c)]
+    if rank > MAX_DIMS or min(a.rank, c.rank) < 1 or \
+            any(s not in (1, o) for sizes in ranked for s, o in zip(sizes, out_shape)):
+        raise k.unsupported(node, f"broadcasting {a.sizes} with {c.sizes} to {out_shape} (rank "
+                            f"at most {MAX_DIMS}, each size the output's or 1)")
+    # the general broadcast: both operands of out's rank, in out's memory order
+    a, c = (v if v.rank == rank else k.alias(k.as_contiguous(v), sizes, nhwc=False)
+            for v, sizes in zip((a, c), ranked))
+    if rank == 4 and (a.nhwc or c.nhwc):
+        return k.as_nhwc(a), k.as_nhwc(c), out_shape, True
+    return k.as_contiguous(a), k.as_contiguous(c), out_shape, False
 
 
 def _add_like(k: Any, node: Any, self_sign: float, other_sign: float) -> None:

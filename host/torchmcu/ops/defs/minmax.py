@@ -3,8 +3,8 @@
 ExecuTorch's operators (no quantization arguments): the quantizer gives both operands and the
 output one set of qparams (the second operand is requantized to the first's where they
 differ), so the integer max/min of the bytes is the float op's result exactly. The broadcast
-rule is quantized_add's (equal layouts, a single element, or a [1,C,1,1] channel vector of an
-NHWC out: ops/layout.py's binary_broadcast). Defined here once: the check (the C kernels'
+rule is quantized_add's (equal layouts, a single element, a [1,C,1,1] channel vector of an
+NHWC out, or the general broadcast: ops/layout.py's binary_broadcast). Defined here once: the check (the C kernels'
 TM_ARG_CHECKs, firmware/kernels/cortex_m/minmax.c), the references, the TOSA lowerings, the
 contracts and the aten rules of aten::maximum / minimum.
 
@@ -35,8 +35,8 @@ if TYPE_CHECKING:
 CONTRACT = """\
 - `out = {fn}(self, other)` on the int8 values; `self`, `other` and `out` share one scale and
   zero point (the quantizer's, so no requantization). Shapes: the *Broadcast* rule of
-  quantized_add (equal layouts, a single-element operand, or a `[1,C,1,1]` channel vector of an
-  NHWC out).
+  quantized_add (equal layouts, a single-element operand, a `[1,C,1,1]` channel vector of an
+  NHWC out, or the general broadcast of operands of out's rank).
 - Helium: 16 lanes per step (`VMAX.S8` / `VMIN.S8`), one predicated tail."""
 
 

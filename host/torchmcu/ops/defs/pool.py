@@ -4,7 +4,9 @@ Defined here once: the argument checks (the rules firmware/kernels/cortex_m/
 quantized_avg_pool2d.c and quantized_max_pool2d.c enforce, naming the same argument), the
 references, the scratch size, the TOSA lowerings and their NPU support rules, the contracts,
 and the aten rules that emit them (aten::max_pool2d, avg_pool2d, adaptive_avg_pool2d,
-mean.dim), which get the lowering Kit (torchmcu/lower/kit.py) as `k`. The fp32 rules of
+mean.dim, amax, and sum.dim_IntList: the mean's views with cortex_m::quantized_depthwise_conv2d
+of all-one weights in place of the average), which get the lowering Kit
+(torchmcu/lower/kit.py) as `k`. The fp32 rules of
 adaptive_avg_pool2d and mean.dim are the portable family's.
 
 On the NPU, average pool: CMSIS-NN divides the int32 window sum by the tap count rounding
@@ -34,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from torchmcu.ops.core import Annotate, ArgError, Bound, Kernel, Npu, nhwc_variant, op, pattern
+from torchmcu.ops.defs.conv import QUANTIZED_DEPTHWISE_CONV2D
 from torchmcu.ops.defs.pad import PAD
 from torchmcu.ops.defs.transpose import TRANSPOSE
 from torchmcu.ops.intmath import (
@@ -865,7 +868,9 @@ def _lower_reduction(k: Any, node: Any, kind: str) -> None:
     if x.rank == 3 and red == [2]:  # over L of [N, C, L]: the pool of its [N, C, 1, L] view
         n, c, length = x.sizes
         x = k.alias(k.as_nhwc_1d(x), [n, c, 1, length], nhwc=True)
-        if kind == "avg":
+        if kind == "sum":
+            _sum_node(k, node, x, (1, length), [n, c, 1, 1], False)
+        elif kind == "avg":
             _global_pool(k, node, x, k.shape_of(node), (1, length), [n, c, 1, 1])
         else:
             _max_pool(k, node, x, (1, length), (1, length), (0, 0), (1, 1), False, [n, c, 1, 1])
@@ -877,7 +882,9 @@ def _lower_reduction(k: Any, node: Any, kind: str) -> None:
         n, c, h, w = x.sizes
         window = (h if 2 in red else 1, w if 3 in red else 1)
         sizes = [n, c, h // window[0], w // window[1]]
-        if kind == "avg" and red == [2, 3]:
+        if kind == "sum":
+            _sum_node(k, node, x, window, sizes, keepdim)
+        elif kind == "avg" and red == [2, 3]:
             _global_pool(k, node, x, list(k.shape_of(node)), window, sizes)
         elif kind == "avg":
             _avg_global_node(k, node, x, window, sizes, keepdim)
@@ -901,7 +908,9 @@ def _lower_reduction(k: Any, node: Any, kind: str) -> None:
     if length > INT16_MAX:
         raise k.unsupported(node, f"reduction over {length} elements (at most {INT16_MAX})")
     window, sizes = (length, 1), [outer, inner, 1, 1]
-    if kind == "avg":
+    if kind == "sum":
+        _sum_node(k, node, v, window, sizes, out_nhwc)
+    elif kind == "avg":
         _avg_global_node(k, node, v, window, sizes, out_nhwc)
     else:
         _max_pool(k, node, v, window, window, (0, 0), (1, 1), False, sizes, out_nhwc)
@@ -912,6 +921,47 @@ def _avg_global_node(k: Any, node: Any, x: Any, window: tuple[int, int], sizes: 
     qs, act, qp = k.output_quant(node, allow_activation=False)
     out = _avg_pool(k, node, x, window, window, (0, 0), False, False, sizes, qp)
     k.bind_output(qs, act, _as_node_shape(k, node, out, out_nhwc))
+
+
+def _sum_node(k: Any, node: Any, x: Any, window: tuple[int, int], sizes: list[int],
+              out_nhwc: bool) -> None:
+    """The sum of each window of NHWC x (the window spans the reduced run) with the node's own
+    output qparams: the depthwise convolution with all-one weights, input offset -zero point,
+    no bias and the requantization s_in / s_out (exact int32 sums)."""
+    qs, act, qp = k.output_quant(node, allow_activation=False)
+    c = x.sizes[1]
+    weight = np.ones((1, window[0], window[1], c), dtype=np.int8)
+    mults, shifts = k.per_channel_requant(float(x.scale), np.ones(c), qp.scale)
+    out = k.new_int8(node.name, sizes, qp, nhwc=True)
+    scratch = k.kernel_scratch(node.name, QUANTIZED_DEPTHWISE_CONV2D, x, weight.shape)
+    k.call(
+        QUANTIZED_DEPTHWISE_CONV2D,
+        node,
+        input=x.vi,
+        weight=k.constant(weight),
+        bias=k.none(),
+        stride=k.int_list([1, 1]),
+        padding=k.int_list([0, 0]),
+        dilation=k.int_list([1, 1]),
+        depth_multiplier=k.int_(1),
+        input_offset=k.int_(-int(x.zero_point)),
+        output_offset=k.int_(qp.zero_point),
+        requantize_multipliers=k.constant(np.array(mults, dtype=np.int32)),
+        requantize_shifts=k.constant(np.array(shifts, dtype=np.int32)),
+        activation_min=k.int_(INT8_MIN),
+        activation_max=k.int_(INT8_MAX),
+        scratch=scratch,
+        out=out.vi,
+    )
+    k.bind_output(qs, act, _as_node_shape(k, node, out, out_nhwc))
+
+
+def lower_sum(k: Any, node: Any) -> None:
+    """aten::sum.dim_IntList: a sum over any dims (keepdim or not) is the mean's reduction
+    (the same views and transposes) with a sum in place of the average: _sum_node."""
+    if k.aten_arg(node, "dtype", None) is not None:
+        raise k.unsupported(node, "a sum with a dtype")
+    _lower_reduction(k, node, "sum")
 
 
 def lower_mean_dim(k: Any, node: Any) -> None:
@@ -948,3 +998,6 @@ for _target, _lower, _emits in (
     ),
 ):
     pattern(_target, annotate=_ANCHOR, lower=_lower, emits=_emits)
+# a sum has its own output qparams (the "binary" annotation of one tensor operand)
+pattern("aten::sum.dim_IntList", annotate=Annotate("binary", {"kind": "sum"}), lower=lower_sum,
+        emits=(QUANTIZED_DEPTHWISE_CONV2D, TRANSPOSE))

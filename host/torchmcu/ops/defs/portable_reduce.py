@@ -1,6 +1,7 @@
 """aten::_softmax.out, mean.out, amax.out, native_layer_norm.out: the fp32 reductions
 (firmware/kernels/portable/{softmax,mean,native_layer_norm}.c; amax.out is mean.c's), and the
-fp32 rules of aten::softmax/_softmax, mean.dim/adaptive_avg_pool2d, amax and layer_norm that
+fp32 rules of aten::softmax/_softmax, mean.dim/adaptive_avg_pool2d, amax, sum.dim_IntList (the
+mean times the count) and layer_norm that
 emit them.
 Conventions: defs/portable.py."""
 
@@ -26,6 +27,7 @@ from torchmcu.ops.defs.portable import (
     optional,
     portable,
 )
+from torchmcu.ops.defs.portable_elementwise import MUL
 from torchmcu.ops.layout import disjoint, laid_out_as
 from torchmcu.pte import program as pm
 
@@ -270,6 +272,25 @@ def lower_mean(k: Any, node: Any) -> None:
     _lower_mean(k, node, x, dims, bool(k.aten_arg(node, "keepdim", False)))
 
 
+def lower_sum(k: Any, node: Any) -> None:
+    """aten::sum.dim_IntList in float32: the mean times the element count (mean.out, then
+    mul.out by a one-element constant), within float32 rounding of torch's sum."""
+    x = k.float_input(k.aten_arg(node, "self"))
+    if k.aten_arg(node, "dtype", None) is not None:
+        raise k.unsupported(node, "a sum with a dtype")
+    dims = [int(d) for d in k.aten_arg(node, "dim", None) or []]
+    rank = max(x.rank, 1)
+    count = 1
+    for d in sorted({d % rank for d in dims}) if dims else range(x.rank):
+        count *= int(x.sizes[d])
+    keepdim = bool(k.aten_arg(node, "keepdim", False))
+    mean = k.new_float(f"{node.name}.mean", k.shape_of(node))
+    k.call(MEAN, node, self=x.vi, dim=k.int_list(dims), keepdim=k.bool_(keepdim), dtype=k.none(),
+           out=mean.vi)
+    k.call(MUL, node, self=mean.vi, other=k.constant(np.array([count], dtype=F32)),
+           out=k.float_out(node).vi)
+
+
 def lower_amax(k: Any, node: Any) -> None:
     x = k.float_input(k.aten_arg(node, "self"))
     dims = [int(d) for d in k.aten_arg(node, "dim") or []]
@@ -315,5 +336,6 @@ def lower_layer_norm(k: Any, node: Any) -> None:
 pattern("aten::softmax.int", "aten::_softmax.default", lower_float=lower_softmax, emits=(SOFTMAX,))
 pattern("aten::mean.dim", lower_float=lower_mean, emits=(MEAN,))
 pattern("aten::amax.default", lower_float=lower_amax, emits=(AMAX,))
+pattern("aten::sum.dim_IntList", lower_float=lower_sum, emits=(MEAN, MUL))
 pattern("aten::adaptive_avg_pool2d.default", lower_float=lower_adaptive_avg_pool2d, emits=(MEAN,))
 pattern("aten::layer_norm.default", lower_float=lower_layer_norm, emits=(NATIVE_LAYER_NORM,))
