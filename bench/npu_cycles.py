@@ -14,9 +14,12 @@ Both use the same Vela (5.2.0) and the same system config and memory mode: by de
 ExecuTorch's defaults (ethos-u55: Ethos_U55_High_End_Embedded + Shared_Sram; ethos-u65:
 Ethos_U65_High_End + Dedicated_Sram_384KB; ethos-u85: Ethos_U85_SYS_DRAM_Mid + Sram_Only).
 
-Usage:  python bench/npu_cycles.py [--models ds_cnn resnet8 ...] [--npus ethos-u55-128 ...]
+Usage:  python bench/npu_cycles.py [--models ds_cnn resnet8 ...] [--architectures]
+        [--npus ethos-u55-128 ...]
         [--calibration 8] [--memory-mode MODE] [--json results.json] [--no-executorch]
         [--no-warm-up] [--dump-tosa DIR]   (DIR/<model>_<npu>/{torchmcu,executorch}/delegateK.tosa)
+--architectures adds the 12 example architectures of issue 17 (torchmcu.examples.architectures)
+to --models (or runs just them when --models is not given).
 """
 
 from __future__ import annotations
@@ -151,9 +154,25 @@ def executorch_available() -> str | None:
     """None if ExecuTorch's Ethos-U flow can run, else why not."""
     if not ET_PYTHON.exists():
         return f"{ET_PYTHON} not found (scripts/executorch_venv.sh --ethos-u creates it)"
-    if not (ET_PYTHON.parent.parent / ".torchmcu-ethos-u-ok").exists():
+    if (ET_PYTHON.parent.parent / ".torchmcu-ethos-u-ok").exists():
+        return None
+    # Without the stamp the flow may still import: Vela from PYTHONPATH (a venv shared
+    # read-only, say, with Vela 5.2.0 of the same Python beside it).
+    probe = "from executorch.backends.arm.ethosu import EthosUPartitioner; import ethosu.vela"
+    done = subprocess.run(
+        [str(ET_PYTHON), "-c", probe], env=_et_env(), capture_output=True, check=False
+    )
+    if done.returncode != 0:
         return "the ExecuTorch venv lacks its Ethos-U flow (scripts/executorch_venv.sh --ethos-u)"
     return None
+
+
+def _et_env() -> dict[str, str]:
+    """The ExecuTorch worker's environment: our host package first on PYTHONPATH."""
+    extra = os.environ.get("PYTHONPATH")
+    return dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "host"), *filter(None, [extra])])
+    )
 
 
 def bench_executorch(jobs: list[dict[str, Any]], work: Path, with_warm_up: bool) -> list[Figures]:
@@ -178,7 +197,7 @@ def bench_executorch(jobs: list[dict[str, Any]], work: Path, with_warm_up: bool)
             )
         job["calibration"] = str(path)
     out = work / "executorch.json"
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "host"))
+    env = _et_env()
     cmd = [
         str(ET_PYTHON),
         str(Path(__file__).resolve()),
@@ -367,7 +386,7 @@ def _fmt(v: float | None, spec: str) -> str:
 
 def print_table(rows: list[tuple[str, str, Figures, Figures | None]]) -> None:
     print(
-        f"{'model':<18} {'npu':<14} {'flow':<10} {'cycles':>10} {'npu cyc':>10} {'deleg':>5} "
+        f"{'model':<20} {'npu':<14} {'flow':<10} {'cycles':>10} {'npu cyc':>10} {'deleg':>5} "
         f"{'ops%':>6} {'MACs%':>6} {'export s':>8}  notes"
     )
     for model, npu, ours, theirs in rows:
@@ -377,7 +396,7 @@ def print_table(rows: list[tuple[str, str, Figures, Figures | None]]) -> None:
             notes = f.error or (("CPU: " + ", ".join(f.cpu_ops)) if f.cpu_ops else "")
             pct = lambda x: None if x is None else 100 * x
             print(
-                f"{model:<18} {npu:<14} {flow:<10} {_fmt(f.cycles_total, ',d'):>10} "
+                f"{model:<20} {npu:<14} {flow:<10} {_fmt(f.cycles_total, ',d'):>10} "
                 f"{_fmt(f.cycles_npu, ',d'):>10} {_fmt(f.delegates, 'd'):>5} "
                 f"{_fmt(pct(f.ops_fraction), '.1f'):>6} {_fmt(pct(f.macs_fraction), '.1f'):>6} "
                 f"{_fmt(f.seconds, '.2f'):>8}  {notes[:90]}"
@@ -386,12 +405,12 @@ def print_table(rows: list[tuple[str, str, Figures, Figures | None]]) -> None:
             continue
         if ours.cycles_total and theirs.cycles_total:
             print(
-                f"{'':<18} {'':<14} {'ratio':<10} {ours.cycles_total / theirs.cycles_total:>10.3f}"
+                f"{'':<20} {'':<14} {'ratio':<10} {ours.cycles_total / theirs.cycles_total:>10.3f}"
                 "  (torchmcu / ExecuTorch total cycles; target <= 1)"
             )
         if ours.seconds and theirs.seconds:
             print(
-                f"{'':<18} {'':<14} {'ratio':<10} {'':>10} {'':>10} {'':>5} {'':>6} {'':>6} "
+                f"{'':<20} {'':<14} {'ratio':<10} {'':>10} {'':>10} {'':>5} {'':>6} {'':>6} "
                 f"{ours.seconds / theirs.seconds:>8.3f}  (torchmcu / ExecuTorch export time"
                 + ("; target <= 0.2)" if (model, npu) == EXPORT_TIME_TARGET else ")")
             )
@@ -399,7 +418,10 @@ def print_table(rows: list[tuple[str, str, Figures, Figures | None]]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", nargs="+", default=list(DEFAULT_MODELS))
+    ap.add_argument("--models", nargs="+")
+    ap.add_argument(
+        "--architectures", action="store_true", help="the 12 example architectures (issue 17)"
+    )
     ap.add_argument("--npus", nargs="+", default=list(DEFAULT_NPUS))
     ap.add_argument("--calibration", type=int, default=8, help="calibration samples")
     ap.add_argument("--memory-mode", help="override the memory mode for every NPU")
@@ -420,6 +442,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     sys.path.insert(0, str(ROOT / "host"))  # works without an installed torchmcu too
+    if args.architectures:
+        from torchmcu.examples.architectures import ARCHITECTURES
+
+        args.models = [*(args.models or []), *ARCHITECTURES]
+    args.models = args.models or list(DEFAULT_MODELS)
     runs = []
     for model in args.models:
         for npu in args.npus:
