@@ -21,12 +21,21 @@ def save_samples(path: Path, samples: Sequence[tuple[Any, ...]]) -> None:
     np.savez(path, **arrays)
 
 
+def et_env() -> dict[str, str]:
+    """The ExecuTorch venv's environment: torchmcu's sources first on PYTHONPATH, then the
+    caller's (Vela from beside a venv shared read-only, say)."""
+    extra = os.environ.get("PYTHONPATH")
+    return dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "host"), *filter(None, [extra])])
+    )
+
+
 def run_script(
     args: Sequence[str], *, timeout: float, threads: int | None = None
 ) -> subprocess.CompletedProcess[str] | None:
     """`ET_PYTHON args...` from the repository root with torchmcu's sources on its path (the
     example models), output captured; threads sets its OMP_NUM_THREADS. None on a timeout."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "host"))
+    env = et_env()
     if threads is not None:
         env["OMP_NUM_THREADS"] = str(threads)
     try:

@@ -14,9 +14,12 @@ Both use the same Vela (5.2.0) and the same system config and memory mode: by de
 ExecuTorch's defaults (ethos-u55: Ethos_U55_High_End_Embedded + Shared_Sram; ethos-u65:
 Ethos_U65_High_End + Dedicated_Sram_384KB; ethos-u85: Ethos_U85_SYS_DRAM_Mid + Sram_Only).
 
-Usage:  python bench/npu_cycles.py [--models ds_cnn resnet8 ...] [--npus ethos-u55-128 ...]
+Usage:  python bench/npu_cycles.py [--models ds_cnn resnet8 ...] [--architectures]
+        [--npus ethos-u55-128 ...]
         [--calibration 8] [--memory-mode MODE] [--json results.json] [--no-executorch]
         [--no-warm-up] [--dump-tosa DIR]   (DIR/<model>_<npu>/{torchmcu,executorch}/delegateK.tosa)
+--architectures adds the 12 example architectures of issue 17 (torchmcu.examples.architectures)
+to --models (or runs just them when --models is not given).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from executorch_venv import ET_PYTHON, run_script, save_samples
+from executorch_venv import ET_PYTHON, et_env, run_script, save_samples
 from timed_samples import TimedSamples
 
 DEFAULT_MODELS = ("ds_cnn", "resnet8", "mobilenet_v1_025", "deep_autoencoder", "mobilenet_v2_like")
@@ -149,7 +152,15 @@ def executorch_available() -> str | None:
     """None if ExecuTorch's Ethos-U flow can run, else why not."""
     if not ET_PYTHON.exists():
         return f"{ET_PYTHON} not found (scripts/executorch_venv.sh --ethos-u creates it)"
-    if not (ET_PYTHON.parent.parent / ".torchmcu-ethos-u-ok").exists():
+    if (ET_PYTHON.parent.parent / ".torchmcu-ethos-u-ok").exists():
+        return None
+    # Without the stamp the flow may still import: Vela from PYTHONPATH (a venv shared
+    # read-only, say, with Vela 5.2.0 of the same Python beside it).
+    probe = "from executorch.backends.arm.ethosu import EthosUPartitioner; import ethosu.vela"
+    done = subprocess.run(
+        [str(ET_PYTHON), "-c", probe], env=et_env(), capture_output=True, check=False
+    )
+    if done.returncode != 0:
         return "the ExecuTorch venv lacks its Ethos-U flow (scripts/executorch_venv.sh --ethos-u)"
     return None
 
@@ -345,7 +356,7 @@ def _fmt(v: float | None, spec: str) -> str:
 
 def print_table(rows: list[tuple[str, str, Figures, Figures | None]]) -> None:
     print(
-        f"{'model':<18} {'npu':<14} {'flow':<10} {'cycles':>10} {'npu cyc':>10} {'deleg':>5} "
+        f"{'model':<20} {'npu':<14} {'flow':<10} {'cycles':>10} {'npu cyc':>10} {'deleg':>5} "
         f"{'ops%':>6} {'MACs%':>6} {'export s':>8}  notes"
     )
     for model, npu, ours, theirs in rows:
@@ -355,7 +366,7 @@ def print_table(rows: list[tuple[str, str, Figures, Figures | None]]) -> None:
             notes = f.error or (("CPU: " + ", ".join(f.cpu_ops)) if f.cpu_ops else "")
             pct = lambda x: None if x is None else 100 * x
             print(
-                f"{model:<18} {npu:<14} {flow:<10} {_fmt(f.cycles_total, ',d'):>10} "
+                f"{model:<20} {npu:<14} {flow:<10} {_fmt(f.cycles_total, ',d'):>10} "
                 f"{_fmt(f.cycles_npu, ',d'):>10} {_fmt(f.delegates, 'd'):>5} "
                 f"{_fmt(pct(f.ops_fraction), '.1f'):>6} {_fmt(pct(f.macs_fraction), '.1f'):>6} "
                 f"{_fmt(f.seconds, '.2f'):>8}  {notes[:90]}"
@@ -364,12 +375,12 @@ def print_table(rows: list[tuple[str, str, Figures, Figures | None]]) -> None:
             continue
         if ours.cycles_total and theirs.cycles_total:
             print(
-                f"{'':<18} {'':<14} {'ratio':<10} {ours.cycles_total / theirs.cycles_total:>10.3f}"
+                f"{'':<20} {'':<14} {'ratio':<10} {ours.cycles_total / theirs.cycles_total:>10.3f}"
                 "  (torchmcu / ExecuTorch total cycles; target <= 1)"
             )
         if ours.seconds and theirs.seconds:
             print(
-                f"{'':<18} {'':<14} {'ratio':<10} {'':>10} {'':>10} {'':>5} {'':>6} {'':>6} "
+                f"{'':<20} {'':<14} {'ratio':<10} {'':>10} {'':>10} {'':>5} {'':>6} {'':>6} "
                 f"{ours.seconds / theirs.seconds:>8.3f}  (torchmcu / ExecuTorch export time"
                 + ("; target <= 0.2)" if (model, npu) == EXPORT_TIME_TARGET else ")")
             )
@@ -377,7 +388,10 @@ def print_table(rows: list[tuple[str, str, Figures, Figures | None]]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", nargs="+", default=list(DEFAULT_MODELS))
+    ap.add_argument("--models", nargs="+")
+    ap.add_argument(
+        "--architectures", action="store_true", help="the 12 example architectures (issue 17)"
+    )
     ap.add_argument("--npus", nargs="+", default=list(DEFAULT_NPUS))
     ap.add_argument("--calibration", type=int, default=8, help="calibration samples")
     ap.add_argument("--memory-mode", help="override the memory mode for every NPU")
@@ -398,6 +412,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     sys.path.insert(0, str(ROOT / "host"))  # works without an installed torchmcu too
+    if args.architectures:
+        from torchmcu.examples.architectures import ARCHITECTURES
+
+        args.models = [*(args.models or []), *ARCHITECTURES]
+    args.models = args.models or list(DEFAULT_MODELS)
     runs = []
     for model in args.models:
         for npu in args.npus:

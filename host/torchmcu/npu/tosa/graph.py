@@ -353,6 +353,18 @@ class Graph:
 _CONV_ATTRIBUTES = {"CONV2D": "Conv2dAttribute", "DEPTHWISE_CONV2D": "DepthwiseConv2dAttribute"}
 
 
+def constant_data(program: pm.Program, t: pm.Tensor) -> np.ndarray:
+    """A constant tensor's elements in its memory order (physical shape)."""
+    dtype = _NP[pm.ScalarType(t.scalar_type)]
+    arr = np.frombuffer(
+        program.constants[t.data_buffer_idx],
+        dtype=dtype,
+        count=t.numel,
+        offset=t.storage_offset * np.dtype(dtype).itemsize,
+    )
+    return arr.reshape(physical_shape(t)).copy()
+
+
 class Args:
     """Argument access for one KernelCall of a sub-Program."""
 
@@ -399,12 +411,7 @@ class Args:
         t = self.tensor(i)
         if t.data_buffer_idx <= 0:
             raise self.error(f"argument {i} (value {self.args[i]}) must be a constant tensor")
-        data = self.program.constants[t.data_buffer_idx]
-        dtype = _NP[pm.ScalarType(t.scalar_type)]
-        arr = np.frombuffer(
-            data, dtype=dtype, count=t.numel, offset=t.storage_offset * np.dtype(dtype).itemsize
-        )
-        return arr.reshape(physical_shape(t)).copy()
+        return constant_data(self.program, t)
 
     def ints(self, i: int) -> list[int]:
         """An int list or a constant int tensor argument (per-channel parameters)."""

@@ -18,7 +18,14 @@ import numpy as np
 
 from torchmcu.npu.subprogram import ReadPos, Storage, read_value, trace_storage
 from torchmcu.npu.tosa import ops_layout
-from torchmcu.npu.tosa.graph import Args, Graph, Tensor, TosaLoweringError, physical_shape
+from torchmcu.npu.tosa.graph import (
+    Args,
+    Graph,
+    Tensor,
+    TosaLoweringError,
+    constant_data,
+    physical_shape,
+)
 from torchmcu.npu.tosa.lowerings import LOWERINGS
 from torchmcu.npu.tosa.support import npu_support
 from torchmcu.pte import program as pm
@@ -48,10 +55,18 @@ class Reader:
 
     def __call__(self, pos: ReadPos) -> Tensor:
         """Argument `pos`, or item k of the tensor list argument p for pos = (p, k)."""
-        if pos not in self.reads:
-            raise self.args.error(f"argument {pos} is not an activation tensor")
         vi = read_value(self.args.plan, self.args.args, pos)
         t = self.args.plan.values[vi]
+        if pos not in self.reads:
+            # A constant int8 tensor where an activation is read (a recurrent layer's zero
+            # initial state, say) is a TOSA CONST of its bytes.
+            if not (
+                isinstance(t, pm.Tensor)
+                and t.data_buffer_idx > 0
+                and t.scalar_type == pm.ScalarType.CHAR
+            ):
+                raise self.args.error(f"argument {pos} is not an activation tensor")
+            return self.lowering.constant(vi, t)
         assert isinstance(t, pm.Tensor)
         return self.lowering.view(self.reads[pos], physical_shape(t))
 
@@ -81,6 +96,13 @@ class _Lowering:
             Storage, tuple[Args, dict[ReadPos, Storage], tuple[int, int, int, int]]
         ] = {}
         self.pending: dict[Storage, int] = {}  # folded pads not emitted (yet)
+        self.constants: dict[int, Tensor] = {}  # constant int8 values read as activations
+
+    def constant(self, vi: int, t: pm.Tensor) -> Tensor:
+        """Constant value vi (an int8 tensor) as one TOSA CONST however often it is read."""
+        if vi not in self.constants:
+            self.constants[vi] = self.g.const(constant_data(self.program, t), "INT8")
+        return self.constants[vi]
 
     def view(self, storage: Storage, shape: tuple[int, ...]) -> Tensor:
         if storage not in self.storages and storage in self.pending:
