@@ -29,6 +29,7 @@ import csv
 import inspect
 import json
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
