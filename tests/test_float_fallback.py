@@ -226,18 +226,18 @@ def test_an_operator_without_any_kernel_is_named() -> None:
 
 
 def test_a_fused_relu_after_a_fallback_op_stays_in_its_float_region() -> None:
-    """add + relu where the int8 add refuses its operands (a [N,C,H,W] + [W] broadcast): the
-    add runs in float32, and the ReLU fused into its output range reads its float value."""
+    """add + relu where the int8 add refuses its operands (a float Parameter added to a conv's
+    output): the add runs in float32, and the ReLU fused into its output range reads its float
+    value."""
 
     class Net(nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.conv = nn.Conv2d(3, 4, 1)
-            self.bias = nn.Conv2d(3, 4, 1)
+            self.offset = nn.Parameter(torch.randn(1, 4, 4, 5))
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            y = self.conv(x)
-            return F.relu(y + self.bias(x)[:, 0, 0, :])
+            return F.relu(self.conv(x) + self.offset)
 
     torch.manual_seed(0)
     x = torch.randn(1, 3, 4, 5)

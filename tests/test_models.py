@@ -23,6 +23,33 @@ OUTPUT_SHAPES = {
     "deep_autoencoder": (1, 640),
     "mobilenet_v2_like": (1, 10),
     "lstm": (1, 4),
+    **{
+        name: (1, 10)
+        for name in (
+            "mobilenet_v3_small",
+            "efficientnet_b0",
+            "squeezenet1_1",
+            "shufflenet_v2_x0_5",
+            "mnasnet0_5",
+            "mobilenet_v2_035",
+            "resnet18",
+            "ghostnet_050",
+            "lcnet_050",
+        )
+    },
+    "tiny_unet": (1, 2, 64, 64),
+    "conv1d_kws": (1, 12),
+    "gru_kws": (1, 12),
+}
+# torchvision's published parameter counts of these architectures (1000 classes) and the
+# width of their classifier's input: ours have 10 classes, everything else the same.
+PUBLISHED_1000_CLASSES = {
+    "mobilenet_v3_small": (2_542_856, 1024),
+    "efficientnet_b0": (5_288_548, 1280),
+    "squeezenet1_1": (1_235_496, 512),
+    "shufflenet_v2_x0_5": (1_366_792, 1024),
+    "mnasnet0_5": (2_218_512, 1280),
+    "resnet18": (11_689_512, 512),
 }
 # Models that take more than the one input tensor (the LSTM also takes its state h0, c0).
 EXTRA_INPUTS = {"lstm": 2}
@@ -148,8 +175,9 @@ def test_deterministic_and_seeded() -> None:
     a, xa = build("resnet8", seed=3)
     b, xb = build("resnet8", seed=3)
     c, _ = build("resnet8", seed=4)
-    for (k, va), vb, vc in zip(a.state_dict().items(), b.state_dict().values(),
-                               c.state_dict().values()):
+    for (k, va), vb, vc in zip(
+        a.state_dict().items(), b.state_dict().values(), c.state_dict().values()
+    ):
         assert torch.equal(va, vb), k
     assert torch.equal(xa[0], xb[0])
     assert not torch.equal(a.stem[0].weight, c.stem[0].weight)
@@ -175,7 +203,8 @@ def test_unknown_model_is_named() -> None:
 
 def _count_ops(graph: torch.fx.Graph, *names: str) -> int:
     return sum(
-        1 for n in graph.nodes
+        1
+        for n in graph.nodes
         if n.op == "call_function" and getattr(n.target, "__name__", "").split(".")[0] in names
     )
 
@@ -196,3 +225,11 @@ def test_torch_export_and_layer_structure(built) -> None:
         convs, adds = structure[name]
         assert _count_ops(ep.graph, "conv2d") == convs
         assert _count_ops(ep.graph, "add") == adds
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED_1000_CLASSES))
+def test_architectures_have_the_published_parameter_counts(name: str) -> None:
+    published, head_in = PUBLISHED_1000_CLASSES[name]
+    want = published - (head_in * 1000 + 1000) + (head_in * 10 + 10)
+    model, _ = build(name)
+    assert count_parameters(model) == want

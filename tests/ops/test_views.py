@@ -252,10 +252,16 @@ def test_the_no_ops_are_removed_before_quantization():
 
 
 def test_a_training_dropout_is_not_a_no_op():
+    """An eval dropout goes; a training one (random at inference too) is refused, named."""
     g = torch.fx.Graph()
     x = g.placeholder("x")
-    kept = g.call_function(_aten.dropout.default, (x, 0.5, True))
-    gone = g.call_function(_aten.dropout.default, (kept, 0.5, False))
-    g.output(gone)
+    g.output(g.call_function(_aten.dropout.default, (x, 0.5, False)))
     gm = noops.remove_noops(torch.fx.GraphModule(torch.nn.Module(), g))
-    assert [n.args for n in gm.graph.nodes if n.op == "call_function"] == [(x, 0.5, True)]
+    assert [n for n in gm.graph.nodes if n.op == "call_function"] == []
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    g.output(g.call_function(_aten.dropout.default, (x, 0.5, True)))
+    with pytest.raises(
+        ValueError, match=r"node 'dropout_default' \(aten.dropout\): dropout with train=True"
+    ):
+        noops.remove_noops(torch.fx.GraphModule(torch.nn.Module(), g))
