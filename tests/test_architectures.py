@@ -22,7 +22,10 @@ from torchmcu.reference.interpreter import run_program
 
 # Bit-exact with the fake-quantized model on the test inputs: no averaging ties, and too few
 # layers (or too little gain) for a float32 near-boundary flip to show at the output.
-EXACT_WITH_FAKE_QUANT = ("squeezenet1_1", "resnet18", "conv1d_kws", "gru_kws")
+EXACT_WITH_FAKE_QUANT = (
+    "mobilenet_v3_small", "squeezenet1_1", "mobilenet_v2_035", "resnet18", "lcnet_050",
+    "conv1d_kws", "gru_kws",
+)
 
 
 @pytest.fixture(scope="module")

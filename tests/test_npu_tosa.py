@@ -406,7 +406,7 @@ def test_global_even_pool_sums_strips(shape, k, family, monkeypatch):
     # axis of a regrouping of the positions) + REDUCE_SUM, or for long rows the positions
     # transposed into channels and summed by a 1x1 CONV2D; half away from zero at ties.
     from torchmcu.npu.tosa.graph import Graph
-    from torchmcu.ops.defs.pool import STRIP_MAX
+    from torchmcu.ops.global_sum import STRIP_MAX
 
     ops: list[tuple[str, list[tuple[int, ...]]]] = []
     real_op = Graph.op

@@ -90,12 +90,13 @@ def test_fused_activation_shares_output_qparams():
     assert q.target == _qd.quantize_per_tensor.default
 
 
-def test_pool_shares_qparams_and_softmax_fixed():
+def test_global_mean_has_own_qparams_and_softmax_fixed():
     gm = _quantized()
     (pool,) = _call(gm, _aten.adaptive_avg_pool2d.default)
-    q_in = pool.args[0].args[1:3]
+    in_scale = pool.args[0].args[1]
     (q_out,) = pool.users
-    assert tuple(q_out.args[1:3]) == tuple(q_in)
+    # the average of 64 positions spans a narrower range than they do: a finer step
+    assert q_out.args[1] < in_scale / 2
     (sm,) = _call(gm, _aten.softmax.int)
     (q_sm,) = sm.users
     assert q_sm.args[1:3] == (1.0 / 256.0, -128)

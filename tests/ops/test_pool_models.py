@@ -53,10 +53,11 @@ def _half_away(v: torch.Tensor) -> torch.Tensor:
     return torch.sign(v) * torch.floor(v.abs() + 0.5)
 
 
-# Each probe pools a program input directly, so its output has the input's qparams and its
-# int8 values follow from the input's by the integer rule, computed here in float64 torch on the
-# raw int8 values q (zero point zp): the half-away mean of the in-bounds taps (count_include_pad
-# pads with zp, so that mean is torch's of q - zp, plus zp), the max of the taps.
+# Each probe pools a program input directly, and its int8 values follow from the input's by
+# the integer rule, computed here in float64 torch on the raw int8 values q (zero point zp).
+# Pools keep the input's qparams: the half-away mean of the in-bounds taps (count_include_pad
+# pads with zp, so that mean is torch's of q - zp, plus zp), the max of the taps. A mean over
+# dims has its own output qparams (scale so, zero point zo): round(mean(q - zp) * s / so) + zo.
 PROBES = {
     "mean(-1)": lambda x, s: x.mean(-1),
     "mean(1, keepdim)": lambda x, s: x.mean(1, keepdim=True),
@@ -78,8 +79,17 @@ PROBES = {
 }
 
 
-def _expected(name: str, q: torch.Tensor, qs: torch.Tensor, zp: int, zs: int) -> torch.Tensor:
-    """The probe's int8 output from the raw int8 inputs (float64, exact for these sums)."""
+def _is_mean(name: str) -> bool:
+    return name.startswith(("mean", "seq.mean"))
+
+
+def _expected(name: str, q: torch.Tensor, qs: torch.Tensor, zp: int, zs: int,
+              requant: tuple[float, int]) -> torch.Tensor:
+    """The probe's int8 output from the raw int8 inputs (float64, exact for these sums);
+    requant: a mean's (input scale / output scale, output zero point)."""
+    if _is_mean(name):
+        ratio, zo = requant
+        return torch.clamp(torch.round(PROBES[name](q - zp, qs - zs) * ratio) + zo, -128, 127)
     if name == "avg_pool2d ceil count_include_pad":
         return _half_away(F.avg_pool2d(q - zp, 3, 2, 1, ceil_mode=True) + zp)
     if name == "avg_pool1d count_include_pad":
@@ -148,13 +158,17 @@ def test_each_probe_is_the_integer_rule_on_its_input(exported) -> None:
     bad = []
     for name, got, oq in zip(PROBES, ours, outs_q, strict=True):
         src = sq if ("seq" in name or "1d" in name) else iq
-        assert (oq["scale"], oq["zero_point"]) == (src["scale"], src["zero_point"]), name
+        if _is_mean(name):  # its own qparams: a finer step than its input's
+            assert oq["scale"] < src["scale"], name
+        else:
+            assert (oq["scale"], oq["zero_point"]) == (src["scale"], src["zero_point"]), name
         want = _expected(
             name,
             torch.from_numpy(q[0]).double(),
             torch.from_numpy(q[1]).double(),
             iq["zero_point"],
             sq["zero_point"],
+            (src["scale"] / oq["scale"], oq["zero_point"]),
         )
         if got.shape != tuple(want.shape) or not np.array_equal(got, want.numpy()):
             bad.append(name)

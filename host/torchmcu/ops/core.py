@@ -25,7 +25,9 @@ FAMILIES = ("int8", "portable", "control")
 # "multi_out": the schema arguments, then one TensorList of the outs;
 # "loop_*": the schema arguments, then the returned scalar if the schema returns one.
 CALLS = ("out", "multi_out", "loop_scalar", "loop_select", "loop_copy_index")
-ANNOTATE_KINDS = ("weighted", "binary", "anchor", "shared", "softmax", "table", "activation", "cat")
+ANNOTATE_KINDS = (
+    "weighted", "binary", "anchor", "mean", "shared", "softmax", "table", "activation", "cat"
+)
 
 
 class SchemaError(ValueError):

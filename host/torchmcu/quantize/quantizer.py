@@ -63,6 +63,9 @@ BINARY_TARGETS = views.annotations(resolve_target, "binary")
 ACTIVATION_TARGETS = views.annotations(resolve_target, "activation")
 # pools (output shares the input's qparams): from their definitions (torchmcu/ops/defs/pool.py)
 POOL_TARGETS = views.annotations(resolve_target, "anchor")
+# means and adaptive average pools: own output qparams when each output averages the whole
+# reduced extent, else the input's (torchmcu/ops/defs/pool.py)
+MEAN_TARGETS = views.annotations(resolve_target, "mean")
 # softmax: from its definition (torchmcu/ops/defs/softmax.py); no params
 SOFTMAX_TARGETS = views.annotations(resolve_target, "softmax")
 # Table activations (int8 LUT): target -> {"kind", "fixed_qparams" (None: observed)}, from
@@ -155,6 +158,8 @@ class TorchmcuQuantizer(Quantizer):
                 self._annotate_binary(node, **BINARY_TARGETS[t])
             elif t in POOL_TARGETS:
                 self._annotate_shared(node, _short(t), role="anchor")
+            elif t in MEAN_TARGETS:
+                self._annotate_mean(node)
             elif t in SOFTMAX_TARGETS:
                 self._annotate_softmax(node, **SOFTMAX_TARGETS[t])
             elif t in TABLE_TARGETS:
@@ -265,6 +270,23 @@ class TorchmcuQuantizer(Quantizer):
             _annotated=True,
         )
         write_annotation(node, TorchmcuAnnotation(pattern=pattern, role=role))
+
+    def _annotate_mean(self, node: Node) -> None:
+        """A global average (a mean over dims, an adaptive average pool to size 1) gets its
+        own output qparams: the average of many values spans a far narrower range than they
+        do, so the input's step would waste most of the output's levels, and every sum lying
+        exactly between two steps would be a rounding tie (ties are where int8 kernels and
+        torchao's float32 fake-quant model part ways). Adaptive pools to larger sizes average
+        windows and keep the input's qparams, as average pools do."""
+        x = node.args[0]
+        if not isinstance(x, Node):
+            return
+        if node.target != torch.ops.aten.mean.dim:
+            size = node.args[1]
+            if any(int(s) != 1 for s in (size if isinstance(size, (list, tuple)) else [size])):
+                self._annotate_shared(node, _short(node.target), role="anchor")
+                return
+        self._annotate_binary(node, "mean")
 
     def _annotate_cat(self, node: Node) -> None:
         """Each tensor of the list keeps its producer's qparams (one observer per edge, shared

@@ -25,6 +25,7 @@ import numpy as np
 
 from torchmcu.ops.core import Annotate, Bound, Npu, nhwc_variant, op, pattern
 from torchmcu.ops.defs.linear import bias_of, check_offsets, contiguous, int32_vector
+from torchmcu.ops.global_sum import global_sum
 from torchmcu.ops.intmath import INT8_MAX, INT8_MIN, check_activation, requantize
 from torchmcu.ops.layout import activation_dims, fit_window, is_scratch, pair
 from torchmcu.ops.npu_limits import stride_reason
@@ -489,6 +490,22 @@ def lower_tosa_conv(g: Any, a: Any, read: Callable[[int], Any]) -> Any:
     return outs[0] if groups == 1 else g.concat(outs, 3)
 
 
+def _equal_global_weight(
+    a: Any, x: Any, weight: np.ndarray, out_hw: tuple[int, int], extra: tuple[int, int]
+) -> int | None:
+    """The one weight of a depthwise convolution that sums its whole input per channel
+    (1x1 output, a kernel spanning the unpadded input, equal weights, no bias), else None:
+    that is a global sum, which Vela runs far faster as ops/global_sum.py's strips."""
+    _, h, w, c = x.shape
+    if out_hw != (1, 1) or extra != (0, 0) or weight.shape != (1, h, w, c):
+        return None
+    if any(pair(a.padding)) or pair(a.dilation) != (1, 1) or int(a.depth_multiplier) != 1:
+        return None
+    if bias_of(a, "bias", c).any() or not np.all(weight == weight.flat[0]) or weight.flat[0] == 0:
+        return None
+    return int(weight.flat[0])
+
+
 def lower_tosa_depthwise(g: Any, a: Any, read: Callable[[int], Any]) -> Any:
     a.checked()
     x, extra = _source(g, a, read)
@@ -497,6 +514,9 @@ def lower_tosa_depthwise(g: Any, a: Any, read: Callable[[int], Any]) -> Any:
     _, kh, kw, cout = weight.shape
     multiplier = int(a.depth_multiplier)
     _, oh, ow, _ = a.nhwc_shape("out")
+    equal = _equal_global_weight(a, x, weight, (oh, ow), extra)
+    if equal is not None:  # a global mean with its own qparams (ops/defs/pool.py _sum_node)
+        return _requantized(g, a, global_sum(g, x, equal, -int(a.input_offset)))
     x, pad, stride, dilation = _windowed_input(g, a, x, (oh, ow), (kh, kw), extra)
     # Output channel c*M + m reads input channel c: exactly TOSA's [KH, KW, C, M] order.
     tosa_weight = weight.reshape(kh, kw, cin, multiplier)

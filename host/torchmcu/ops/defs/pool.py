@@ -21,8 +21,8 @@ every window (no padding, no partial ceil-mode window).
 An even-count window covering the whole input (a global pool, 1x1 output) takes its sum in two
 exact int32 steps that Vela runs far faster than a depthwise kernel spanning the whole input: a
 DEPTHWISE_CONV2D summing strips of positions and a REDUCE_SUM of the strips (see
-_global_sum_pool; very long rows: TRANSPOSE of the positions into channels and a 1x1 CONV2D),
-then the same exact RESCALE.
+ops/global_sum.py; very long rows: TRANSPOSE of the positions into channels and a 1x1
+CONV2D), then the same exact RESCALE.
 
 A window covering the whole (possibly cropped) input is lowered with stride 1: the output is
 1x1 either way, and Ethos-U55 accepts no pooling stride above 3.
@@ -39,6 +39,7 @@ from torchmcu.ops.core import Annotate, ArgError, Bound, Kernel, Npu, nhwc_varia
 from torchmcu.ops.defs.conv import QUANTIZED_DEPTHWISE_CONV2D
 from torchmcu.ops.defs.pad import PAD
 from torchmcu.ops.defs.transpose import TRANSPOSE
+from torchmcu.ops.global_sum import global_sum
 from torchmcu.ops.intmath import (
     INT8_MAX,
     INT8_MIN,
@@ -404,63 +405,11 @@ def lower_tosa_avg(g: Any, a: Any, read: Callable[[int], Any]) -> Any:
         return g.avg_pool2d(x, [kh, kw], [sh, sw], (n, oh, ow, c), -128)
     weight, multiplier, shift = divisor(kh * kw)
     if oh == 1 and ow == 1:
-        return _global_sum_pool(g, x, weight, multiplier, shift)
+        return g.rescale(global_sum(g, x, weight, 0), "INT8", [multiplier], [shift])
     ones = np.full((kh, kw, c, 1), weight, dtype=np.int8)
     zeros = np.zeros(c, dtype=np.int32)
     acc = g.conv("DEPTHWISE_CONV2D", x, ones, zeros, 0, (n, oh, ow, c), _NO_PAD, [sh, sw], [1, 1])
     return g.rescale(acc, "INT8", [multiplier], [shift])
-
-
-# Longest axis a one-axis DEPTHWISE_CONV2D of the global sum spans (Vela's kernel limit is
-# larger; beyond this the transposing forms below are used).
-STRIP_MAX = 64
-
-
-def _global_sum_pool(g: Any, x: Any, weight: int, multiplier: int, shift: int) -> Any:
-    """Mean over all positions of NHWC x: the exact int32 sum (times weight), then the
-    dividing RESCALE. The sum is a DEPTHWISE_CONV2D over strips of positions (exact int32
-    strip sums) and a REDUCE_SUM of the strips. Any grouping of the positions gives the same
-    sum, so the strips are the ones Vela runs fastest (measured on ResNet8's 8x8x64 pool):
-    U85 reads the positions as 4 rows and sums columns of 4 (1,172 cycles; 8x8 columns
-    1,900, MATMUL 3,796, one 8x8 depthwise 5,490; ExecuTorch's inexact AVG_POOL2D 1,480),
-    U55 and U65 sum each row (1,996 cycles; one 8x8 depthwise 6,052). Rows longer than
-    STRIP_MAX: TRANSPOSE + 1x1 CONV2D."""
-    n, h, w, c = x.shape
-    if g.family == "u85":
-        rows = 4 if (h * w) % 4 == 0 else 2 if (h * w) % 2 == 0 else 1
-        grid, kernel, axis = (rows, h * w // rows), (rows, 1), 2
-    else:
-        grid, kernel, axis = (h, w), (1, w), 1
-    if max(kernel) <= STRIP_MAX:
-        strips_shape = (n, 1, grid[1], c) if axis == 2 else (n, grid[0], 1, c)
-        acc = g.conv(
-            "DEPTHWISE_CONV2D",
-            g.reshape(x, (n, *grid, c)),
-            np.full((*kernel, c, 1), weight, dtype=np.int8),
-            np.zeros(c, dtype=np.int32),
-            0,
-            strips_shape,
-            _NO_PAD,
-            [1, 1],
-            [1, 1],
-        )
-        if acc.shape != (n, 1, 1, c):
-            acc = g.reduce_sum(acc, axis)
-        return g.rescale(acc, "INT8", [multiplier], [shift])
-    by_channel = g.transpose(g.reshape(x, (n, h * w, c)), [0, 2, 1])
-    acc = g.conv(
-        "CONV2D",
-        g.reshape(by_channel, (n, c, 1, h * w)),
-        np.full((1, 1, 1, h * w), weight, dtype=np.int8),
-        np.zeros(1, dtype=np.int32),
-        0,
-        (n, c, 1, 1),
-        _NO_PAD,
-        [1, 1],
-        [1, 1],
-    )
-    mean = g.rescale(acc, "INT8", [multiplier], [shift])
-    return g.reshape(mean, (n, 1, 1, c))
 
 
 def lower_tosa_max(g: Any, a: Any, read: Callable[[int], Any]) -> Any:
@@ -714,10 +663,21 @@ def lower_avg_pool2d(k: Any, node: Any) -> None:
     _avg_pool_node(k, node, x, kernel, stride, padding, k.shape_of(node))
 
 
+def _own_qparams_mean(k: Any, x: Any, window: tuple[int, int], qp: Any) -> bool:
+    """A mean whose output has its own qparams (quantize/quantizer.py _annotate_mean): the
+    requantized sum (_sum_node), which needs a window spanning whole axes of NHWC x."""
+    if k.same_qparams(x.scale, x.zero_point, qp):
+        return False
+    return all(wd in (1, extent) for wd, extent in zip(window, x.sizes[2:]))
+
+
 def _global_pool(k: Any, node: Any, x: Any, out_shape: list[int], kernel: tuple[int, int],
                  pool_sizes: list[int]) -> None:
     """A pool whose window tiles the input; a mean without keepdim ([N, C]) is the same memory."""
     qs, act, qp = k.output_quant(node, allow_activation=False)
+    if _own_qparams_mean(k, x, kernel, qp):
+        _sum_node(k, node, x, kernel, pool_sizes, False, kernel[0] * kernel[1])
+        return
     out = _avg_pool(k, node, x, kernel, kernel, (0, 0), False, False, pool_sizes, qp)
     if out_shape != pool_sizes:
         out = k.alias(out, out_shape, nhwc=False)
@@ -919,19 +879,23 @@ def _lower_reduction(k: Any, node: Any, kind: str) -> None:
 def _avg_global_node(k: Any, node: Any, x: Any, window: tuple[int, int], sizes: list[int],
                      out_nhwc: bool) -> None:
     qs, act, qp = k.output_quant(node, allow_activation=False)
+    if _own_qparams_mean(k, x, window, qp):
+        _sum_node(k, node, x, window, sizes, out_nhwc, window[0] * window[1])
+        return
     out = _avg_pool(k, node, x, window, window, (0, 0), False, False, sizes, qp)
     k.bind_output(qs, act, _as_node_shape(k, node, out, out_nhwc))
 
 
 def _sum_node(k: Any, node: Any, x: Any, window: tuple[int, int], sizes: list[int],
-              out_nhwc: bool) -> None:
-    """The sum of each window of NHWC x (the window spans the reduced run) with the node's own
-    output qparams: the depthwise convolution with all-one weights, input offset -zero point,
-    no bias and the requantization s_in / s_out (exact int32 sums)."""
+              out_nhwc: bool, count: int = 1) -> None:
+    """The sum (count 1) or mean (count = the window's taps) of each window of NHWC x (the
+    window spans the reduced run) with the node's own output qparams: the depthwise
+    convolution with all-one weights, input offset -zero point, no bias and the
+    requantization s_in / (count * s_out) (exact int32 sums, one rounding)."""
     qs, act, qp = k.output_quant(node, allow_activation=False)
     c = x.sizes[1]
     weight = np.ones((1, window[0], window[1], c), dtype=np.int8)
-    mults, shifts = k.per_channel_requant(float(x.scale), np.ones(c), qp.scale)
+    mults, shifts = k.per_channel_requant(float(x.scale) / count, np.ones(c), qp.scale)
     out = k.new_int8(node.name, sizes, qp, nhwc=True)
     scratch = k.kernel_scratch(node.name, QUANTIZED_DEPTHWISE_CONV2D, x, weight.shape)
     k.call(
@@ -973,6 +937,10 @@ def lower_amax(k: Any, node: Any) -> None:
 
 
 _ANCHOR = Annotate("anchor")  # the input's qparams, shared by the output
+_MEAN = Annotate("mean")  # global: own qparams (quantize/quantizer.py _annotate_mean)
+_GLOBAL_MEANS = (
+    "aten::adaptive_avg_pool2d.default", "aten::mean.dim", "aten::adaptive_avg_pool1d.default"
+)
 # aten target, its int8 rule, the kernels that rule emits
 for _target, _lower, _emits in (
     ("aten::max_pool2d.default", lower_max_pool2d, (QUANTIZED_MAX_POOL2D,)),
@@ -997,7 +965,8 @@ for _target, _lower, _emits in (
         (QUANTIZED_MAX_POOL2D, QUANTIZED_ADAPTIVE_MAX_POOL2D),
     ),
 ):
-    pattern(_target, annotate=_ANCHOR, lower=_lower, emits=_emits)
+    pattern(_target, annotate=_MEAN if _target in _GLOBAL_MEANS else _ANCHOR, lower=_lower,
+            emits=_emits + ((QUANTIZED_DEPTHWISE_CONV2D,) if _target in _GLOBAL_MEANS else ()))
 # a sum has its own output qparams (the "binary" annotation of one tensor operand)
 pattern("aten::sum.dim_IntList", annotate=Annotate("binary", {"kind": "sum"}), lower=lower_sum,
         emits=(QUANTIZED_DEPTHWISE_CONV2D, TRANSPOSE))
