@@ -1,7 +1,7 @@
 """NPU programs through the firmware's own path on the host: the EthosUBackend delegate, the blob
-parser and our Ethos-U driver, with the Ethos-U55 functional model behind the driver's register
-block (issue 20, item 2; firmware/host_ext/host_npu.c). The MLPerf Tiny models and the
-MobileNetV2-like net run on ethos-u55-128.
+parser and our Ethos-U driver, with the Ethos-U55/U65 functional model behind the driver's
+register block (issue 20, item 2; firmware/host_ext/host_npu.c). The MLPerf Tiny models and the
+MobileNetV2-like net run on ethos-u55-128 and on ethos-u65-256 (Shared_Sram).
 
 The references are independent of that path: the same .pte with its delegates run by the TOSA
 reference model on the saved TOSA graphs, and the CPU-only program in the reference
@@ -37,6 +37,9 @@ pytest.importorskip("ethosu.vela")
 
 TARGET = ("corstone-300", "ethos-u55-128")
 MODELS = ("ds_cnn", "resnet8", "mobilenet_v1_025", "deep_autoencoder", "mobilenet_v2_like")
+# The Ethos-U65 with its memory in shared SRAM (no dedicated fast scratch): one 256-MAC core,
+# Vela writes NPU_SET_PARALLEL_MODE 0 and one weight/scale stream per operation.
+U65 = resolve_target(None, "ethos-u65-256", memory_mode="Shared_Sram")
 
 
 @pytest.mark.slow
@@ -46,14 +49,16 @@ def test_models_through_driver_and_model_bit_exact(name, tmp_path):
     graph = quantize(model, example, models.calibration(name, 2))
     x = [np.ascontiguousarray(t.numpy()) for t in models.calibration(name, 3, seed=7)[2]]
     cpu_only = run_program(export_quantized(graph).program, x)
-    exported = export_quantized(graph, board=TARGET[0], npu_target=resolve_target(*TARGET))
-    path = exported.save(tmp_path)
-    tosa = torchmcu.run_on_host(path, x)
-    driver = torchmcu.run_on_host(exported.pte_bytes, x, npu_model=True)  # no .npu/ needed
-    assert len(driver) == len(tosa) == len(cpu_only)
-    for d, t, c in zip(driver, tosa, cpu_only):
-        np.testing.assert_array_equal(d, t)
-        np.testing.assert_array_equal(d, c)
+    for target in (resolve_target(*TARGET), U65):
+        exported = export_quantized(graph, board=TARGET[0], npu_target=target)
+        assert exported.npu.subgraphs, target.accelerator
+        path = exported.save(tmp_path / target.accelerator)
+        tosa = torchmcu.run_on_host(path, x)
+        driver = torchmcu.run_on_host(exported.pte_bytes, x, npu_model=True)  # no .npu/ needed
+        assert len(driver) == len(tosa) == len(cpu_only)
+        for d, t, c in zip(driver, tosa, cpu_only):
+            np.testing.assert_array_equal(d, t, err_msg=target.accelerator)
+            np.testing.assert_array_equal(d, c, err_msg=target.accelerator)
 
 
 class _Conv(nn.Module):
@@ -104,7 +109,7 @@ def test_one_conv_bit_exact_with_the_tosa_reference(conv, tmp_path):
     np.testing.assert_array_equal(torchmcu.run_on_host(conv.pte, conv.x)[0], want[0])
 
 
-def test_a_u85_program_says_the_model_is_u55_only():
+def test_a_u85_program_says_the_model_is_u55_u65_only():
     torch.manual_seed(0)
     cal = [(torch.randn(1, 3, 8, 8),) for _ in range(4)]
     graph = quantize(_Conv().eval(), cal[0], cal)
@@ -114,7 +119,7 @@ def test_a_u85_program_says_the_model_is_u55_only():
     with pytest.raises(NativeError, match="stopped before the end") as e:
         torchmcu.run_on_host(exported.pte_bytes, [cal[0][0].numpy()], npu_model=True)
     assert isinstance(e.value.__cause__, NotImplementedError)
-    assert "Ethos-U55 only, this NPU is Ethos-U85" in str(e.value.__cause__)
+    assert "Ethos-U55/U65 only, this NPU is Ethos-U85" in str(e.value.__cause__)
 
 
 def test_a_corrupted_opcode_is_a_parse_error_through_the_driver(conv):

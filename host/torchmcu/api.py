@@ -245,7 +245,7 @@ def run_on_host(
     An NPU program's delegates run with the TOSA reference model on the subgraphs export saved
     in npu_dir (default: `<name>.npu` beside a .pte path): the C runtime runs the CPU part for
     real, the TOSA model stands in for the NPU. npu_model=True runs them as the firmware does
-    instead: the firmware delegate and our NPU driver on the Ethos-U55 functional model, from
+    instead: the firmware delegate and our NPU driver on the Ethos-U55/U65 functional model, from
     the .pte alone (Vela's command stream and weights); that is also the default where there is
     no npu_dir and no saved `<name>.npu` folder."""
     from torchmcu import native

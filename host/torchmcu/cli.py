@@ -457,7 +457,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--npu-model", action="store_true",
         help="--host: run the NPU delegates through the firmware delegate and driver on the "
-        "Ethos-U55 functional model, not the TOSA graphs in NAME.npu/ (default without them)",
+        "Ethos-U55/U65 functional model, not the TOSA graphs in NAME.npu/ (default without them)",
     )
     p.add_argument(
         "--profile", action="store_true",

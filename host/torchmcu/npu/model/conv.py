@@ -46,6 +46,11 @@ def _kernel(stream: bytes, g: wt.Geometry) -> np.ndarray:
 def convolution(regs: Registers, mem: Memory, depthwise: bool, macs_per_cc: int) -> int:
     """Run one (depthwise) convolution; returns the MACs it executed."""
     ifm, ofm = feature_map(regs, "IFM"), feature_map(regs, "OFM")
+    if regs.param("NPU_SET_PARALLEL_MODE", 0):
+        # U65-512's second core: OFM channels split between two weight/scale streams
+        raise NotImplementedError(
+            "dual-core PARALLEL_MODE (WEIGHT1/SCALE1 streams) is not modelled"
+        )
     if regs.param("NPU_SET_IFM_UPSCALE", 0):
         raise NotImplementedError("IFM upscaling (nearest/transpose resampling) is not modelled")
     oh, ow, oc = ofm_shape(regs)

@@ -26,10 +26,14 @@ def run_job(
 ) -> tuple[int, int, str]:
     """(STATUS fault bits, QREAD in bytes, what went wrong) for one run of the command stream."""
     product = (config >> 28) & 0xF  # CONFIG.product: 0 U55, 1 U65, 2 U85
-    if product != 0:
-        name = {1: "Ethos-U65", 2: "Ethos-U85"}.get(product, f"product {product}")
-        raise NotImplementedError(f"the functional model is Ethos-U55 only, this NPU is {name}")
+    if product not in (0, 1):
+        name = {2: "Ethos-U85"}.get(product, f"product {product}")
+        raise NotImplementedError(f"the functional model is Ethos-U55/U65 only, this NPU is {name}")
     macs = 1 << (config & 0xF)  # CONFIG.macs_per_cc is log2
+    if macs not in SHRAM_BYTES:
+        # Ethos-U65-512 is two 256-MAC cores, each with its own weight/scale stream
+        # (WEIGHT1/SCALE1): not modelled.
+        raise NotImplementedError(f"the functional model has no {macs}-MAC configuration")
     mem = {r: np.frombuffer(view, np.uint8) for r, view in regions.items()}
     mem[SHRAM] = np.zeros(SHRAM_BYTES[macs], np.uint8)  # internal, cleared per job
     try:
