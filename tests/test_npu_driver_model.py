@@ -11,6 +11,7 @@ driver's error path, with the failing STATUS word named.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -26,7 +27,7 @@ from torch import nn
 from torchmcu.api import export_quantized
 from torchmcu.examples import models
 from torchmcu.native import NativeError
-from torchmcu.npu.blob import parse_blob
+from torchmcu.npu.blob import pack_blob, parse_blob
 from torchmcu.npu.config import resolve_target
 from torchmcu.npu.model.decode import command_stream, decode
 from torchmcu.quantize import quantize
@@ -130,6 +131,8 @@ def test_a_corrupted_opcode_is_a_parse_error_through_the_driver(conv):
     msg = e.value.message
     assert "NPU reported an error: STATUS 0x00000012 [irq_raised|cmd_parse_error]" in msg
     assert "NPU command stream parse error" in msg and "word 5" in msg, msg
+    # the NPU stopped reading at the bad word: QREAD is its byte offset
+    assert f"QREAD 20 of QSIZE {len(conv.stream)}" in msg, msg
 
 
 def test_an_address_outside_its_region_is_a_bus_error_through_the_driver(conv):
@@ -140,6 +143,44 @@ def test_an_address_outside_its_region_is_a_bus_error_through_the_driver(conv):
     msg = e.value.message
     assert "STATUS 0x00000006 [irq_raised|bus_error] NPU bus error (AXI abort)" in msg, msg
     assert "region 1" in msg
+    # QREAD: the stream read up to and including the first operation after the bad base
+    op = next(
+        c for c in decode(conv.stream) if c.offset > ofm.offset and c.name.startswith("NPU_OP")
+    )
+    assert f"QREAD {4 * (op.offset + 1)} of QSIZE {len(conv.stream)}: {op.name} at" in msg, msg
+
+
+def test_a_scratch_smaller_than_vela_asked_for_is_a_bus_error_through_the_driver(monkeypatch):
+    """A delegate whose scratch is cut to the end of its inputs and outputs (the blob's
+    scratch_size and the planned tensor agree, so the delegate accepts the call) while the
+    command stream still uses Vela's whole scratch: the NPU faults on region 1."""
+    from torchmcu.npu import vela
+
+    compile_tosa, cut = vela.compile_tosa, {}
+
+    def short_scratch(*args, **kwargs):
+        r = compile_tosa(*args, **kwargs)
+        io_end = max(t.offset + t.nbytes for t in (*r.inputs, *r.outputs))
+        small = -(-io_end // 16) * 16
+        assert small < r.scratch_size, "Vela's scratch holds only the I/O: nothing to cut"
+        cut.update(vela=r.scratch_size, small=small)
+        blob = pack_blob(r.command_stream, r.weights, small, r.inputs, r.outputs)
+        return dataclasses.replace(r, blob=blob, scratch_size=small)
+
+    monkeypatch.setattr(vela, "compile_tosa", short_scratch)
+    torch.manual_seed(0)
+    cal = [(torch.randn(1, 3, 8, 8),) for _ in range(4)]
+    # 32 intermediate channels: Vela plans them in scratch beyond the input and the output
+    wide = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 4, 1))
+    graph = quantize(wide.eval(), cal[0], cal)
+    exported = export_quantized(graph, npu_target=resolve_target(*TARGET))
+    assert parse_blob(exported.npu.subgraphs[0].vela.blob).scratch_size == cut["small"]
+    with pytest.raises(NativeError) as e:
+        torchmcu.run_on_host(exported.pte_bytes, [cal[0][0].numpy()], npu_model=True)
+    msg = e.value.message
+    assert e.value.status == "DELEGATE"
+    assert "STATUS 0x00000006 [irq_raised|bus_error] NPU bus error (AXI abort)" in msg, msg
+    assert f"of region 1, which maps {cut['small']} bytes" in msg, msg
 
 
 def test_cli_runs_an_npu_program_through_the_driver(conv, tmp_path: Path, capsys):
@@ -232,7 +273,7 @@ def test_faults_through_the_driver_clean_under_sanitizers(tmp_path):
     env = dict(os.environ, LD_PRELOAD=" ".join(runtimes), ASAN_OPTIONS="detect_leaks=0")
     r = subprocess.run(
         [sys.executable, "-c", _SANITIZED_CHILD, str(ext), __file__,
-         "-k", "one_conv or corrupted_opcode or outside_its_region"],
+         "-k", "one_conv or corrupted_opcode or outside_its_region or scratch_smaller"],
         capture_output=True, text=True, env=env, check=False, cwd=ROOT,
     )  # fmt: skip
-    assert r.returncode == 0 and "3 passed" in r.stdout, (r.stdout + r.stderr)[-4000:]
+    assert r.returncode == 0 and "4 passed" in r.stdout, (r.stdout + r.stderr)[-4000:]

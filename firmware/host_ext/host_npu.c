@@ -82,6 +82,8 @@ static void npu_run(tmx_npu *n) {
   const uint32_t qsize = n->regs[TM_NPU_QSIZE / 4u];
   n->regs[TM_NPU_QREAD / 4u] = 0;
   n->message[0] = '\0';
+  n->job_qread = 0;
+  n->job_qsize = qsize;
   const tmx_npu_extent *q = find_extent(n, qbase, qsize, false);
   if (q == NULL || qsize == 0u || n->model == NULL) {
     snprintf(n->message, sizeof(n->message), "command stream at 0x%llx (%u bytes) is outside the job's memory",
@@ -122,6 +124,7 @@ done:
   Py_XDECREF(regions);
   PyGILState_Release(gil);
   n->num_extents = 0;
+  n->job_qread = n->regs[TM_NPU_QREAD / 4u];
 }
 
 static void npu_write(void *ctx, uint32_t offset, uint32_t value) {
@@ -150,6 +153,8 @@ tm_status tmx_npu_init(tm_delegate_context *ctx, tmx_npu *n, const tm_delegate_i
   n->num_extents = 0;
   n->ses = NULL;
   n->model = NULL;
+  n->message[0] = '\0';
+  n->job_qread = n->job_qsize = 0;
   if (tm_ethos_u_backend.state_size > sizeof(n->state)) {
     ctx->message = "host npu_model: the firmware delegate's state outgrew tmx_npu.state";
     return TM_ERR_INVALID_STATE;
@@ -188,13 +193,15 @@ tm_status tmx_npu_execute(tm_delegate_context *ctx, tmx_npu *n, const tm_delegat
   tm_ethos_u_delegate_bind(NULL, NULL, 0);
   pthread_mutex_unlock(&g_bind_lock);
   if (st != TM_OK) {
-    /* The driver's error path: the failing job's STATUS word, named, and what the model saw. */
+    /* The driver's error path: the failing job's STATUS word, named, how far the NPU read the
+     * command stream (QREAD, before the driver's reset cleared it) and what the model saw. */
     const uint32_t status = tm_ethosu_last_status(&n->dev);
     char bits[160];
     tm_ethosu_format_status(status, bits, sizeof(bits));
-    snprintf(ses->message, sizeof(ses->message), "%s: STATUS 0x%08x [%s] %s%s%s",
+    snprintf(ses->message, sizeof(ses->message), "%s: STATUS 0x%08x [%s] %s; QREAD %u of QSIZE %u%s%s",
              ctx->message != NULL ? ctx->message : "NPU job failed", (unsigned)status, bits,
-             tm_ethosu_status_reason(status), n->message[0] != '\0' ? ": " : "", n->message);
+             tm_ethosu_status_reason(status), (unsigned)n->job_qread, (unsigned)n->job_qsize,
+             n->message[0] != '\0' ? ": " : "", n->message);
     ctx->message = ses->message;
   }
   n->ses = NULL;

@@ -41,5 +41,6 @@ def run_job(
     except CommandStreamError as e:
         return STATUS_PARSE_ERROR, 4 * e.offset, str(e)
     except BusError as e:
-        return STATUS_BUS_ERROR, 0, str(e)
+        # The NPU has read the stream up to and including the operation that faulted.
+        return STATUS_BUS_ERROR, 0 if e.offset is None else 4 * (e.offset + 1), str(e)
     return 0, len(stream), ""

@@ -53,7 +53,9 @@ def execute(stream: bytes, mem: Memory, macs_per_cc: int = 128) -> list[TraceEnt
             trace.append(_run(cmd, regs, mem, macs_per_cc))
         except (BusError, StateError) as e:
             # name the operation, as the hardware's error state would point at it
-            raise type(e)(f"{cmd.name} at command word {cmd.offset}: {e}") from e
+            err = type(e)(f"{cmd.name} at command word {cmd.offset}: {e}")
+            err.offset = cmd.offset
+            raise err from e
     raise CommandStreamError(len(stream) // 4, "the stream ends without NPU_OP_STOP")
 
 

@@ -6,7 +6,10 @@ import numpy as np
 
 
 class BusError(RuntimeError):
-    """An access outside the memory mapped to a region (the hardware raises a bus error)."""
+    """An access outside the memory mapped to a region (the hardware raises a bus error).
+    `offset`: the word offset of the operation that made it, once the command loop knows it."""
+
+    offset: int | None = None
 
 
 # The NPU's internal shared buffer (SHRAM) is addressed by DMA with the "internal" bit; we keep
