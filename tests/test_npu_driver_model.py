@@ -194,7 +194,12 @@ def test_cli_runs_an_npu_program_through_the_driver(conv, tmp_path: Path, capsys
     assert via_driver.startswith("output 0:") and via_driver == via_tosa, via_driver
 
 
-def _tosa_and_driver_agree(exported: torchmcu.ExportedModel, samples) -> None:
+def _tosa_and_driver_agree(
+    exported: torchmcu.ExportedModel, samples, cpu_only: bool = False
+) -> None:
+    """The program through the driver on the model, bit-exact with its delegates run by the
+    TOSA reference model; with cpu_only, also with the CPU-only program the same export
+    lowered before partitioning (in the reference interpreter)."""
     from torchmcu import native
     from torchmcu.npu.hostrun import SavedDelegate, delegate_io, tosa_native_fn
 
@@ -203,14 +208,16 @@ def _tosa_and_driver_agree(exported: torchmcu.ExportedModel, samples) -> None:
     for x in samples:
         want = native.run_program(exported.pte_bytes, x, delegate_fn=tosa)
         got = native.run_program(exported.pte_bytes, x, npu_model=True)
-        for g, w in zip(got, want, strict=True):
+        cpu = run_program(exported.npu.cpu_program, x) if cpu_only else want
+        for g, w, c in zip(got, want, cpu, strict=True):
             np.testing.assert_array_equal(g, w)
+            np.testing.assert_array_equal(g, c)
 
 
-def test_several_delegates_and_control_flow_through_the_driver():
+def test_several_delegates_through_the_driver():
     """test_npu_export's two-delegate programs (CPU work between them, several inputs and
-    outputs) and delegates in both branches of a torch.cond: one NPU device per delegate."""
-    from test_control_flow import CondNet, _inputs
+    outputs): one NPU device per delegate. (The control-flow programs go through the driver
+    in test_npu_model.py::test_delegates_inside_control_flow.)"""
     from test_npu_export import _StridedInTheMiddle, _TwoByTwo
 
     for module in (_TwoByTwo(), _StridedInTheMiddle()):
@@ -219,12 +226,7 @@ def test_several_delegates_and_control_flow_through_the_driver():
         graph = quantize(module.eval(), cal[0], cal)
         exported = export_quantized(graph, npu_target=resolve_target(*TARGET))
         assert len(exported.npu.subgraphs) == 2
-        _tosa_and_driver_agree(exported, [[torch.randn(1, 3, 16, 16).numpy()]])
-    cal = [(x,) for s in range(3) for x in _inputs(100 + s)]
-    exported = torchmcu.export(
-        CondNet().eval(), cal[0], calibration=cal, npu=TARGET[1], board=TARGET[0]
-    )
-    _tosa_and_driver_agree(exported, [[x.numpy()] for x in _inputs(7)])
+        _tosa_and_driver_agree(exported, [[torch.randn(1, 3, 16, 16).numpy()]], cpu_only=True)
 
 
 ROOT = Path(__file__).resolve().parents[1]
