@@ -55,11 +55,16 @@ def test_models_through_driver_and_model_bit_exact(name, tmp_path):
         assert exported.npu.subgraphs, target.accelerator
         path = exported.save(tmp_path / target.accelerator)
         tosa = torchmcu.run_on_host(path, x)
-        driver = torchmcu.run_on_host(exported.pte_bytes, x, npu_model=True)  # no .npu/ needed
+        jobs: list = []
+        driver = torchmcu.run_on_host(exported.pte_bytes, x, npu_trace=jobs)  # no .npu/ needed
         assert len(driver) == len(tosa) == len(cpu_only)
         for d, t, c in zip(driver, tosa, cpu_only):
             np.testing.assert_array_equal(d, t, err_msg=target.accelerator)
             np.testing.assert_array_equal(d, c, err_msg=target.accelerator)
+        # the trace's MACs per NPU job add up to Vela's nn_macs for that delegate
+        vela = [s.vela.estimate["nn_macs"] for s in exported.npu.subgraphs]
+        assert [j.delegate for j in jobs] == list(range(len(vela)))
+        assert [sum(op.macs for op in j.operations) for j in jobs] == vela, target.accelerator
 
 
 class _Conv(nn.Module):
@@ -192,6 +197,32 @@ def test_cli_runs_an_npu_program_through_the_driver(conv, tmp_path: Path, capsys
     assert main(["run", str(path), "--host", "--npu-model"]) == 0
     via_driver = capsys.readouterr().out
     assert via_driver.startswith("output 0:") and via_driver == via_tosa, via_driver
+
+
+def test_cli_npu_trace_lists_operations_and_velas_macs(conv, tmp_path: Path, capsys):
+    """--npu-trace: the outputs, then each operation of each NPU job with its IFM/OFM shapes
+    and addresses and MACs, which add up to Vela's nn_macs (from the saved report)."""
+    from torchmcu.cli import main
+
+    path = conv.exported.save(tmp_path)
+    assert main(["run", str(path), "--host", "--npu-trace"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("output 0:")
+    lines = out.splitlines()
+    assert "delegate 0, NPU job 0: 3 operations" in lines, out
+    # _Conv: 3 -> 8 channels, 3x3 with padding 1 on 8x8, between Vela's input and output
+    # transposes (1x1 pools, no MACs)
+    (conv_line,) = [line for line in lines if "NPU_OP_CONV" in line]
+    assert "8x8x3@r1+0x" in conv_line and "-> 8x8x8@r1+0x" in conv_line, conv_line
+    assert conv_line.endswith(f" {8 * 8 * 8 * 3 * 3 * 3} MACs"), conv_line
+    b = parse_blob(conv.exported.npu.subgraphs[0].vela.blob)
+    ops = [line for line in lines if " NPU_OP_" in line]
+    assert f"@r1+0x{b.inputs[0].offset:x} ->" in ops[0], ops[0]  # reads the delegate's input
+    assert ops[-1].split("->")[1].split()[0].endswith(f"@r1+0x{b.outputs[0].offset:x}")
+    nn_macs = conv.exported.npu.subgraphs[0].vela.estimate["nn_macs"]
+    assert lines[-1] == f"  {nn_macs} MACs (Vela's nn_macs {nn_macs})", out
+    assert main(["run", str(path), "--npu-trace"]) == 2  # no board run: needs --host
+    assert "add --host" in capsys.readouterr().err
 
 
 def _tosa_and_driver_agree(

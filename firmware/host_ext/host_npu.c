@@ -3,8 +3,9 @@
  * (native.run_program(..., npu_model=...)): the firmware delegate (delegates/ethos_u/delegate.c)
  * and our driver run unchanged on a register block in host memory. Writes are observed: RESET
  * completes at once, and the CMD write with RUN hands QBASE/QSIZE and the base pointers the
- * driver set to the Python model, which executes over the host memory they address and leaves
- * STATUS/QREAD as the hardware would (IRQ + CMD_END, or IRQ + a fault bit).
+ * driver set to the Python model (with CONFIG and the delegate's index), which executes over
+ * the host memory they address and leaves STATUS/QREAD as the hardware would (IRQ + CMD_END,
+ * or IRQ + a fault bit).
  *
  * The NPU reaches memory through the job's extents: the command stream and each base pointer
  * with the size the driver cleans from the data cache for it (cache_clean). Outside those the
@@ -107,7 +108,8 @@ static void npu_run(tmx_npu *n) {
     Py_XDECREF(view);
     if (bad) goto raised;
   }
-  res = PyObject_CallFunction(n->model, "OOI", stream, regions, (unsigned)n->regs[TM_NPU_CONFIG / 4u]);
+  res = PyObject_CallFunction(n->model, "OOII", stream, regions, (unsigned)n->regs[TM_NPU_CONFIG / 4u],
+                              (unsigned)n->index);
   unsigned fault = 0, qread = 0;
   const char *text = NULL;
   if (res == NULL || !PyArg_ParseTuple(res, "IIs", &fault, &qread, &text)) goto raised;
@@ -155,6 +157,7 @@ tm_status tmx_npu_init(tm_delegate_context *ctx, tmx_npu *n, const tm_delegate_i
   n->model = NULL;
   n->message[0] = '\0';
   n->job_qread = n->job_qsize = 0;
+  n->index = info->index;
   if (tm_ethos_u_backend.state_size > sizeof(n->state)) {
     ctx->message = "host npu_model: the firmware delegate's state outgrew tmx_npu.state";
     return TM_ERR_INVALID_STATE;
