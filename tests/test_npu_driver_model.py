@@ -115,6 +115,36 @@ def test_one_conv_bit_exact_with_the_tosa_reference(conv, tmp_path):
     np.testing.assert_array_equal(torchmcu.run_on_host(conv.pte, conv.x)[0], want[0])
 
 
+class _TwoCores(nn.Module):
+    """Odd OFM depths (uneven core splits), a depthwise and a fully connected layer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 21, 3, padding=1)
+        self.dw = nn.Conv2d(21, 21, 3, padding=1, groups=21)
+        self.c2 = nn.Conv2d(21, 13, 1)
+        self.fc = nn.Linear(13 * 6 * 6, 7)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.relu(self.c2(torch.relu(self.dw(torch.relu(self.c1(x))))))
+        return self.fc(torch.flatten(x, 1))
+
+
+def test_u65_512_two_cores_through_the_driver():
+    """ethos-u65-512 is two 256-MAC cores: Vela writes PARALLEL_MODE 1 and a second weight
+    and scale stream (WEIGHT1/SCALE1) per convolution, half the OFM channels each."""
+    torch.manual_seed(2)
+    cal = [(torch.randn(1, 3, 6, 6),) for _ in range(4)]
+    graph = quantize(_TwoCores().eval(), cal[0], cal)
+    target = resolve_target(None, "ethos-u65-512", memory_mode="Shared_Sram")
+    exported = export_quantized(graph, npu_target=target)
+    stream = command_stream(parse_blob(exported.npu.subgraphs[0].vela.blob).command_stream)
+    names = {c.name: c.param for c in decode(stream)}
+    assert names["NPU_SET_PARALLEL_MODE"] == 1 and "NPU_SET_WEIGHT1_BASE" in names
+    samples = [[torch.randn(1, 3, 6, 6).numpy()] for _ in range(2)]
+    _tosa_and_driver_agree(exported, samples, cpu_only=True)
+
+
 def test_a_u85_program_says_the_model_is_u55_u65_only():
     torch.manual_seed(0)
     cal = [(torch.randn(1, 3, 8, 8),) for _ in range(4)]

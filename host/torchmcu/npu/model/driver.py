@@ -47,8 +47,6 @@ def run_job(
         raise NotImplementedError(f"the functional model is Ethos-U55/U65 only, this NPU is {name}")
     macs = 1 << (config & 0xF)  # CONFIG.macs_per_cc is log2
     if macs not in SHRAM_BYTES:
-        # Ethos-U65-512 is two 256-MAC cores, each with its own weight/scale stream
-        # (WEIGHT1/SCALE1): not modelled.
         raise NotImplementedError(f"the functional model has no {macs}-MAC configuration")
     mem = {r: np.frombuffer(view, np.uint8) for r, view in regions.items()}
     mem[SHRAM] = np.zeros(SHRAM_BYTES[macs], np.uint8)  # internal, cleared per job
