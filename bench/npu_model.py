@@ -27,13 +27,13 @@ from torchmcu.quantize import quantize
 DEFAULT_MODELS = ("ds_cnn", "resnet8", "mobilenet_v1_025", "deep_autoencoder", "mobilenet_v2_like")
 
 
-def run(name: str, npu: str, samples: int) -> dict[str, object]:
+def run(name: str, npu: str, samples: int, memory_mode: str | None = None) -> dict[str, object]:
     model, example = models.build(name)
     graph = quantize(model, example, models.calibration(name, 2))
     start = time.perf_counter()
     # corstone-300 offers U55-128/-256; other sizes get Vela's defaults without a board
     on_board = npu in ("ethos-u55-128", "ethos-u55-256")
-    target = resolve_target("corstone-300" if on_board else None, npu)
+    target = resolve_target("corstone-300" if on_board else None, npu, memory_mode=memory_mode)
     exported = export_quantized(graph, npu_target=target)
     export_s = time.perf_counter() - start
     xs = [
@@ -60,9 +60,12 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=list(DEFAULT_MODELS))
     parser.add_argument("--npu", default="ethos-u55-128")
     parser.add_argument("--samples", type=int, default=3)
+    parser.add_argument(
+        "--memory-mode", help="Vela memory mode (default: the board's or the family's)"
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    rows = [run(m, args.npu, args.samples) for m in args.models]
+    rows = [run(m, args.npu, args.samples, args.memory_mode) for m in args.models]
     header = f"{'model':<20}{'export s':>9}{'calls':>6}{'model s':>9}{'TOSA s':>8}{'ops':>6}"
     print(header + f"{'MACs':>11}{'nn_macs':>11}  result")
     for r in rows:

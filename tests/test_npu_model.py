@@ -222,9 +222,12 @@ def test_other_u55_configurations(name, accelerator):
 @pytest.mark.parametrize("name", ["cond", "nested", "map"])
 def test_delegates_inside_control_flow(name):
     """test_control_flow's programs: delegates inside torch.cond branches (each branch taken)
-    and a torch.map body."""
+    and a torch.map body, per delegate call against the TOSA reference; then the whole
+    program through the firmware delegate and driver on the model, against the TOSA host run
+    and the CPU-only program."""
     import torchmcu
     from test_control_flow import CondNet, MapNet, NestedCondNet, _batches, _inputs
+    from test_npu_driver_model import _tosa_and_driver_agree
 
     if name == "map":
         model, samples = MapNet().eval(), _batches(11)
@@ -235,6 +238,7 @@ def test_delegates_inside_control_flow(name):
         samples = _inputs(7)
     exported = torchmcu.export(model, cal[0], calibration=cal, npu=TARGET[1], board=TARGET[0])
     _exported_vs_tosa(exported, [[x.numpy()] for x in samples])
+    _tosa_and_driver_agree(exported, [[x.numpy()] for x in samples], cpu_only=True)
 
 
 def test_several_delegates_with_several_inputs_and_outputs():

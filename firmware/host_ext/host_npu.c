@@ -3,8 +3,9 @@
  * (native.run_program(..., npu_model=...)): the firmware delegate (delegates/ethos_u/delegate.c)
  * and our driver run unchanged on a register block in host memory. Writes are observed: RESET
  * completes at once, and the CMD write with RUN hands QBASE/QSIZE and the base pointers the
- * driver set to the Python model, which executes over the host memory they address and leaves
- * STATUS/QREAD as the hardware would (IRQ + CMD_END, or IRQ + a fault bit).
+ * driver set to the Python model (with CONFIG and the delegate's index), which executes over
+ * the host memory they address and leaves STATUS/QREAD as the hardware would (IRQ + CMD_END,
+ * or IRQ + a fault bit).
  *
  * The NPU reaches memory through the job's extents: the command stream and each base pointer
  * with the size the driver cleans from the data cache for it (cache_clean). Outside those the
@@ -82,6 +83,8 @@ static void npu_run(tmx_npu *n) {
   const uint32_t qsize = n->regs[TM_NPU_QSIZE / 4u];
   n->regs[TM_NPU_QREAD / 4u] = 0;
   n->message[0] = '\0';
+  n->job_qread = 0;
+  n->job_qsize = qsize;
   const tmx_npu_extent *q = find_extent(n, qbase, qsize, false);
   if (q == NULL || qsize == 0u || n->model == NULL) {
     snprintf(n->message, sizeof(n->message), "command stream at 0x%llx (%u bytes) is outside the job's memory",
@@ -105,7 +108,8 @@ static void npu_run(tmx_npu *n) {
     Py_XDECREF(view);
     if (bad) goto raised;
   }
-  res = PyObject_CallFunction(n->model, "OOI", stream, regions, (unsigned)n->regs[TM_NPU_CONFIG / 4u]);
+  res = PyObject_CallFunction(n->model, "OOII", stream, regions, (unsigned)n->regs[TM_NPU_CONFIG / 4u],
+                              (unsigned)n->index);
   unsigned fault = 0, qread = 0;
   const char *text = NULL;
   if (res == NULL || !PyArg_ParseTuple(res, "IIs", &fault, &qread, &text)) goto raised;
@@ -122,6 +126,7 @@ done:
   Py_XDECREF(regions);
   PyGILState_Release(gil);
   n->num_extents = 0;
+  n->job_qread = n->regs[TM_NPU_QREAD / 4u];
 }
 
 static void npu_write(void *ctx, uint32_t offset, uint32_t value) {
@@ -150,6 +155,9 @@ tm_status tmx_npu_init(tm_delegate_context *ctx, tmx_npu *n, const tm_delegate_i
   n->num_extents = 0;
   n->ses = NULL;
   n->model = NULL;
+  n->message[0] = '\0';
+  n->job_qread = n->job_qsize = 0;
+  n->index = info->index;
   if (tm_ethos_u_backend.state_size > sizeof(n->state)) {
     ctx->message = "host npu_model: the firmware delegate's state outgrew tmx_npu.state";
     return TM_ERR_INVALID_STATE;
@@ -188,13 +196,15 @@ tm_status tmx_npu_execute(tm_delegate_context *ctx, tmx_npu *n, const tm_delegat
   tm_ethos_u_delegate_bind(NULL, NULL, 0);
   pthread_mutex_unlock(&g_bind_lock);
   if (st != TM_OK) {
-    /* The driver's error path: the failing job's STATUS word, named, and what the model saw. */
+    /* The driver's error path: the failing job's STATUS word, named, how far the NPU read the
+     * command stream (QREAD, before the driver's reset cleared it) and what the model saw. */
     const uint32_t status = tm_ethosu_last_status(&n->dev);
     char bits[160];
     tm_ethosu_format_status(status, bits, sizeof(bits));
-    snprintf(ses->message, sizeof(ses->message), "%s: STATUS 0x%08x [%s] %s%s%s",
+    snprintf(ses->message, sizeof(ses->message), "%s: STATUS 0x%08x [%s] %s; QREAD %u of QSIZE %u%s%s",
              ctx->message != NULL ? ctx->message : "NPU job failed", (unsigned)status, bits,
-             tm_ethosu_status_reason(status), n->message[0] != '\0' ? ": " : "", n->message);
+             tm_ethosu_status_reason(status), (unsigned)n->job_qread, (unsigned)n->job_qsize,
+             n->message[0] != '\0' ? ": " : "", n->message);
     ctx->message = ses->message;
   }
   n->ses = NULL;

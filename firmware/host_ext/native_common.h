@@ -43,6 +43,8 @@ typedef struct {
   tmx_delegate_session *ses; /* set during execute */
   PyObject *model;           /* borrowed, set during execute */
   char message[256];         /* what the model reported for the last job */
+  uint32_t job_qread, job_qsize; /* QREAD and QSIZE as the last job left them (a reset clears QREAD) */
+  uint32_t index;                /* the program's delegate index, passed to the model */
   _Alignas(16) unsigned char state[512]; /* the firmware delegate's (tm_ethos_u_backend) state */
 } tmx_npu;
 tm_status tmx_npu_init(tm_delegate_context *ctx, tmx_npu *n, const tm_delegate_info *info,

@@ -239,26 +239,29 @@ def run_on_host(
     *,
     npu_dir: str | os.PathLike[str] | None = None,
     npu_model: bool = False,
+    npu_trace: list[Any] | None = None,
 ) -> list[np.ndarray]:
     """Run a .pte with the C runtime built into torchmcu._native (the firmware's own sources).
 
     An NPU program's delegates run with the TOSA reference model on the subgraphs export saved
     in npu_dir (default: `<name>.npu` beside a .pte path): the C runtime runs the CPU part for
     real, the TOSA model stands in for the NPU. npu_model=True runs them as the firmware does
-    instead: the firmware delegate and our NPU driver on the Ethos-U55 functional model, from
+    instead: the firmware delegate and our NPU driver on the Ethos-U55/U65 functional model, from
     the .pte alone (Vela's command stream and weights); that is also the default where there is
-    no npu_dir and no saved `<name>.npu` folder."""
+    no npu_dir and no saved `<name>.npu` folder. npu_trace (a list) implies npu_model and
+    collects what the model ran: one torchmcu.npu.model.driver.Job per NPU job."""
     from torchmcu import native
 
     data = pte if isinstance(pte, bytes) else Path(pte).read_bytes()
     arrays = [np.ascontiguousarray(_to_numpy(x)) for x in inputs]
     delegates = _delegate_count(data)
+    npu_model = npu_model or npu_trace is not None
     if npu_dir is None and delegates and not npu_model:
         saved = None if isinstance(pte, bytes) else Path(pte).with_suffix(".npu")
         npu_model = saved is None or not saved.is_dir()
         npu_dir = saved
     if not delegates or npu_model:
-        return native.run_program(data, arrays, npu_model=npu_model)
+        return native.run_program(data, arrays, npu_model=npu_model, npu_trace=npu_trace)
     from torchmcu.npu.hostrun import load_delegates, tosa_native_fn
 
     assert npu_dir is not None

@@ -6,6 +6,7 @@
     torchmcu run out/model.pte --host [--inputs x.npz]        # run on the host build of the runtime
     torchmcu run out/model.pte --host --npu-model             # NPU delegates: driver + NPU model
                                                               # (the default without out/model.npu/)
+    torchmcu run out/model.pte --host --npu-trace             # ... and each NPU operation, MACs
     torchmcu build out/model.pte --board corstone-300         # runner firmware: ELF, .bin, .hex
     torchmcu build a.pte b.pte --ops-yaml merged.yaml         # one image running both programs
     torchmcu run out/model.pte --board qemu-an547             # build, run on QEMU (or an FVP)
@@ -117,6 +118,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     import torchmcu
 
     if not args.host:
+        if args.npu_trace or args.npu_model:
+            raise CliError("--npu-model and --npu-trace run on the host: add --host")
         return _run_on_board(args)
     from torchmcu import native
 
@@ -137,10 +140,29 @@ def _cmd_run(args: argparse.Namespace) -> int:
             for t in info["inputs"]
         ]
     # an NPU program finds NAME.npu/ beside it, or runs its driver on the NPU model
-    outputs = torchmcu.run_on_host(Path(args.pte), inputs, npu_model=args.npu_model)
+    trace: list[Any] | None = [] if args.npu_trace else None
+    outputs = torchmcu.run_on_host(
+        Path(args.pte), inputs, npu_model=args.npu_model, npu_trace=trace
+    )
     for i, out in enumerate(outputs):
         print(_output_line(f"output {i}", out))
+    if trace is not None:
+        from torchmcu.npu.model.driver import trace_lines
+
+        print("\n".join(trace_lines(trace, _vela_nn_macs(Path(args.pte)))))
     return 0
+
+
+def _vela_nn_macs(pte: Path) -> dict[int, int]:
+    """Vela's nn_macs per delegate from the export's NAME.report.json beside the .pte."""
+    import json
+
+    try:
+        report = json.loads(pte.with_suffix(".report.json").read_text())
+        delegates = (report.get("npu") or {}).get("delegates", [])
+        return {int(d["index"]): int(d["estimate"]["nn_macs"]) for d in delegates}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}  # no report (or not ours): the trace shows the model's MACs alone
 
 
 def _output_line(label: str, out: Any) -> str:
@@ -457,7 +479,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--npu-model", action="store_true",
         help="--host: run the NPU delegates through the firmware delegate and driver on the "
-        "Ethos-U55 functional model, not the TOSA graphs in NAME.npu/ (default without them)",
+        "Ethos-U55/U65 functional model, not the TOSA graphs in NAME.npu/ (default without them)",
+    )
+    p.add_argument(
+        "--npu-trace", action="store_true",
+        help="--host: as --npu-model, then list each NPU operation (IFM/OFM shapes and "
+        "addresses, MACs) per job, with Vela's nn_macs from NAME.report.json",
     )
     p.add_argument(
         "--profile", action="store_true",

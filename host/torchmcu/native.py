@@ -223,6 +223,7 @@ def run_program(
     runs: int = 1,
     delegate_fn: DelegateFn | None = None,
     npu_model: bool = False,
+    npu_trace: list[Any] | None = None,
 ) -> list[np.ndarray]:
     """Runs a .pte method with the C runtime; inputs and outputs are in logical sizes
     (channels-last tensors are converted to/from their memory layout here). runs > 1 executes
@@ -237,7 +238,9 @@ def run_program(
     npu_model=True runs each EthosUBackend DelegateCall as the firmware does: the firmware
     delegate and our NPU driver, on the Ethos-U functional model (torchmcu.npu.model.driver)
     behind a host register block. NPU faults come back through the driver's error path as
-    NativeError("DELEGATE", ... STATUS ...)."""
+    NativeError("DELEGATE", ... STATUS ...). npu_trace (a list; implies npu_model) gets one
+    torchmcu.npu.model.driver.Job per NPU job: the delegate index and each operation the
+    model ran (IFM/OFM shapes and addresses, MACs)."""
     pte = bytes(pte)
     info = _native.program_info(pte, method)
     check_inputs(info["inputs"], inputs)
@@ -249,10 +252,12 @@ def run_program(
         raise ValueError(f"runs must be >= 1, got {runs}")
     bridge = _delegate_bridge(delegate_fn) if delegate_fn is not None else None
     model = None
-    if npu_model:
+    if npu_model or npu_trace is not None:
+        import functools
+
         from torchmcu.npu.model.driver import run_job
 
-        model = run_job
+        model = run_job if npu_trace is None else functools.partial(run_job, trace=npu_trace)
     outs = _native.run_program(pte, packed, method, runs, bridge, model)
     return [
         _from_physical(*o) if isinstance(o, tuple) else o  # non-tensor outputs as Python scalars

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import numpy as np
@@ -15,23 +16,53 @@ from torchmcu.npu.model.window import padded_ifm, padding, taps
 
 # Micro-block depths of the Ethos-U55 MAC array (Vela's architecture_features ifm/ofm_ublock):
 # 8 for every U55 configuration except U55-32, whose OFM micro-block is 4 deep.
-UBLOCK_DEPTH = {32: (8, 4), 64: (8, 8), 128: (8, 8), 256: (8, 8)}
+UBLOCK_DEPTH = {32: (8, 4), 64: (8, 8), 128: (8, 8), 256: (8, 8), 512: (8, 8)}
 
 
-def _streams(regs: Registers, mem: Memory, g: wt.Geometry) -> tuple[np.ndarray, wt.ScaleBias]:
+def _core_streams(
+    regs: Registers, mem: Memory, g: wt.Geometry, core: int
+) -> tuple[np.ndarray, wt.ScaleBias]:
+    """One core's weight and scale streams (core 1: WEIGHT1/SCALE1), for geometry g."""
+    n = "1" if core else ""
     wbytes = mem.read_bytes(
         regs.param("NPU_SET_WEIGHT_REGION"),
-        regs.address("NPU_SET_WEIGHT_BASE"),
-        regs.data("NPU_SET_WEIGHT_LENGTH"),
-        "weight stream",
+        regs.address(f"NPU_SET_WEIGHT{n}_BASE"),
+        regs.data(f"NPU_SET_WEIGHT{n}_LENGTH"),
+        f"weight stream {core}" if core else "weight stream",
     )
     sbytes = mem.read_bytes(
         regs.param("NPU_SET_SCALE_REGION"),
-        regs.address("NPU_SET_SCALE_BASE"),
-        regs.data("NPU_SET_SCALE_LENGTH"),
-        "scale stream",
+        regs.address(f"NPU_SET_SCALE{n}_BASE"),
+        regs.data(f"NPU_SET_SCALE{n}_LENGTH"),
+        f"scale stream {core}" if core else "scale stream",
     )
     return _kernel(wbytes, g), wt.decode_scale_bias(sbytes, g.ofm_depth)
+
+
+def _streams(
+    regs: Registers, mem: Memory, g: wt.Geometry, cores: int
+) -> tuple[np.ndarray, wt.ScaleBias]:
+    """The whole kernel and scale/bias. With two cores (U65-512, PARALLEL_MODE 1) each core
+    has its own streams, for every other OFM channel: core c computes channels c, c + 2, ...
+    and its stream is encoded as a kernel of those channels with OFM blocks of
+    ceil((OFM_BLK_DEPTH - c) / 2) (Vela's weight compressor's core deinterleave; checked
+    against the TOSA reference and the CPU-only program by tests/test_npu_driver_model.py).
+    Assumption: elementwise and pooling need no per-core state (they have no streams)."""
+    if cores == 1:
+        return _core_streams(regs, mem, g, 0)
+    w = np.zeros((g.ofm_depth, g.kernel_h, g.kernel_w, g.ifm_depth), np.float64)
+    bias, scale, shift = (np.zeros(g.ofm_depth, np.int64) for _ in range(3))
+    for core in range(cores):
+        depth = len(range(core, g.ofm_depth, cores))
+        if depth == 0:
+            continue
+        block = (g.ofm_block_depth + cores - 1 - core) // cores
+        cw, sb = _core_streams(
+            regs, mem, dataclasses.replace(g, ofm_depth=depth, ofm_block_depth=block), core
+        )
+        w[core::cores], bias[core::cores] = cw, sb.bias
+        scale[core::cores], shift[core::cores] = sb.scale, sb.shift
+    return w, wt.ScaleBias(bias, scale, shift)
 
 
 @functools.lru_cache(maxsize=512)
@@ -46,6 +77,9 @@ def _kernel(stream: bytes, g: wt.Geometry) -> np.ndarray:
 def convolution(regs: Registers, mem: Memory, depthwise: bool, macs_per_cc: int) -> int:
     """Run one (depthwise) convolution; returns the MACs it executed."""
     ifm, ofm = feature_map(regs, "IFM"), feature_map(regs, "OFM")
+    parallel = regs.param("NPU_SET_PARALLEL_MODE", 0)  # cores - 1 (U65-512: 1)
+    if parallel > 1:
+        raise StateError(f"PARALLEL_MODE {parallel}: the Ethos-U65 has at most two cores")
     if regs.param("NPU_SET_IFM_UPSCALE", 0):
         raise NotImplementedError("IFM upscaling (nearest/transpose resampling) is not modelled")
     oh, ow, oc = ofm_shape(regs)
@@ -68,7 +102,7 @@ def convolution(regs: Registers, mem: Memory, depthwise: bool, macs_per_cc: int)
         part_kernel=k.part_kernel,
         subkernel=k.subkernel,
     )
-    w, sb = _streams(regs, mem, g)
+    w, sb = _streams(regs, mem, g, parallel + 1)
     x = padded_ifm(mem, ifm, ic, k, oh, ow, padding(regs), ifm.zero_point) - ifm.zero_point
     # float64 is exact here (|acc| < 2^53 for 8/16-bit IFMs and 9-bit weights) and uses BLAS.
     xf, wf = x.astype(np.float64), w

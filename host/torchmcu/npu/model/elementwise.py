@@ -26,14 +26,22 @@ MUL, ADD, SUB, MIN, MAX = 0, 1, 2, 3, 4
 _BINARY = {MUL, ADD, SUB, MIN, MAX}
 
 
-def _ifm2(regs: Registers, mem: Memory, shape: tuple[int, int, int]) -> np.ndarray:
+def ifm2_shape(regs: Registers, shape: tuple[int, int, int]) -> tuple[int, int, int] | None:
+    """The IFM2 an elementwise operation reads for an OFM of `shape`: 1 along the axes
+    IFM2_BROADCAST bits 0-2 (height, width, depth) broadcast; None for a scalar (bit 7)."""
     bc = regs.param("NPU_SET_IFM2_BROADCAST", 0)
-    zp = regs.param("NPU_SET_IFM2_ZERO_POINT")
-    if bc & 0x80:  # scalar: IFM2_SCALAR holds the value
-        return np.full((1, 1, 1), regs.param("NPU_SET_IFM2_SCALAR") - zp, np.int64)
+    if bc & 0x80:
+        return None
     h, w, c = shape
-    h2, w2, c2 = (1 if bc & 1 else h), (1 if bc & 2 else w), (1 if bc & 4 else c)
-    return feature_map(regs, "IFM2").read(mem, h2, w2, c2) - zp
+    return (1 if bc & 1 else h), (1 if bc & 2 else w), (1 if bc & 4 else c)
+
+
+def _ifm2(regs: Registers, mem: Memory, shape: tuple[int, int, int]) -> np.ndarray:
+    zp = regs.param("NPU_SET_IFM2_ZERO_POINT")
+    read = ifm2_shape(regs, shape)
+    if read is None:  # scalar: IFM2_SCALAR holds the value
+        return np.full((1, 1, 1), regs.param("NPU_SET_IFM2_SCALAR") - zp, np.int64)
+    return feature_map(regs, "IFM2").read(mem, *read) - zp
 
 
 def elementwise(regs: Registers, mem: Memory, mode: int) -> int:

@@ -7,40 +7,57 @@ from dataclasses import dataclass
 from torchmcu.npu.model.conv import convolution
 from torchmcu.npu.model.decode import Command, CommandStreamError, command_stream, decode
 from torchmcu.npu.model.dma import dma
-from torchmcu.npu.model.elementwise import elementwise
+from torchmcu.npu.model.elementwise import elementwise, ifm2_shape
 from torchmcu.npu.model.featuremap import ofm_shape
 from torchmcu.npu.model.memory import SHRAM, BusError, Memory
-from torchmcu.npu.model.pool import pooling
-from torchmcu.npu.model.state import Registers, StateError
+from torchmcu.npu.model.pool import POOL_REDUCE_SUM, pooling
+from torchmcu.npu.model.state import Registers, StateError, kernel
+from torchmcu.npu.model.window import ifm_extent, padding
 
 _NO_OPS = {"NPU_OP_IRQ", "NPU_OP_DMA_WAIT", "NPU_OP_KERNEL_WAIT", "NPU_OP_PMU_MASK"}
+
+Shape = tuple[int, int, int]  # (height, width, depth)
+Where = tuple[int, int]  # (region, address); region -1 is SHRAM
 
 
 @dataclass(frozen=True)
 class TraceEntry:
     offset: int  # word offset of the operation in the command stream
     op: str
-    ofm_shape: tuple[int, int, int] | None  # (height, width, depth); None for a DMA
+    ofm_shape: Shape | None  # None for a DMA
     macs: int
-    source: tuple[int, int] | None = None  # (region, address): IFM base 0 or DMA source
-    dest: tuple[int, int] | None = None  # OFM base 0 or DMA destination (region -1: SHRAM)
+    source: Where | None = None  # IFM base 0 or DMA source
+    dest: Where | None = None  # OFM base 0 or DMA destination
+    ifm_shape: Shape | None = None  # the part of the IFM the operation read
+    ifm2: Where | None = None  # elementwise with a feature-map IFM2 (not a scalar)
+    ifm2_shape: Shape | None = None  # as read: 1 along broadcast axes
+    dma_bytes: int = 0
 
     def __str__(self) -> str:
-        def at(where: tuple[int, int] | None) -> str:
+        def at(where: Where | None) -> str:
             return "-" if where is None else f"r{where[0]}+0x{where[1]:x}"
 
-        shape = "x".join(map(str, self.ofm_shape)) if self.ofm_shape else "-"
-        return (
-            f"{self.offset:6d}  {self.op:<20} {at(self.source):>12} -> {at(self.dest):<12} "
-            f"{shape:>12} {self.macs:>10} MACs"
-        )
+        def dims(shape: Shape | None) -> str:
+            return "x".join(map(str, shape)) if shape else "-"
+
+        if self.ofm_shape is None:  # a DMA
+            move = f"{at(self.source):>12} -> {at(self.dest):<12} {self.dma_bytes} bytes"
+            return f"{self.offset:6d}  {self.op:<20} {move}"
+        ifm = f"{dims(self.ifm_shape)}@{at(self.source)}"
+        if self.ifm2 is not None:
+            ifm += f" + {dims(self.ifm2_shape)}@{at(self.ifm2)}"
+        ofm = f"{dims(self.ofm_shape)}@{at(self.dest)}"
+        return f"{self.offset:6d}  {self.op:<20} {ifm:>24} -> {ofm:<24} {self.macs:>10} MACs"
 
 
-def execute(stream: bytes, mem: Memory, macs_per_cc: int = 128) -> list[TraceEntry]:
-    """Run a register command stream (not the COP1 payload) to NPU_OP_STOP; one entry per op.
-    Operations run one after another (the model has no concurrency), so waits are no-ops."""
+def execute(
+    stream: bytes, mem: Memory, macs_per_cc: int = 128, trace: list[TraceEntry] | None = None
+) -> list[TraceEntry]:
+    """Run a register command stream (not the COP1 payload) to NPU_OP_STOP; one entry per op,
+    appended to `trace` (given: it keeps the operations before a fault). Operations run one
+    after another (the model has no concurrency), so waits are no-ops."""
     regs = Registers()
-    trace: list[TraceEntry] = []
+    trace = [] if trace is None else trace
     for cmd in decode(stream):
         if not cmd.name.startswith("NPU_OP_"):
             regs.set(cmd)
@@ -53,13 +70,15 @@ def execute(stream: bytes, mem: Memory, macs_per_cc: int = 128) -> list[TraceEnt
             trace.append(_run(cmd, regs, mem, macs_per_cc))
         except (BusError, StateError) as e:
             # name the operation, as the hardware's error state would point at it
-            raise type(e)(f"{cmd.name} at command word {cmd.offset}: {e}") from e
+            err = type(e)(f"{cmd.name} at command word {cmd.offset}: {e}")
+            err.offset = cmd.offset
+            raise err from e
     raise CommandStreamError(len(stream) // 4, "the stream ends without NPU_OP_STOP")
 
 
 def _run(cmd: Command, regs: Registers, mem: Memory, macs_per_cc: int) -> TraceEntry:
     if cmd.name == "NPU_OP_DMA_START":
-        dma(regs, mem)
+        moved = dma(regs, mem)
         src, dst = regs.param("NPU_SET_DMA0_SRC_REGION"), regs.param("NPU_SET_DMA0_DST_REGION")
         return TraceEntry(
             cmd.offset,
@@ -68,6 +87,7 @@ def _run(cmd: Command, regs: Registers, mem: Memory, macs_per_cc: int) -> TraceE
             0,
             (src & 0xFF, regs.address("NPU_SET_DMA0_SRC")),
             (SHRAM if dst & 0x100 else dst & 0xFF, regs.address("NPU_SET_DMA0_DST")),
+            dma_bytes=moved,
         )
     if cmd.name in ("NPU_OP_CONV", "NPU_OP_DEPTHWISE"):
         macs = convolution(regs, mem, cmd.name == "NPU_OP_DEPTHWISE", macs_per_cc)
@@ -77,6 +97,7 @@ def _run(cmd: Command, regs: Registers, mem: Memory, macs_per_cc: int) -> TraceE
         macs = elementwise(regs, mem, cmd.param)
     else:
         raise CommandStreamError(cmd.offset, f"{cmd.name} is not an operation the model runs")
+    ifm2, ifm2_shape = _ifm2_read(cmd, regs)
     return TraceEntry(
         cmd.offset,
         cmd.name,
@@ -84,7 +105,30 @@ def _run(cmd: Command, regs: Registers, mem: Memory, macs_per_cc: int) -> TraceE
         macs,
         (regs.param("NPU_SET_IFM_REGION"), regs.address("NPU_SET_IFM_BASE0")),
         (regs.param("NPU_SET_OFM_REGION"), regs.address("NPU_SET_OFM_BASE0")),
+        ifm_shape=_ifm_read(cmd, regs),
+        ifm2=ifm2,
+        ifm2_shape=ifm2_shape,
     )
+
+
+def _ifm_read(cmd: Command, regs: Registers) -> Shape:
+    """The IFM an operation (that ran) read: elementwise the OFM's shape, else what the
+    kernel, stride and padding reach (window.ifm_extent), IFM_DEPTH channels deep (pools
+    other than REDUCE_SUM read the OFM's depth)."""
+    oh, ow, oc = ofm_shape(regs)
+    if cmd.name == "NPU_OP_ELEMENTWISE":
+        return oh, ow, oc
+    h, w = ifm_extent(kernel(regs), oh, ow, padding(regs))
+    pool_copy = cmd.name == "NPU_OP_POOL" and cmd.param != POOL_REDUCE_SUM
+    return h, w, oc if pool_copy else regs.param("NPU_SET_IFM_DEPTH_M1") + 1
+
+
+def _ifm2_read(cmd: Command, regs: Registers) -> tuple[Where | None, Shape | None]:
+    """IFM2 base 0 and the shape read (1 along IFM2_BROADCAST's axes); none for a scalar."""
+    shape = ifm2_shape(regs, ofm_shape(regs)) if cmd.name == "NPU_OP_ELEMENTWISE" else None
+    if shape is None:
+        return None, None
+    return (regs.param("NPU_SET_IFM2_REGION"), regs.address("NPU_SET_IFM2_BASE0")), shape
 
 
 def run_payload(payload: bytes, mem: Memory, macs_per_cc: int = 128) -> list[TraceEntry]:

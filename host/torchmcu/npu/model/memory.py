@@ -6,13 +6,16 @@ import numpy as np
 
 
 class BusError(RuntimeError):
-    """An access outside the memory mapped to a region (the hardware raises a bus error)."""
+    """An access outside the memory mapped to a region (the hardware raises a bus error).
+    `offset`: the word offset of the operation that made it, once the command loop knows it."""
+
+    offset: int | None = None
 
 
 # The NPU's internal shared buffer (SHRAM) is addressed by DMA with the "internal" bit; we keep
 # it under this key. Its size per MAC configuration is Vela's shram_banks (1 KB banks).
 SHRAM = -1
-SHRAM_BYTES = {32: 16 * 1024, 64: 16 * 1024, 128: 24 * 1024, 256: 48 * 1024}
+SHRAM_BYTES = {32: 16 * 1024, 64: 16 * 1024, 128: 24 * 1024, 256: 48 * 1024, 512: 48 * 1024}
 
 
 class Memory:

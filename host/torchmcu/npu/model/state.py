@@ -11,7 +11,10 @@ ROUND_TFL, ROUND_TRUNCATE, ROUND_NATURAL = 0, 1, 2
 
 
 class StateError(ValueError):
-    """An operation whose registers were never set, or hold values we do not model."""
+    """An operation whose registers were never set, or hold values we do not model.
+    `offset`: the word offset of the operation, once the command loop knows it."""
+
+    offset: int | None = None
 
 
 class Registers:
