@@ -20,7 +20,7 @@ every window (no padding, no partial ceil-mode window).
 
 An even-count window covering the whole input (a global pool, 1x1 output) takes its sum in two
 exact int32 steps that Vela runs far faster than a depthwise kernel spanning the whole input: a
-DEPTHWISE_CONV2D summing strips of positions and a REDUCE_SUM of the strips (see
+DEPTHWISE_CONV2D summing each row and a REDUCE_SUM (U85: ADDs) of the rows (see
 _global_sum_pool; very long rows: TRANSPOSE of the positions into channels and a 1x1 CONV2D),
 then the same exact RESCALE.
 
@@ -414,38 +414,43 @@ def lower_tosa_avg(g: Any, a: Any, read: Callable[[int], Any]) -> Any:
 # Longest axis a one-axis DEPTHWISE_CONV2D of the global sum spans (Vela's kernel limit is
 # larger; beyond this the transposing forms below are used).
 STRIP_MAX = 64
+# Most rows whose sums the U85 form ADDs (one ADD per row; more are REDUCE_SUMmed).
+ADD_ROWS_MAX = 32
 
 
 def _global_sum_pool(g: Any, x: Any, weight: int, multiplier: int, shift: int) -> Any:
     """Mean over all positions of NHWC x: the exact int32 sum (times weight), then the
     dividing RESCALE. The sum is a DEPTHWISE_CONV2D over strips of positions (exact int32
-    strip sums) and a REDUCE_SUM of the strips. Any grouping of the positions gives the same
-    sum, so the strips are the ones Vela runs fastest (measured on ResNet8's 8x8x64 pool):
-    U85 reads the positions as 4 rows and sums columns of 4 (1,172 cycles; 8x8 columns
-    1,900, MATMUL 3,796, one 8x8 depthwise 5,490; ExecuTorch's inexact AVG_POOL2D 1,480),
-    U55 and U65 sum each row (1,996 cycles; one 8x8 depthwise 6,052). Rows longer than
-    STRIP_MAX: TRANSPOSE + 1x1 CONV2D."""
+    strip sums) and a sum of the strips. Any grouping of the positions gives the same sum, so
+    the strips are the ones Vela runs fastest: rows. U55 and U65 sum each row, then REDUCE_SUM the
+    rows (ResNet8's 8x8x64 pool: 1,996 cycles; one 8x8 depthwise 6,052). U85 sums each row
+    too, then ADDs the rows (at most ADD_ROWS_MAX of them): a REDUCE_SUM across rows, a
+    depthwise down columns and a reshape of a tensor another op also reads (a MemoryCopy)
+    are slow there. The mean's own U85 cycles in a squeeze-excite (its input also read by a
+    MUL), row ADDs / the former columns of 4 / ExecuTorch's inexact AVG_POOL2D: 6x6x240
+    3,418 / 16,017 / 2,956; 24x24x16 1,160 / 7,331 / 3,008; 8x8x64 1,152 / 4,064 / 1,484.
+    Rows longer than STRIP_MAX: TRANSPOSE + 1x1 CONV2D."""
     n, h, w, c = x.shape
-    if g.family == "u85":
-        rows = 4 if (h * w) % 4 == 0 else 2 if (h * w) % 2 == 0 else 1
-        grid, kernel, axis = (rows, h * w // rows), (rows, 1), 2
-    else:
-        grid, kernel, axis = (h, w), (1, w), 1
-    if max(kernel) <= STRIP_MAX:
-        strips_shape = (n, 1, grid[1], c) if axis == 2 else (n, grid[0], 1, c)
+    if w <= STRIP_MAX:
         acc = g.conv(
             "DEPTHWISE_CONV2D",
-            g.reshape(x, (n, *grid, c)),
-            np.full((*kernel, c, 1), weight, dtype=np.int8),
+            x,
+            np.full((1, w, c, 1), weight, dtype=np.int8),
             np.zeros(c, dtype=np.int32),
             0,
-            strips_shape,
+            (n, h, 1, c),
             _NO_PAD,
             [1, 1],
             [1, 1],
         )
-        if acc.shape != (n, 1, 1, c):
-            acc = g.reduce_sum(acc, axis)
+        if g.family == "u85" and h <= ADD_ROWS_MAX:
+            rows = [g.slice(acc, [0, r, 0, 0], [n, 1, 1, c]) for r in range(h)]
+            while len(rows) > 1:  # pairwise; int32 sums are exact in any order
+                pairs = range(0, len(rows), 2)
+                rows = [g.add(*rows[k : k + 2]) if k + 1 < len(rows) else rows[k] for k in pairs]
+            acc = rows[0]
+        elif h > 1:
+            acc = g.reduce_sum(acc, 1)
         return g.rescale(acc, "INT8", [multiplier], [shift])
     by_channel = g.transpose(g.reshape(x, (n, h * w, c)), [0, 2, 1])
     acc = g.conv(
