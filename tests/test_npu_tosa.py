@@ -396,15 +396,15 @@ def test_avg_pool_shapes(shape, k, stride):
         ((1, 16, 8, 8), (8, 8)),  # ResNet8's pool: count 64
         ((1, 3, 4, 6), (4, 6)),  # count 24, C = 3
         ((1, 5, 9, 8), (8, 8)),  # one input row past the window: cropped first
-        ((1, 4, 1, 6), (1, 6)),  # one row: one strip, nothing to reduce (except U85's 2 rows)
+        ((1, 4, 1, 6), (1, 6)),  # one row: one strip, nothing to sum
         ((1, 2, 2, 66), (2, 66)),  # rows longer than STRIP_MAX (U55/U65): transposed form
     ],
 )
 @pytest.mark.parametrize("family", [None, "u55", "u85"])
 def test_global_even_pool_sums_strips(shape, k, family, monkeypatch):
-    # An even-count window over the whole input: strip sums (a DEPTHWISE_CONV2D spanning one
-    # axis of a regrouping of the positions) + REDUCE_SUM, or for long rows the positions
-    # transposed into channels and summed by a 1x1 CONV2D; half away from zero at ties.
+    # An even-count window over the whole input: row sums (a DEPTHWISE_CONV2D spanning a row)
+    # added up (U85: ADDs, else REDUCE_SUM), or for long rows the positions transposed into
+    # channels and summed by a 1x1 CONV2D; half away from zero at ties.
     from torchmcu.npu.tosa.graph import Graph
     from torchmcu.ops.global_sum import STRIP_MAX
 
@@ -422,15 +422,15 @@ def test_global_even_pool_sums_strips(shape, k, family, monkeypatch):
     lower_to_tosa(program, family=family)
     names = [op for op, _ in ops]
     assert "MATMUL" not in names and "AVG_POOL2D" not in names
-    if family != "u85" and k[1] > STRIP_MAX:
+    if k[1] > STRIP_MAX:
         assert "TRANSPOSE" in names and "CONV2D" in names and "DEPTHWISE_CONV2D" not in names
     else:
         assert "TRANSPOSE" not in names
         kernels = [shapes[1][:2] for op, shapes in ops if op == "DEPTHWISE_CONV2D"]
-        assert len(kernels) == 1 and 1 in kernels[0]  # a strip, never the whole window
-        assert kernels[0] == (
-            (4 if k[0] * k[1] % 4 == 0 else 2, 1) if family == "u85" else (1, k[1])
-        )
+        assert kernels == [(1, k[1])]  # one row sum per row, never the whole window
+        # U85 ADDs the k[0] row sums; U55/U65 REDUCE_SUM them (one row: nothing to sum)
+        adds, reduces = names.count("ADD"), names.count("REDUCE_SUM")
+        assert (adds, reduces) == ((k[0] - 1, 0) if family == "u85" else (0, int(k[0] > 1)))
     n, c, h, w = shape
     rng = np.random.default_rng(5)
     ties = rng.choice(np.array([-3, -1, 0, 1, 2], dtype=np.int8), size=(n, h, w, c))

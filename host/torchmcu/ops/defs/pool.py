@@ -20,7 +20,7 @@ every window (no padding, no partial ceil-mode window).
 
 An even-count window covering the whole input (a global pool, 1x1 output) takes its sum in two
 exact int32 steps that Vela runs far faster than a depthwise kernel spanning the whole input: a
-DEPTHWISE_CONV2D summing strips of positions and a REDUCE_SUM of the strips (see
+DEPTHWISE_CONV2D summing each row and a REDUCE_SUM (U85: ADDs) of the rows (see
 ops/global_sum.py; very long rows: TRANSPOSE of the positions into channels and a 1x1
 CONV2D), then the same exact RESCALE.
 
