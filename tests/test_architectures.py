@@ -1,15 +1,15 @@
 """The twelve example architectures on the host (issue 17): each exports with strict=True
 for corstone-300 entirely as int8 calls (no float fallback); the C runtime is bit-exact with
-the reference interpreter; where the graph allows it (no rounding tie decided by float32 noise
-upstream) it is bit-exact with torchao's fake-quantized model of the same export.
+the reference interpreter; where the graph allows it it is bit-exact with torchao's
+fake-quantized model of the same export.
 
-The others drift from that model the way ExecuTorch's flow drifts from its own: an average
-whose sum lies exactly between two steps, or a float32 accumulation a hair from a rounding
-boundary, flips one step, and these random-weight nets with BatchNorm amplify each flip
-through depth (MobileNetV3-Small: 0 flips through its first four blocks, 7 % after the
-fifth, whose squeeze-excite averages 36 values; EfficientNet-B0: 0.01 % after its first
-MBConv, 62 % after its fifth). bench/export_bench.py prints their SQNR against float and
-fake-quant beside ExecuTorch's."""
+The others part from that model where its float32 arithmetic lands a hair from a rounding
+boundary: exact arithmetic (and our integer kernels) round to the neighbouring step, and these
+random-weight nets carry the one-step flip to the output (EfficientNet-B0: one flip in 131,072
+values after its first depthwise convolution, 18 % of the values five blocks later).
+bench/fake_quant_precision.py shows it: the same fake-quant graph evaluated in float64 differs
+from torchao's float32 run by as much as our program does. bench/export_bench.py prints their
+SQNR against float and fake-quant beside ExecuTorch's."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from torchmcu import native
 from torchmcu.pte.reader import parse
 from torchmcu.reference.interpreter import run_program
 
-# Bit-exact with the fake-quantized model on the test inputs: no averaging ties, and too few
-# layers (or too little gain) for a float32 near-boundary flip to show at the output.
+# Bit-exact with the fake-quantized model on the test inputs: no averaging ties (global means
+# have their own qparams) and no float32 near-boundary flip in torchao's run of these inputs.
 EXACT_WITH_FAKE_QUANT = (
     "mobilenet_v3_small", "squeezenet1_1", "mobilenet_v2_035", "resnet18", "lcnet_050",
     "conv1d_kws", "gru_kws",
