@@ -31,7 +31,7 @@ import torchmcu
 from torch import nn
 from torchmcu import native
 from torchmcu.lower import FloatFallbackWarning
-from torchmcu.quantize import recurrent
+from torchmcu.quantize import TorchmcuQuantizer, recurrent
 from torchmcu.quantize.api import export_model
 from torchmcu.reference.interpreter import run_program
 
@@ -143,6 +143,22 @@ def test_two_layer_bidirectional_sequence_output(cell: type[nn.Module]) -> None:
     db = _check_against_references(exported, tests[:2])
     print(f"\n2-layer bidirectional {cell.__name__}: vs fake-quantized model: SQNR {db:.1f} dB")
     assert db >= 30.0
+
+
+def test_gru_kept_in_float_runs_the_fp32_kernels() -> None:
+    """The GRU kept in float32 (what ExecuTorch's Cortex-M flow does with it; bench/export_bench.py
+    compares that like for like): its linears of rank-3 inputs ([T, B, F] projection, [1, B, H]
+    state) run the portable mm/addmm on [rows, K] views; the head stays int8."""
+    torch.manual_seed(0)
+    model = GruKws().eval()
+    calibration, tests = _data(1)
+    quantizer = TorchmcuQuantizer().set_module_name("gru", None)
+    exported = torchmcu.export(model, calibration[0], calibration=calibration, quantizer=quantizer)
+    plan = exported.program.execution_plan[0]
+    ops = [plan.operators[i.op_index].name for i in plan.chains[0].instructions]
+    assert ops.count("aten::addmm") == STEPS + 1  # the projection once, one per step
+    assert ops.count("cortex_m::quantized_linear") == 1  # the head
+    assert _check_against_references(exported, tests[:2]) >= 30.0
 
 
 class _WithState(nn.Module):
