@@ -472,9 +472,10 @@ def _modules(paths: list[str]) -> str:
     """Module paths, runs of one parent's numbered children shortened ("features.*")."""
     parents = sorted({p.rsplit(".", 1)[0] for p in paths if "." in p and p[-1].isdigit()})
     rest = [p for p in paths if not ("." in p and p[-1].isdigit())]
-    return ", ".join(
-        [f"{p}.* ({sum(q.startswith(p + '.') for q in paths)})" for p in parents] + rest
-    )
+    names = [f"{p}.* ({sum(q.startswith(p + '.') for q in paths)})" for p in parents] + rest
+    if len(names) > 4:  # many branches (ShuffleNet): a count and the first few
+        return f"{len(paths)} modules: {', '.join(names[:3])}, ..."
+    return ", ".join(names)
 
 
 def print_accuracy(
