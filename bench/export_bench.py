@@ -8,6 +8,9 @@ For each model it measures, in one run:
     instruction schedule (arena / bound = planner quality; 1.000 is optimal),
   - SQNR on --test-inputs inputs (not the calibration ones) of the int8 program against
     the float model and against the flow's own fake-quantized model.
+Where ExecuTorch's flow leaves compute ops in float (its program keeps them as aten ops), a
+like-for-like row follows: our export with the same modules kept in float32 (the float
+fallback, TorchmcuQuantizer().set_module_name(path, None)), its SQNR beside ExecuTorch's.
 If the ExecuTorch venv (.venv-executorch) and its Cortex-M flow script
 (tests/executorch/export_cortex_m.py) exist, the same figures are measured for
 ExecuTorch 1.5.1 in a subprocess on the same model, weights, calibration and test
@@ -75,7 +78,11 @@ class Figures:
     lower_bound: int | None = None
     reported_lower_bound: int | None = None
     int8_calls: int | None = None  # ExecuTorch: cortex_m:: compute calls in its lowered graph
-    float_ops: int | None = None  # ExecuTorch: aten compute ops it left in float
+    float_ops: int | None = None  # ExecuTorch: aten compute ops left in float; ours: float32 nodes
+    # ExecuTorch: the innermost modules calling those ops ("" = the model's own forward)
+    float_modules: list[str] | None = None
+    # ours, like-for-like row: modules ExecuTorch left in float that we could not (no fp32 kernel)
+    kept_int8: list[str] | None = None
     error: str | None = None
 
     @property
@@ -164,22 +171,42 @@ def sqnr_db(reference: Any, test: Any) -> float:
 
 
 def bench_torchmcu(
-    name: str, n_cal: int, tests: Sequence[tuple[Any, ...]], out_dir: Path
+    name: str,
+    n_cal: int,
+    tests: Sequence[tuple[Any, ...]],
+    out_dir: Path,
+    float_modules: Sequence[str] = (),
 ) -> tuple[Figures, Outputs | None]:
+    """Our export of one model; float_modules: submodules kept in float32 (the like-for-like
+    row of a model ExecuTorch leaves partly in float)."""
     import numpy as np
     import torch
     import torchmcu
     from torchmcu.examples import build, calibration
+    from torchmcu.quantize import TorchmcuQuantizer
 
     model, inputs = build(name)
     samples = TimedSamples(calibration(name, n_cal, seed=1))
+    quantizer = None
+    if float_modules:
+        quantizer = TorchmcuQuantizer()
+        for path in float_modules:
+            quantizer.set_module_name(path, None)
     try:
         started, cpu_started = time.perf_counter(), time.process_time()
-        exported = torchmcu.export(model, inputs, calibration=samples, board="corstone-300")
+        exported = torchmcu.export(
+            model, inputs, calibration=samples, board="corstone-300", quantizer=quantizer
+        )
         elapsed = time.perf_counter() - started - samples.seconds
         cpu = time.process_time() - cpu_started - samples.cpu_seconds
-        exported.save(out_dir / "torchmcu", name=name)
+        exported.save(out_dir / "torchmcu", name=name + ("_et_float" if float_modules else ""))
     except Exception as exc:  # noqa: BLE001  (report it, go on with the other models)
+        module = _module_of(getattr(exc, "node", None))
+        if module in float_modules:  # an op with no fp32 kernel: that module stays int8
+            rest = [m for m in float_modules if m != module]
+            figures, outs = bench_torchmcu(name, n_cal, tests, out_dir, rest)
+            figures.kept_int8 = [module, *(figures.kept_int8 or [])]
+            return figures, outs
         return Figures(error=f"{type(exc).__name__}: {exc}"[:200]), None
     pte = bytes(exported.pte_bytes)
     arena, bound = program_memory(pte)
@@ -191,6 +218,7 @@ def bench_torchmcu(
         arena_bytes=arena,
         lower_bound=bound,
         reported_lower_bound=report.get("arena_lower_bound", report.get("lower_bound")),
+        float_ops=len(report.get("float_ops", [])),
     )
     if not tests:
         return figures, None
@@ -203,6 +231,12 @@ def bench_torchmcu(
             ),
         )
     return figures, outs
+
+
+def _module_of(node: Any) -> str | None:
+    """The path of the innermost module that called an FX node (None without one)."""
+    stack = list((getattr(node, "meta", None) or {}).get("nn_module_stack", {}).values())
+    return str(stack[-1][0]) if stack else None
 
 
 def _tensors(out: Any) -> list[Any]:
@@ -284,11 +318,10 @@ def bench_executorch(
     figures.int8_calls = sum(
         n for op, n in ops.items() if op.startswith("cortex_m.") and "quantize_per" not in op
     )
-    figures.float_ops = sum(
-        n
-        for op, n in ops.items()
-        if op.startswith("aten.") and op.split(".")[1] not in DATA_MOVEMENT
-    )
+    figures.float_ops = sum(n for op, n in ops.items() if _computes(op))
+    nodes = report.get("edge_aten_nodes")
+    if nodes is not None:
+        figures.float_modules = sorted({d["module"] for d in nodes if _computes(d["op"])})
     pte = pte_path.read_bytes()
     figures.pte_bytes = len(pte)
     try:
@@ -310,6 +343,11 @@ def bench_executorch(
     return figures, outs
 
 
+def _computes(op: str) -> bool:
+    """An aten op of ExecuTorch's lowered graph that computes (a float op it left)."""
+    return op.startswith("aten.") and op.split(".")[1] not in DATA_MOVEMENT
+
+
 def _fmt(v: float | None, spec: str) -> str:
     return "n/a" if v is None else format(v, spec)
 
@@ -319,6 +357,8 @@ def _ratio(a: float | None, b: float | None) -> str:
 
 
 Row = tuple[str, Figures, Figures | None, Outputs | None, Outputs | None]
+# model -> (the modules kept in float32, our figures and outputs with them in float)
+LikeRows = dict[str, tuple[list[str], Figures, Outputs | None]]
 
 
 def _too_slow(ours: float | None, theirs: float | None) -> bool:
@@ -403,7 +443,45 @@ def accuracy(ours: Outputs | None, theirs: Outputs | None) -> dict[str, float | 
     return got
 
 
-def print_accuracy(rows: list[Row], n_tests: int) -> dict[str, dict[str, float | None]]:
+def _verdict(got: dict[str, float | None]) -> tuple[float | None, list[str]]:
+    """(ours - ET against float, the issue-17 failures) of one row's SQNR figures."""
+    fails = []
+    diff = None
+    if got["ours_float"] is not None and got["et_float"] is not None:
+        diff = got["ours_float"] - got["et_float"]
+        if diff < -FLOAT_SQNR_MARGIN_DB:
+            fails.append(f"vs float {-diff:.1f} dB below ET")
+    if got["ours_fq"] is not None and got["ours_fq"] < FAKE_QUANT_SQNR_DB:
+        fails.append(f"vs fake-quant < {FAKE_QUANT_SQNR_DB:.0f} dB")
+    return diff, fails
+
+
+def _accuracy_row(label: str, got: dict[str, float | None], ops: str, note: str = "") -> None:
+    diff, fails = _verdict(got)
+    print(
+        f"{label:<18} {_db(got['ours_float']):>10} {_db(got['et_float']):>9} "
+        f"{_db(diff):>8} {_db(got['ours_fq']):>8} {_db(got['et_fq']):>8} "
+        f"{_db(got['ours_fq_float']):>9} {_db(got['et_fq_float']):>9} "
+        f"{_fmt(got['float_diff'], '9.1e'):>9} {ops:>10}  "
+        + ("FAIL: " + "; ".join(fails) if fails else "ok")
+        + note
+    )
+
+
+def _modules(paths: list[str]) -> str:
+    """Module paths, runs of one parent's numbered children shortened ("features.*")."""
+    parents = sorted({p.rsplit(".", 1)[0] for p in paths if "." in p and p[-1].isdigit()})
+    rest = [p for p in paths if not ("." in p and p[-1].isdigit())]
+    names = [f"{p}.* ({sum(q.startswith(p + '.') for q in paths)})" for p in parents] + rest
+    if len(names) > 4:  # many branches (ShuffleNet): a count and the first few
+        return f"{len(paths)} modules: {', '.join(names[:3])}, ..."
+    return ", ".join(names)
+
+
+def print_accuracy(
+    rows: list[Row], n_tests: int, like: LikeRows | None = None
+) -> dict[str, dict[str, float | None]]:
+    like = like or {}
     figures = {name: accuracy(ours, theirs) for name, _, _, ours, theirs in rows}
     head = (
         f"{'model':<18} {'ours/float':>10} {'ET/float':>9} {'ours-ET':>8} {'ours/fq':>8} "
@@ -415,25 +493,21 @@ def print_accuracy(rows: list[Row], n_tests: int) -> dict[str, dict[str, float |
     )
     print(head)
     print("-" * len(head))
-    for name, _, et, _, _ in rows:
-        got = figures[name]
+    for name, _, et, _, theirs in rows:
         ops = "n/a" if et is None or et.int8_calls is None else f"{et.int8_calls}/{et.float_ops}"
-        fails = []
-        diff = None
-        if got["ours_float"] is not None and got["et_float"] is not None:
-            diff = got["ours_float"] - got["et_float"]
-            if diff < -FLOAT_SQNR_MARGIN_DB:
-                fails.append(f"vs float {-diff:.1f} dB below ET")
-        if got["ours_fq"] is not None and got["ours_fq"] < FAKE_QUANT_SQNR_DB:
-            fails.append(f"vs fake-quant < {FAKE_QUANT_SQNR_DB:.0f} dB")
-        delta = got["float_diff"]
-        print(
-            f"{name:<18} {_db(got['ours_float']):>10} {_db(got['et_float']):>9} "
-            f"{_db(diff):>8} {_db(got['ours_fq']):>8} {_db(got['et_fq']):>8} "
-            f"{_db(got['ours_fq_float']):>9} {_db(got['et_fq_float']):>9} "
-            f"{_fmt(delta, '9.1e'):>9} {ops:>10}  "
-            + ("FAIL: " + "; ".join(fails) if fails else "ok")
-        )
+        _accuracy_row(name, figures[name], ops)
+        if name in like:
+            modules, tm, outs = like[name]
+            got = accuracy(outs, theirs)
+            figures[f"{name}:et_float"] = got
+            floated = [m for m in modules if m not in (tm.kept_int8 or [])]
+            note = f"  (ours: {_fmt(tm.float_ops, 'd')} float32 nodes in {_modules(floated)}"
+            if tm.kept_int8:
+                note += f"; int8, no fp32 kernel: {_modules(tm.kept_int8)}"
+            note += ")"
+            _accuracy_row(
+                f" {name[:12]}:ET-fp", got, ops, note + (f" {tm.error}" if tm.error else "")
+            )
     print()
     print("ours = torchmcu.run_on_host (bit-exact with the C runtime); ET = ExecuTorch's cortex_m")
     print("program run with its Python reference ops; fq = each flow's own fake-quantized model")
@@ -441,6 +515,11 @@ def print_accuracy(rows: list[Row], n_tests: int) -> dict[str, dict[str, float |
     print("|float Δ| = max difference of the two venvs' float outputs (same weights and inputs).")
     print("ET int8/fp = ExecuTorch's cortex_m:: compute calls / aten compute ops it left in float")
     print("(views, copies and cat not counted): where it left most in float, its SQNR is float's.")
+    if like:
+        print(":ET-fp rows (like for like): our export with the modules ExecuTorch left in float")
+        print("kept in float32 too (the float fallback: set_module_name(path, None)), found from")
+        print("the aten ops of its lowered program; ET columns as in the row above. A module")
+        print("with an op we have no fp32 kernel for stays int8 (named in the row).")
     print(
         f"FAIL: ours/float more than {FLOAT_SQNR_MARGIN_DB:.0f} dB below ET/float, or ours/fq "
         f"below {FAKE_QUANT_SQNR_DB:.0f} dB (issue 17)."
@@ -495,6 +574,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.no_warm_up:
             warm_up()
         rows: list[Row] = []
+        like: LikeRows = {}
         for name in models:
             tests = calibration(name, args.test_inputs, seed=2) if args.test_inputs else []
             tm, ours = bench_torchmcu(name, args.calibration, tests, out_dir)
@@ -504,6 +584,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 else bench_executorch(name, args.calibration, tests, out_dir, args.threads)
             )
             rows.append((name, tm, et, ours, theirs))
+            # ExecuTorch left compute ops in float: ours with the same modules in float too
+            # (ops of the model's own forward, module "", would need the whole model in float)
+            modules = [m for m in (et.float_modules or []) if m] if et else []
+            if modules and tests:
+                fig, outs = bench_torchmcu(name, args.calibration, tests, out_dir, modules)
+                like[name] = (modules, fig, outs)
             print(
                 f"[{name}] torchmcu {_fmt(tm.seconds, '.1f')} s"
                 + ("" if et is None else f", executorch {_fmt(et.seconds, '.1f')} s"),
@@ -517,7 +603,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sqnr = {}
     if args.test_inputs:
         print()
-        sqnr = print_accuracy(rows, args.test_inputs)
+        sqnr = print_accuracy(rows, args.test_inputs, like)
     if args.json:
         args.json.write_text(
             json.dumps(
@@ -526,6 +612,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "torchmcu": asdict(tm),
                         "executorch": asdict(et) if et else None,
                         "sqnr_db": sqnr.get(name),
+                        "like_for_like": {
+                            "float_modules": like[name][0],
+                            "torchmcu": asdict(like[name][1]),
+                            "sqnr_db": sqnr.get(f"{name}:et_float"),
+                        }
+                        if name in like
+                        else None,
                     }
                     for name, tm, et, _, _ in rows
                 },

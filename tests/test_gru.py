@@ -12,6 +12,12 @@ and the whole output sequence can be the output.
   have int8 kernels), bit-exact with the reference interpreter and >= 30 dB against fake-quant.
 
 The GRU's h' = (h - n) * z + n needs the int8 sub of the elementwise family.
+
+The layers are unrolled by our own pass (quantize/recurrent.py unroll_recurrent), not by
+run_decompositions (a re-trace of the whole program that cost a GRU model ~1 s of export): its
+graph computes what torch's nn.GRU / nn.LSTM kernels do (every output, several layers and
+directions, with and without biases and initial states), and op for op the graph torch's own
+decomposition gives (so the same program).
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ import torchmcu
 from torch import nn
 from torchmcu import native
 from torchmcu.lower import FloatFallbackWarning
+from torchmcu.quantize import TorchmcuQuantizer, recurrent
+from torchmcu.quantize.api import export_model
 from torchmcu.reference.interpreter import run_program
 
 STEPS, FEATURES, HIDDEN = 8, 16, 32
@@ -81,10 +89,18 @@ def _check_against_references(exported: torchmcu.ExportedModel, tests: list) -> 
     return _sqnr_db(np.concatenate(fake), np.concatenate(ours))
 
 
-def test_gru_keyword_spotter_is_int8_only_and_bit_exact() -> None:
+def _no_run_decompositions(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("run_decompositions called: the recurrent layer was not unrolled")
+
+    monkeypatch.setattr(torch.export.ExportedProgram, "run_decompositions", refuse)
+
+
+def test_gru_keyword_spotter_is_int8_only_and_bit_exact(monkeypatch: pytest.MonkeyPatch) -> None:
     torch.manual_seed(0)
     model = GruKws().eval()
     calibration, tests = _data(1)
+    _no_run_decompositions(monkeypatch)
     with warnings.catch_warnings():
         warnings.simplefilter("error", FloatFallbackWarning)
         exported = torchmcu.export(
@@ -127,3 +143,80 @@ def test_two_layer_bidirectional_sequence_output(cell: type[nn.Module]) -> None:
     db = _check_against_references(exported, tests[:2])
     print(f"\n2-layer bidirectional {cell.__name__}: vs fake-quantized model: SQNR {db:.1f} dB")
     assert db >= 30.0
+
+
+def test_gru_kept_in_float_runs_the_fp32_kernels() -> None:
+    """The GRU kept in float32 (what ExecuTorch's Cortex-M flow does with it; bench/export_bench.py
+    compares that like for like): its linears of rank-3 inputs ([T, B, F] projection, [1, B, H]
+    state) run the portable mm/addmm on [rows, K] views; the head stays int8."""
+    torch.manual_seed(0)
+    model = GruKws().eval()
+    calibration, tests = _data(1)
+    quantizer = TorchmcuQuantizer().set_module_name("gru", None)
+    exported = torchmcu.export(model, calibration[0], calibration=calibration, quantizer=quantizer)
+    plan = exported.program.execution_plan[0]
+    ops = [plan.operators[i.op_index].name for i in plan.chains[0].instructions]
+    assert ops.count("aten::addmm") == STEPS + 1  # the projection once, one per step
+    assert ops.count("cortex_m::quantized_linear") == 1  # the head
+    assert _check_against_references(exported, tests[:2]) >= 30.0
+
+
+class _WithState(nn.Module):
+    """A time-first 2-layer layer given its initial state, every output returned."""
+
+    def __init__(self, cell: type[nn.Module], bias: bool) -> None:
+        super().__init__()
+        self.rnn = cell(FEATURES, 8, num_layers=2, bias=bias)
+
+    def forward(self, x: torch.Tensor, h: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        if isinstance(self.rnn, nn.LSTM):
+            y, (hn, cn) = self.rnn(x, (h, 0.5 * h))
+            return y, hn, cn
+        y, hn = self.rnn(x, h)
+        return y, hn
+
+
+def _graph_shape(gm: torch.fx.GraphModule) -> list[tuple[object, ...]]:
+    """The graph's ops in order, each with its arguments (nodes by position)."""
+    index = {n: k for k, n in enumerate(gm.graph.nodes)}
+
+    def arg(a: object) -> object:
+        if isinstance(a, torch.fx.Node):
+            return index[a]
+        return [arg(x) for x in a] if isinstance(a, (list, tuple)) else a
+
+    return [(n.op, str(n.target), arg(n.args)) for n in gm.graph.nodes]
+
+
+def test_unrolled_layers_compute_what_torch_computes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The float graph export_model hands the quantizer against torch's own recurrent kernels
+    (the independent reference), every output, without run_decompositions: a batch-first
+    2-layer bidirectional GRU from a zero state, a time-first 2-layer LSTM without biases given
+    its state. The GRU's graph is op for op the one torch's decomposition gives."""
+    gen = torch.Generator().manual_seed(4)
+    torch.manual_seed(1)
+    gru = Sequence(nn.GRU).eval(), (torch.randn(1, 3, FEATURES, generator=gen),)
+    lstm = (
+        _WithState(nn.LSTM, bias=False).eval(),
+        (
+            torch.randn(3, 2, FEATURES, generator=gen),
+            torch.randn(2, 2, 8, generator=gen),
+        ),
+    )
+    with monkeypatch.context() as mp:
+        mp.setattr(recurrent, "_unrollable", lambda node: False)
+        by_torch = _graph_shape(export_model(*gru))
+    _no_run_decompositions(monkeypatch)
+    for k, (model, inputs) in enumerate((gru, lstm)):
+        gm = export_model(model, inputs)
+        if k == 0:
+            assert _graph_shape(gm) == by_torch
+        assert not {n.target for n in gm.graph.nodes} & set(recurrent.RECURRENT_OPS)
+        with torch.no_grad():
+            want, got = model(*inputs), gm(*inputs)
+        want = want if isinstance(want, tuple) else (want,)
+        got = got if isinstance(got, (tuple, list)) else (got,)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape
+            torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-6)

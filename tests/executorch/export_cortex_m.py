@@ -21,7 +21,8 @@ Writes DIR/model.pte, DIR/outputs.npz (per output j: `float{j}` from the fp32
 model, `fake_quant{j}` from the converted PT2E graph, `cortex_m{j}` from the
 lowered program run with ExecuTorch's Python reference of the cortex_m ops;
 each with the sample axis first) and DIR/report.json (stage seconds, sizes,
-operator counts).
+operator counts, and each aten op left in the lowered graph with the innermost module that
+called it: what the flow kept in float).
 """
 
 from __future__ import annotations
@@ -108,6 +109,24 @@ def final_dequantize_qparams(gm: torch.fx.GraphModule) -> list[list[float] | Non
     return qparams
 
 
+def op_name(node: torch.fx.Node) -> str:
+    return str(node.target.__name__) if hasattr(node.target, "__name__") else str(node.target)
+
+
+def aten_nodes(gm: torch.fx.GraphModule) -> list[dict[str, str]]:
+    """The aten ops of the lowered graph (left in float: the int8 ones are cortex_m::), each
+    with the path and class of the innermost module calling it ("" for the model's own
+    forward)."""
+    found = []
+    for n in gm.graph.nodes:
+        if n.op != "call_function" or not op_name(n).startswith("aten."):
+            continue
+        stack = list((n.meta.get("nn_module_stack") or {}).values())
+        path, kind = stack[-1] if stack else ("", "")
+        found.append({"op": op_name(n), "module": str(path), "module_type": str(kind)})
+    return found
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True)
@@ -166,11 +185,9 @@ def main(argv: list[str]) -> int:
             edge._edge_programs["forward"] = pm.transform()
 
         stage("cortex_m_passes", run_passes)
-        ops = Counter(
-            str(n.target.__name__) if hasattr(n.target, "__name__") else str(n.target)
-            for n in edge.exported_program().graph.nodes
-            if n.op == "call_function"
-        )
+        graph = edge.exported_program().graph_module
+        ops = Counter(op_name(n) for n in graph.graph.nodes if n.op == "call_function")
+        float_nodes = aten_nodes(graph)
         lowered = edge.exported_program().module()
         cm_out = [as_outputs(lowered(*s)) for s in samples]
         et = stage(
@@ -201,6 +218,7 @@ def main(argv: list[str]) -> int:
         "pte_bytes": len(pte),
         "parameters": sum(p.numel() for p in model.parameters()),
         "edge_ops": dict(sorted(ops.items())),
+        "edge_aten_nodes": float_nodes,
         "output_qparams": output_qparams,
         "samples": len(samples),
         "calibration_samples": len(calib),

@@ -1,20 +1,24 @@
-"""Recurrent layers before quantization: decompose aten.lstm and aten.gru into per-step ops and
-make the decomposition's tuple-producing ops single-tensor ops the quantizer and lowering know.
+"""Recurrent layers before quantization: unroll aten.lstm and aten.gru into per-step ops and
+make the tuple-producing ops single-tensor ops the quantizer and lowering know.
 
-torch.export keeps nn.LSTM (nn.GRU) as one aten.lstm.input (aten.gru.input) node. Its own
-decomposition (PyTorch's registered one) unrolls the sequence: one linear for the input projection of every step,
-then per step a linear of the hidden state, an add, a split into the four gates, sigmoid /
-tanh, mul and add. That decomposition produces unbind / split (tuple outputs read through
-getitem), a one-element stack and a cat of the output sequence; annotating tuple outputs is awkward for PT2E, so they are
-rewritten here as select / slice / unsqueeze, a select of one step from the concatenated
-sequence reads that step, a zero initial state is folded away, and an
-add whose operand differs from the output only by size-1 dimensions (the step's [1, 4H] input
-projection against the [1, 1, 4H] hidden projection) gets an explicit reshape. A GRU step is
-the same ops with three gates and h' = (h - n) * z + n (an int8 sub); its zero initial state
-(linear(0) + b_hh does not fold: r * (W_hn h + b_hn)) stays an aten.zeros the lowering turns
-into an int8 constant. Several layers and both directions are the same steps again; a
-backward direction's flips and the output sequence's cat are data movement the lowering runs
-in float32 (the fallback) where it has no int8 kernel for them.
+torch.export keeps nn.LSTM (nn.GRU) as one aten.lstm.input (aten.gru.input) node. unroll_recurrent
+writes its per-step ops straight into the graph, in the order and form of PyTorch's registered
+decomposition (the same ops, so the same program), without run_decompositions: re-tracing the
+whole program through that decomposition cost a GRU keyword spotter about 1 s of its 2.5 s export.
+Per layer and direction: one linear for the input projection of every step, then per step a
+linear of the hidden state, an add, the gates as slices, sigmoid / tanh, mul and add; the steps'
+outputs are concatenated into the output sequence. An LSTM with projections (proj_size) or a
+training-mode dropout is left to torch's decomposition (decompose_recurrent). That
+decomposition's tuple ops (unbind / split read through getitem, a one-element stack) and
+torch.chunk / torch.split / unbind in model code are rewritten here as select / slice /
+unsqueeze, a select of one step from the concatenated sequence reads that step, a zero initial
+state is folded away, and an add whose operand differs from the output only by size-1
+dimensions (the step's [1, 4H] input projection against the [1, 1, 4H] hidden projection) gets
+an explicit reshape. A GRU step is the same ops with three gates and h' = (h - n) * z + n (an
+int8 sub); its zero initial state (linear(0) + b_hh does not fold: r * (W_hn h + b_hn)) stays an
+aten.zeros the lowering turns into an int8 constant. Several layers and both directions are the
+same steps again; a backward direction's flips and the output sequence's cat are data movement
+the lowering runs in float32 (the fallback) where it has no int8 kernel for them.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import operator
 import torch
 import torch.fx
 from torch._decomp import get_decompositions
+from torch._subclasses.fake_tensor import FakeTensor
 
 _aten = torch.ops.aten
 
@@ -32,14 +37,25 @@ RECURRENT_OPS = (_aten.lstm.input, _aten.gru.input)
 # The ops whose tuple result is read through getitem, rewritten as one select / slice per item
 # (a recurrent decomposition's, and torch.chunk / torch.split / unbind in model code)
 _TUPLE_OPS = (
-    _aten.unbind.int, _aten.split.Tensor, _aten.split_with_sizes.default, _aten.chunk.default
+    _aten.unbind.int,
+    _aten.split.Tensor,
+    _aten.split_with_sizes.default,
+    _aten.chunk.default,
 )
 
 
 def decompose_recurrent(exported: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
-    """exported with every aten.lstm node unrolled (unchanged when there is none)."""
-    present = {n.target for n in exported.graph.nodes if n.op == "call_function"}
-    targets = [t for t in RECURRENT_OPS if t in present]
+    """exported with torch's decomposition run for the recurrent nodes unroll_recurrent cannot
+    write itself (an LSTM with projections, training-mode dropout); unchanged when there is
+    none."""
+    targets = sorted(
+        {
+            n.target
+            for n in exported.graph.nodes
+            if n.op == "call_function" and n.target in RECURRENT_OPS and not _unrollable(n)
+        },
+        key=str,
+    )
     if not targets:
         return exported
     # the same functions as torch.export.default_decompositions()[t], without building that
@@ -47,27 +63,198 @@ def decompose_recurrent(exported: torch.export.ExportedProgram) -> torch.export.
     return exported.run_decompositions(get_decompositions(targets))
 
 
+def _unrollable(node: torch.fx.Node) -> bool:
+    """A float32 aten.lstm.input / aten.gru.input without projections or training dropout."""
+    x, hx, params, has_biases, layers, dropout, train, bidirectional = node.args[:8]
+    per = (4 if has_biases else 2) * layers * (2 if bidirectional else 1)  # type: ignore[operator]
+    states = list(hx) if isinstance(hx, (list, tuple)) else [hx]
+    vals = [a.meta.get("val") for a in (x, *states) if isinstance(a, torch.fx.Node)]
+    return (
+        len(params) == per  # type: ignore[arg-type]
+        and len(states) == (2 if node.target == _aten.lstm.input else 1)
+        and len(vals) == len(states) + 1
+        and all(v is not None and v.dtype == torch.float32 for v in vals)
+        and len({int(v.shape[-1]) for v in vals[1:]}) == 1  # h and c alike: no proj_size
+        and not (train and dropout)
+    )
+
+
+class _Steps:
+    """Emits a recurrent node's per-step ops before it, in the order and form of torch's
+    decomposition (torch/_decomp/decompositions.py: _rnn_helper, one_layer_rnn, gru_cell,
+    one_layer_lstm, lstm_cell), their meta (value, source line, module) from the node."""
+
+    def __init__(self, gm: torch.fx.GraphModule, node: torch.fx.Node) -> None:
+        self.graph, self.node = gm.graph, node
+        self.mode = node.args[0].meta["val"].fake_mode  # type: ignore[union-attr]
+
+    def op(self, target: object, *args: object) -> torch.fx.Node:
+        """A computing op (or cat / stack / transpose / flip): its value a FakeTensor, as
+        torch's decomposition gives it (PT2E observes the output of such nodes only)."""
+        new = _insert(self.graph, self.node, target, args, self.node, meta=False)
+        with self.mode:
+            new.meta["val"] = target(*_values(args, fake=True))  # type: ignore[operator]
+        return new
+
+    def view(self, target: object, *args: object) -> torch.fx.Node:
+        """A select / slice of a step or gate: a meta value, as simplify_recurrent gives the
+        decomposition's unbind / split items (no observer of their own: their input's)."""
+        return _insert(self.graph, self.node, target, args, self.node)
+
+    def linear(self, x: torch.fx.Node, w: object, b: object) -> torch.fx.Node:
+        return (
+            self.op(_aten.linear.default, x, w)
+            if b is None
+            else self.op(_aten.linear.default, x, w, b)
+        )
+
+    def gates(self, x: torch.fx.Node, n: int, dim: int) -> list[torch.fx.Node]:
+        """x.chunk(n, dim) as slices (an equal split: n gates of the hidden size)."""
+        size = int(x.meta["val"].shape[dim]) // n
+        return [self.view(_aten.slice.Tensor, x, dim, k * size, (k + 1) * size) for k in range(n)]
+
+    def gru_cell(
+        self, inp: torch.fx.Node, h: torch.fx.Node, w_hh: object, b_hh: object
+    ) -> torch.fx.Node:
+        i_r, i_z, i_n = self.gates(inp, 3, 1)
+        h_r, h_z, h_n = self.gates(self.linear(h, w_hh, b_hh), 3, 2)
+        r = self.op(_aten.sigmoid.default, self.op(_aten.add.Tensor, h_r, i_r))
+        z = self.op(_aten.sigmoid.default, self.op(_aten.add.Tensor, h_z, i_z))
+        n = self.op(
+            _aten.tanh.default, self.op(_aten.add.Tensor, i_n, self.op(_aten.mul.Tensor, h_n, r))
+        )
+        dz = self.op(_aten.mul.Tensor, self.op(_aten.sub.Tensor, h, n), z)
+        return self.op(_aten.add.Tensor, dz, n)
+
+    def lstm_cell(
+        self, inp: torch.fx.Node, h: torch.fx.Node, c: torch.fx.Node, w_hh: object, b_hh: object
+    ) -> tuple[torch.fx.Node, torch.fx.Node]:
+        gates = self.op(_aten.add.Tensor, self.linear(h, w_hh, b_hh), inp)
+        g_i, g_f, g_g, g_o = self.gates(gates, 4, 2)
+        i = self.op(_aten.sigmoid.default, g_i)
+        f = self.op(_aten.sigmoid.default, g_f)
+        g = self.op(_aten.tanh.default, g_g)
+        o = self.op(_aten.sigmoid.default, g_o)
+        c = self.op(
+            _aten.add.Tensor, self.op(_aten.mul.Tensor, f, c), self.op(_aten.mul.Tensor, i, g)
+        )
+        return self.op(_aten.mul.Tensor, o, self.op(_aten.tanh.default, c)), c
+
+    def layer(
+        self, seq: torch.fx.Node, state: list[torch.fx.Node], params: list[object], reverse: bool
+    ) -> tuple[torch.fx.Node, list[torch.fx.Node]]:
+        """One direction of one layer over seq [T, B, F]: ([T, B, H] outputs, final states)."""
+        w_ih, w_hh = params[0], params[1]
+        b_ih, b_hh = (params[2], params[3]) if len(params) == 4 else (None, None)
+        lstm = len(state) == 2
+        if lstm:
+            state = [self.op(_aten.unsqueeze.default, s, 0) for s in state]
+        proj = self.linear(seq, w_ih, b_ih)
+        if reverse:
+            proj = self.op(_aten.flip.default, proj, [0])
+        if not lstm:
+            state = [self.op(_aten.unsqueeze.default, state[0], 0)]
+        steps = [self.view(_aten.select.int, proj, 0, t) for t in range(proj.meta["val"].shape[0])]
+        outputs = []
+        for x in steps:
+            if lstm:
+                state = list(self.lstm_cell(x, state[0], state[1], w_hh, b_hh))
+            else:
+                state = [self.gru_cell(x, state[0], w_hh, b_hh)]
+            outputs.append(state[0])
+        if reverse:
+            outputs.reverse()
+        out = self.op(_aten.cat.default, outputs)
+        return out, [self.op(_aten.squeeze.dim, s, 0) for s in state]
+
+
+def _unroll(gm: torch.fx.GraphModule, node: torch.fx.Node) -> None:
+    """Replace one recurrent node (and its getitems) with its per-step ops."""
+    x, hx, params, has_biases, layers, _, _, bidirectional, batch_first = node.args
+    emit = _Steps(gm, node)
+    dirs = 2 if bidirectional else 1
+    per = 4 if has_biases else 2
+    count = int(layers) * dirs  # type: ignore[call-overload]
+    kinds = list(hx) if isinstance(hx, (list, tuple)) else [hx]  # (h0, c0) or h0
+    # hx.unbind(0) (the LSTM: h0's, then c0's); states[k] = [h] or [h, c] of layer-direction k
+    unbound = [[emit.view(_aten.select.int, s, 0, k) for k in range(count)] for s in kinds]
+    states = [[u[k] for u in unbound] for k in range(count)]
+    seq = emit.op(_aten.transpose.int, x, 0, 1) if batch_first else x
+    finals: list[list[torch.fx.Node]] = []
+    for layer in range(int(layers)):  # type: ignore[call-overload]
+        outs = []
+        for d in range(dirs):
+            k = layer * dirs + d
+            out, final = emit.layer(
+                seq,
+                states[k],
+                list(params[k * per : (k + 1) * per]),  # type: ignore[index]
+                reverse=d == 1,
+            )
+            outs.append(out)
+            finals.append(final)
+        seq = emit.op(_aten.cat.default, outs, 2) if bidirectional else outs[0]  # type: ignore[assignment]
+    if batch_first:
+        seq = emit.op(_aten.transpose.int, seq, 0, 1)  # type: ignore[arg-type]
+    results = [seq] + [
+        emit.op(_aten.stack.default, [f[j] for f in finals]) for j in range(len(kinds))
+    ]
+    for user in list(node.users):
+        if user.op != "call_function" or user.target is not operator.getitem:
+            raise AssertionError(f"{node.name}: read other than through getitem ({user.name})")
+        user.replace_all_uses_with(results[int(user.args[1])])  # type: ignore[arg-type]
+        gm.graph.erase_node(user)
+    gm.graph.erase_node(node)
+
+
+def unroll_recurrent(gm: torch.fx.GraphModule) -> bool:
+    """Unroll every aten.lstm.input / aten.gru.input node of gm in place (see module doc);
+    True if there was one."""
+    nodes = [n for n in gm.graph.nodes if n.op == "call_function" and n.target in RECURRENT_OPS]
+    for node in nodes:
+        _unroll(gm, node)
+    return bool(nodes)
+
+
+def _values(args: object, *, fake: bool = False) -> object:
+    """args with each node replaced by an empty tensor shaped like its value: on the meta
+    device, or (fake, called under a FakeTensorMode) a FakeTensor (a node's own FakeTensor
+    where it has one)."""
+    if isinstance(args, torch.fx.Node):
+        v = args.meta["val"]
+        if fake:
+            return v if isinstance(v, FakeTensor) else torch.empty(v.shape, dtype=v.dtype)
+        return torch.empty(v.shape, dtype=v.dtype, device="meta")
+    if isinstance(args, (list, tuple)):
+        return type(args)(_values(a, fake=fake) for a in args)
+    return args
+
+
 def _meta_val(node: torch.fx.Node, target: object, args: tuple) -> None:
     """node.meta['val'] from running target on meta tensors shaped like the inputs."""
-
-    def meta(a: object) -> object:
-        if isinstance(a, torch.fx.Node):
-            v = a.meta["val"]
-            return torch.empty(v.shape, dtype=v.dtype, device="meta")
-        if isinstance(a, (list, tuple)):
-            return type(a)(meta(x) for x in a)
-        return a
-
-    node.meta["val"] = target(*meta(args))  # type: ignore[operator]
+    node.meta["val"] = target(*_values(args))  # type: ignore[operator]
 
 
-def _insert(graph: torch.fx.Graph, before: torch.fx.Node, target: object, args: tuple,
-            like: torch.fx.Node) -> torch.fx.Node:
+def _insert(
+    graph: torch.fx.Graph,
+    before: torch.fx.Node,
+    target: object,
+    args: tuple,
+    like: torch.fx.Node,
+    *,
+    meta: bool = True,
+) -> torch.fx.Node:
     with graph.inserting_before(before):
         new = graph.call_function(target, args)  # type: ignore[arg-type]
-    new.meta.update({k: v for k, v in like.meta.items() if k in ("stack_trace", "nn_module_stack",
-                                                               "source_fn_stack")})
-    _meta_val(new, target, args)
+    new.meta.update(
+        {
+            k: v
+            for k, v in like.meta.items()
+            if k in ("stack_trace", "nn_module_stack", "source_fn_stack")
+        }
+    )
+    if meta:
+        _meta_val(new, target, args)
     return new
 
 
@@ -119,18 +306,28 @@ def _reshape_broadcast_operands(graph: torch.fx.Graph, node: torch.fx.Node) -> N
         if not isinstance(a, torch.fx.Node) or "val" not in a.meta:
             continue
         shape = list(a.meta["val"].shape)
-        if shape != out and math.prod(shape) == math.prod(out) and \
-                [s for s in shape if s != 1] == [s for s in out if s != 1]:
+        if (
+            shape != out
+            and math.prod(shape) == math.prod(out)
+            and [s for s in shape if s != 1] == [s for s in out if s != 1]
+        ):
             new = _insert(graph, node, _aten.reshape.default, (a, out), a)
             node.update_arg(k, new)
 
 
-_VIEWS = (_aten.select.int, _aten.slice.Tensor, _aten.unsqueeze.default, _aten.squeeze.dim,
-          _aten.reshape.default, _aten.view.default)
+_VIEWS = (
+    _aten.select.int,
+    _aten.slice.Tensor,
+    _aten.unsqueeze.default,
+    _aten.squeeze.dim,
+    _aten.reshape.default,
+    _aten.view.default,
+)
 
 
-def _fold_first_step(gm: torch.fx.GraphModule, add: torch.fx.Node, zero_linear: torch.fx.Node,
-                     other: object) -> bool:
+def _fold_first_step(
+    gm: torch.fx.GraphModule, add: torch.fx.Node, zero_linear: torch.fx.Node, other: object
+) -> bool:
     """add(linear(0, W_hh, b_hh), select(linear(xs, W_ih, b_ih), 0, t)): the first step of a
     zero state adds only b_hh. Every step adds b_ih + b_hh, so b_hh moves into the input
     projection's bias (computed once for all steps) and the recurrent linears lose theirs;
@@ -139,16 +336,21 @@ def _fold_first_step(gm: torch.fx.GraphModule, add: torch.fx.Node, zero_linear: 
     if not (isinstance(other, torch.fx.Node) and other.target == _aten.select.int):
         return False
     proj = other.args[0]
-    if not (isinstance(proj, torch.fx.Node) and proj.target == _aten.linear.default
-            and len(proj.args) > 2 and len(zero_linear.args) > 2):
+    if not (
+        isinstance(proj, torch.fx.Node)
+        and proj.target == _aten.linear.default
+        and len(proj.args) > 2
+        and len(zero_linear.args) > 2
+    ):
         return False
     b_in, w_hh, b_hh = proj.args[2], zero_linear.args[1], zero_linear.args[2]
     if not all(isinstance(n, torch.fx.Node) and n.op == "get_attr" for n in (b_in, w_hh, b_hh)):
         return False
     recurrent = list(b_hh.users)  # type: ignore[union-attr]
     if list(b_in.users) != [proj] or any(  # type: ignore[union-attr]
-            u.target != _aten.linear.default or u.args[1] is not w_hh or u.args[2] is not b_hh
-            for u in recurrent):
+        u.target != _aten.linear.default or u.args[1] is not w_hh or u.args[2] is not b_hh
+        for u in recurrent
+    ):
         return False
     bias = (_attr(gm, b_in) + _attr(gm, b_hh)).detach().clone()  # type: ignore[arg-type]
     name = f"_recurrent_bias_{proj.name}"
@@ -208,10 +410,12 @@ def _fold_zero_state(gm: torch.fx.GraphModule) -> None:
         if node.op != "call_function":
             continue
         args = node.args
-        if (node.target == _aten.zeros.default
-                or (node.target in _VIEWS and args and args[0] in zero)
-                or (node.target == _aten.mul.Tensor and any(a in zero for a in args[:2]))
-                or (node.target == _aten.linear.default and args[0] in zero)):
+        if (
+            node.target == _aten.zeros.default
+            or (node.target in _VIEWS and args and args[0] in zero)
+            or (node.target == _aten.mul.Tensor and any(a in zero for a in args[:2]))
+            or (node.target == _aten.linear.default and args[0] in zero)
+        ):
             zero.add(node)
         elif node.target == _aten.add.Tensor and len(args) >= 2:
             z = [a for a in args[:2] if a in zero]
@@ -220,17 +424,20 @@ def _fold_zero_state(gm: torch.fx.GraphModule) -> None:
             other = args[1] if args[0] is z[0] else args[0]
             if z[0].target == _aten.linear.default:
                 _fold_first_step(gm, node, z[0], other)
-            elif z[0].target == _aten.mul.Tensor and isinstance(other, torch.fx.Node) and \
-                    list(other.meta["val"].shape) == list(node.meta["val"].shape):
+            elif (
+                z[0].target == _aten.mul.Tensor
+                and isinstance(other, torch.fx.Node)
+                and list(other.meta["val"].shape) == list(node.meta["val"].shape)
+            ):
                 node.replace_all_uses_with(other)
                 graph.erase_node(node)
     graph.eliminate_dead_code()
 
 
 def simplify_recurrent(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    """Rewrite the tuple-producing ops of a recurrent decomposition (see module doc)."""
+    """Unroll the recurrent nodes, rewrite the tuple-producing ops (see module doc)."""
     graph = gm.graph
-    if not any(n.target in _TUPLE_OPS for n in graph.nodes):
+    if not unroll_recurrent(gm) and not any(n.target in _TUPLE_OPS for n in graph.nodes):
         return gm
     for node in list(graph.nodes):
         if node.op != "call_function":

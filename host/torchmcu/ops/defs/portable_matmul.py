@@ -282,17 +282,23 @@ CONVOLUTION = portable(
 
 # -- the aten side: k is the lowering Kit, node a torch.fx.Node (torch-free here)
 def lower_linear(k: Any, node: Any) -> None:
-    """y = x W^T + b as addmm(b, x, W^T) (mm without bias); W^T stored as a [K, N] constant."""
+    """y = x W^T + b as addmm(b, x, W^T) (mm without bias); W^T stored as a [K, N] constant.
+    An input of rank > 2 ([..., K], contiguous) is seen as [rows, K], its out as [rows, N]."""
     x = k.float_input(k.aten_arg(node, "input"))
-    if x.rank != 2:
+    if x.rank < 2:
         raise k.unsupported(
             node, f"a float linear of a rank-{x.rank} input (only [batch, features])"
         )
     w = k.float_constant(k.aten_arg(node, "weight"))
     wt = k.constant(np.ascontiguousarray(w.T))
     bias = k.aten_arg(node, "bias")
+    flat = None  # a rank > 2 linear's out as [rows, N] (made here, not in the call's arguments)
+    if x.rank > 2:
+        rows = int(np.prod(x.sizes[:-1]))
+        x = k.alias(x, [rows, x.sizes[-1]], nhwc=False)
+        flat = k.alias(k.float_out(node), [rows, int(w.shape[0])], nhwc=False)
     if bias is None:
-        k.call(MM, node, self=x.vi, mat2=wt, out=k.float_out(node).vi)
+        k.call(MM, node, self=x.vi, mat2=wt, out=(k.float_out(node) if flat is None else flat).vi)
         return
     bv = k.float_input(bias)
     k.call(
@@ -303,7 +309,7 @@ def lower_linear(k: Any, node: Any) -> None:
         mat2=wt,
         beta=k.int_(1),
         alpha=k.int_(1),
-        out=k.float_out(node).vi,
+        out=(k.float_out(node) if flat is None else flat).vi,
     )
 
 
