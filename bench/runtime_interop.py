@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "host"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from executorch_venv import ET_PYTHON, run_script  # noqa: E402
+from executorch_venv import ET_PYTHON, run_script
 
 BOARD = "corstone-300"
 ET_SCRIPT = ROOT / "tests" / "executorch" / "export_cortex_m.py"
@@ -88,9 +88,7 @@ def torchmcu_pte(name: str, out: Path) -> Path:
     from torchmcu.examples import models
 
     model, example = models.build(name)
-    exported = torchmcu.export(
-        model, example, calibration=models.calibration(name, 8), board=BOARD
-    )
+    exported = torchmcu.export(model, example, calibration=models.calibration(name, 8), board=BOARD)
     return Path(exported.save(out, name))
 
 
@@ -115,7 +113,9 @@ def measure(name: str, flow: str, pte: Path, build_dir: Path, profile: bool) -> 
     row = Row(model=name, flow=flow, first=first, steady=steady)
     row.scratch_lines = [ln for ln in counts["console"].splitlines() if ln.startswith("TM_SCRATCH")]
     if profile:
-        image = device.build(pte, BOARD, build_dir / f"{flow}-{name}-profile", inputs=blob, profile=True)
+        image = device.build(
+            pte, BOARD, build_dir / f"{flow}-{name}-profile", inputs=blob, profile=True
+        )
         prof = profile_instructions(image.elf, BOARD, pte, timeout=900)
         row.profile = [dict(k) for k in prof["kernels"][-1]]
     return row
@@ -136,7 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models:
-            et = measure(name, "executorch", executorch_pte(name, build / "et" / name), build, args.profile)
+            et = measure(
+                name, "executorch", executorch_pte(name, build / "et" / name), build, args.profile
+            )
             rows.append(et)
             if not args.no_torchmcu:
                 rows.append(measure(name, "torchmcu", torchmcu_pte(name, Path(tmp)), build, False))
@@ -166,7 +168,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'model':<18} {'first':>12} {'steady':>12} {'1st/steady':>10} {'within 5 %':>10}")
         for r in ours:
             ok = "ok" if r.first_over_steady - 1 <= FIRST_TOLERANCE else "MISS"
-            print(f"{r.model:<18} {r.first:>12,} {r.steady:>12,} {r.first_over_steady:>10.3f} {ok:>10}")
+            print(
+                f"{r.model:<18} {r.first:>12,} {r.steady:>12,} {r.first_over_steady:>10.3f} {ok:>10}"
+            )
     for r in rows:
         if not r.profile:
             continue

@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "cortex_m_kernels.h"
+#include "conv_mve.h"
 #include "kernel_args.h"
 #include "mve_gemm.h"
 #include "mve_requantize.h"
@@ -624,50 +625,109 @@ static void depthwise_mve(const dw_params *p) {
 }
 #endif
 
-static tm_status depthwise_entry(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes) {
+/* Checks every argument (TM_ARG_CHECK names the one at fault); fills p and the scratch argument. */
+static tm_status depthwise_args(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes,
+                                dw_params *p, const tm_tensor **scratch) {
   tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_QUANTIZED_DEPTHWISE_CONV2D));
   if (st != TM_OK) {
     return st;
   }
-  dw_params p;
-  const tm_tensor *in = tm_activation_arg(args, A(INPUT), nhwc_sizes, p.in_dims);
+  const tm_tensor *in = tm_activation_arg(args, A(INPUT), nhwc_sizes, p->in_dims);
   TM_ARG_CHECK(ctx, in != NULL, A(INPUT));
   const tm_tensor *wt = tm_tensor_arg(args, A(WEIGHT), TM_CHAR, 4, 4);
   TM_ARG_CHECK(ctx, wt != NULL && tm_has_layout(wt, TM_LAYOUT_CONTIGUOUS) && wt->sizes[0] == 1 &&
                         wt->sizes[1] > 0 && wt->sizes[2] > 0 && wt->sizes[3] > 0,
                A(WEIGHT));
   const int32_t cout = wt->sizes[3];
-  p.kh = wt->sizes[1];
-  p.kw = wt->sizes[2];
-  TM_ARG_CHECK(ctx, tm_bias_arg(args, A(BIAS), cout, &p.q.bias), A(BIAS));
-  st = tm_conv_window_args(ctx, args, A(STRIDE), &p.win);
+  p->kh = wt->sizes[1];
+  p->kw = wt->sizes[2];
+  TM_ARG_CHECK(ctx, tm_bias_arg(args, A(BIAS), cout, &p->q.bias), A(BIAS));
+  st = tm_conv_window_args(ctx, args, A(STRIDE), &p->win);
   if (st != TM_OK) {
     return st;
   }
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A(DEPTH_MULTIPLIER), 1, INT16_MAX, &p.depth_multiplier) &&
-                        (int64_t)p.in_dims[3] * p.depth_multiplier == cout,
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(DEPTH_MULTIPLIER), 1, INT16_MAX, &p->depth_multiplier) &&
+                        (int64_t)p->in_dims[3] * p->depth_multiplier == cout,
                A(DEPTH_MULTIPLIER));
-  st = tm_conv_quant_args(ctx, args, A(INPUT_OFFSET), cout, &p.q);
+  st = tm_conv_quant_args(ctx, args, A(INPUT_OFFSET), cout, &p->q);
   if (st != TM_OK) {
     return st;
   }
-  const int32_t weight_dims[4] = {1, p.kh, p.kw, cout};
+  const int32_t weight_dims[4] = {1, p->kh, p->kw, cout};
   TM_ARG_CHECK(ctx,
-               tm_scratch_arg(args, A(SCRATCH), tm_quantized_depthwise_conv2d_scratch_bytes(p.in_dims, weight_dims)),
+               tm_scratch_arg(args, A(SCRATCH), tm_quantized_depthwise_conv2d_scratch_bytes(p->in_dims, weight_dims)),
                A(SCRATCH));
-  tm_tensor *out = tm_activation_arg(args, A(OUT), nhwc_sizes, p.out_dims);
-  const int32_t oh = tm_conv_out_size(p.in_dims[1], p.kh, p.win.stride_h, p.win.pad_h, p.win.dil_h);
-  const int32_t ow = tm_conv_out_size(p.in_dims[2], p.kw, p.win.stride_w, p.win.pad_w, p.win.dil_w);
-  TM_ARG_CHECK(ctx, out != NULL && tm_window_out_dims(p.out_dims, p.in_dims[0], oh, ow, cout), A(OUT));
-  p.input = (const int8_t *)in->data;
-  p.weight = (const int8_t *)wt->data;
-  p.out = (int8_t *)out->data;
+  tm_tensor *out = tm_activation_arg(args, A(OUT), nhwc_sizes, p->out_dims);
+  const int32_t oh = tm_conv_out_size(p->in_dims[1], p->kh, p->win.stride_h, p->win.pad_h, p->win.dil_h);
+  const int32_t ow = tm_conv_out_size(p->in_dims[2], p->kw, p->win.stride_w, p->win.pad_w, p->win.dil_w);
+  TM_ARG_CHECK(ctx, out != NULL && tm_window_out_dims(p->out_dims, p->in_dims[0], oh, ow, cout), A(OUT));
+  p->input = (const int8_t *)in->data;
+  p->weight = (const int8_t *)wt->data;
+  p->out = (int8_t *)out->data;
+  *scratch = args[A(SCRATCH)]->u.tensor;
+  return TM_OK;
+}
 
+/*
+ * One input channel with depth multiplier Cout (DS-CNN's first layer as ExecuTorch exports it)
+ * is a convolution with Cin = 1: its weights [1, KH, KW, Cout] transposed into OHWI at the
+ * scratch's start, then the convolution's Helium path (conv_mve.h) in the rest. The same sums
+ * in the same int32 arithmetic as the depthwise reference.
+ */
+static size_t single_channel_scratch_bytes(const dw_params *p) {
+  const size_t taps = (size_t)p->kh * (size_t)p->kw, cout = (size_t)p->out_dims[3];
+  return tm_round_up(taps * cout, 16u) + tm_conv_mve_scratch_bytes(cout, (size_t)p->kh, (size_t)p->kw, 1u);
+}
+
+static bool single_channel(const dw_params *p) { return p->in_dims[3] == 1 && p->depth_multiplier > 1; }
+
+#if TM_KERNELS_USE_MVE
+static void depthwise_single_channel_mve(const dw_params *p, uint8_t *scratch) {
+  const int32_t taps = p->kh * p->kw, cout = p->out_dims[3];
+  int8_t *ohwi = (int8_t *)scratch;
+  for (int32_t t = 0; t < taps; ++t) {
+    const int8_t *row = p->weight + (size_t)t * (size_t)cout;
+    for (int32_t oc = 0; oc < cout; ++oc) {
+      ohwi[(size_t)oc * (size_t)taps + (size_t)t] = row[oc];
+    }
+  }
+  tm_conv_params c;
+  c.input = p->input;
+  c.weight = ohwi;
+  c.out = p->out;
+  for (int32_t d = 0; d < 4; ++d) {
+    c.in_dims[d] = p->in_dims[d];
+    c.out_dims[d] = p->out_dims[d];
+  }
+  c.kh = p->kh;
+  c.kw = p->kw;
+  c.cin_g = 1;
+  c.groups = 1;
+  c.win = p->win;
+  c.q = p->q;
+  tm_conv_mve(&c, scratch + tm_round_up((size_t)taps * (size_t)cout, 16u));
+}
+#endif
+
+static tm_status depthwise_entry(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes) {
+  dw_params p;
+  const tm_tensor *scratch;
+  const tm_status st = depthwise_args(ctx, args, nargs, nhwc_sizes, &p, &scratch);
+  if (st != TM_OK || tm_prepared(ctx, scratch, single_channel(&p) ? single_channel_scratch_bytes(&p) : 0u)) {
+    return st;
+  }
 #if TM_KERNELS_USE_MVE
   if (p.depth_multiplier == 1) {
     depthwise_mve(&p);
     return TM_OK;
   }
+  uint8_t *buffer = single_channel(&p) ? tm_kernel_scratch(ctx, scratch, single_channel_scratch_bytes(&p)) : NULL;
+  if (buffer != NULL) {
+    depthwise_single_channel_mve(&p, buffer);
+    return TM_OK;
+  }
+#else
+  (void)scratch;
 #endif
   depthwise_scalar(&p);
   return TM_OK;
@@ -681,3 +741,4 @@ tm_status tm_cortex_m_quantized_depthwise_conv2d_nhwc_out(tm_kernel_context *ctx
                                                           size_t nargs) {
   return depthwise_entry(ctx, args, nargs, true);
 }
+

@@ -444,7 +444,7 @@ tm_status tm_cortex_m_quantized_linear_out(tm_kernel_context *ctx, tm_value *con
     verified_params(args, &p);
   } else {
     const tm_status st = check_arguments(ctx, args, nargs, &p);
-    if (st != TM_OK) {
+    if (st != TM_OK || ctx->prepare) { /* prepare (tm_method_init): checked, no scratch */
       return st;
     }
   }
@@ -459,3 +459,4 @@ tm_status tm_cortex_m_quantized_linear_out(tm_kernel_context *ctx, tm_value *con
 #endif
   return TM_OK;
 }
+

@@ -47,7 +47,7 @@ _ABOUT = (
     " dropped by --gc-sections."
 )
 _HEADERS = ("kernel_entries.h",)  # what the generated registry includes
-_COMMON_SOURCES = ("cortex_m/kernel_args.c",)
+_COMMON_SOURCES = ("cortex_m/kernel_args.c", "cortex_m/conv_mve.c")
 
 
 def _list(items: Sequence[str]) -> str:
@@ -58,7 +58,10 @@ def kernels_json(definitions: Sequence[OpDef]) -> str:
     """kernels.json: one line per kernel, in registry order (a diff shows one line per op)."""
     rows = [
         "    "
-        + json.dumps({"operator": o.key, "symbol": o.kernel.symbol, "source": o.kernel.source})
+        + json.dumps(
+            {"operator": o.key, "symbol": o.kernel.symbol, "source": o.kernel.source}
+            | ({"prepare": o.kernel.prepare_symbol} if o.kernel.prepare else {})
+        )
         for o in definitions
     ]
     return (
