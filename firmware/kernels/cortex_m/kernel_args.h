@@ -244,16 +244,30 @@ static inline uint8_t *tm_kernel_scratch(const tm_kernel_context *ctx, const tm_
   return ctx->scratch != NULL && ctx->scratch_bytes >= need ? ctx->scratch : NULL;
 }
 
-/* In a prepare call (ctx->prepare, arguments checked): records what the kernel asks of the
- * shared scratch - nothing when its `scratch` argument holds the `need` bytes of its Helium
- * path, else `need` - and returns true (the kernel then returns TM_OK without computing). */
-static inline bool tm_prepared(tm_kernel_context *ctx, const tm_tensor *scratch, size_t need) {
-  if (!ctx->prepare) {
-    return false;
-  }
+/* A prepare step's report (arguments checked): what the kernel asks of the shared scratch -
+ * nothing when its `scratch` argument holds the `need` bytes of its Helium path, else `need`. */
+static inline tm_status tm_prepared(tm_kernel_context *ctx, const tm_tensor *scratch, size_t need) {
   ctx->scratch_bytes = scratch->nbytes >= need ? 0u : need > UINT32_MAX ? UINT32_MAX : (uint32_t)need;
-  return true;
+  return TM_OK;
 }
+
+/* The prepare entry points of an operator and its _nhwc alias, NAME##_prepare and
+ * NAME##_nhwc_prepare (registered by the generated registry), calling fn(ctx, args, nargs, nhwc). */
+#define TM_PREPARE_ENTRIES(name, fn)                                                             \
+  tm_status name##_prepare(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {        \
+    return fn(ctx, args, nargs, false);                                                          \
+  }                                                                                              \
+  tm_status name##_nhwc_prepare(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {   \
+    return fn(ctx, args, nargs, true);                                                           \
+  }
+
+/* The argument checks of a kernel with a prepare step: inlined into its entry point, whose code
+ * stays that of one function, and into the (cold) prepare step. */
+#if defined(__GNUC__)
+#define TM_ARGS_INLINE static inline __attribute__((always_inline))
+#else
+#define TM_ARGS_INLINE static inline
+#endif
 
 /* A scratch tensor (1-D bytes) with at least `needed` bytes. */
 bool tm_scratch_arg(tm_value *const *args, size_t i, size_t needed);

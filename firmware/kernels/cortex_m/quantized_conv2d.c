@@ -65,7 +65,7 @@ TM_MAYBE_UNUSED static void conv_scalar(const tm_conv_params *p) {
 
 /* Checks every argument (TM_ARG_CHECK names the one at fault); fills p, the scratch argument and
  * the bytes the Helium path needs. */
-static tm_status conv_args(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes,
+TM_ARGS_INLINE tm_status conv_args(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes,
                            tm_conv_params *p, const tm_tensor **scratch, size_t *need) {
   tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_QUANTIZED_CONV2D));
   if (st != TM_OK) {
@@ -112,7 +112,7 @@ static tm_status conv_entry(tm_kernel_context *ctx, tm_value *const *args, size_
   const tm_tensor *scratch;
   size_t need;
   const tm_status st = conv_args(ctx, args, nargs, nhwc_sizes, &p, &scratch, &need);
-  if (st != TM_OK || tm_prepared(ctx, scratch, need)) {
+  if (st != TM_OK) {
     return st;
   }
 #if TM_KERNELS_USE_MVE
@@ -137,3 +137,14 @@ tm_status tm_cortex_m_quantized_conv2d_nhwc_out(tm_kernel_context *ctx, tm_value
   return conv_entry(ctx, args, nargs, true);
 }
 
+
+/* The prepare step (tm_kernel_entry.prepare): the checks, the shared scratch the Helium path needs. */
+static tm_status conv_prepare(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes) {
+  tm_conv_params p;
+  const tm_tensor *scratch;
+  size_t need;
+  const tm_status st = conv_args(ctx, args, nargs, nhwc_sizes, &p, &scratch, &need);
+  return st != TM_OK ? st : tm_prepared(ctx, scratch, need);
+}
+
+TM_PREPARE_ENTRIES(tm_cortex_m_quantized_conv2d, conv_prepare)

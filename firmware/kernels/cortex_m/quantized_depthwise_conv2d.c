@@ -626,7 +626,7 @@ static void depthwise_mve(const dw_params *p) {
 #endif
 
 /* Checks every argument (TM_ARG_CHECK names the one at fault); fills p and the scratch argument. */
-static tm_status depthwise_args(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes,
+TM_ARGS_INLINE tm_status depthwise_args(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes,
                                 dw_params *p, const tm_tensor **scratch) {
   tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_QUANTIZED_DEPTHWISE_CONV2D));
   if (st != TM_OK) {
@@ -713,7 +713,7 @@ static tm_status depthwise_entry(tm_kernel_context *ctx, tm_value *const *args, 
   dw_params p;
   const tm_tensor *scratch;
   const tm_status st = depthwise_args(ctx, args, nargs, nhwc_sizes, &p, &scratch);
-  if (st != TM_OK || tm_prepared(ctx, scratch, single_channel(&p) ? single_channel_scratch_bytes(&p) : 0u)) {
+  if (st != TM_OK) {
     return st;
   }
 #if TM_KERNELS_USE_MVE
@@ -742,3 +742,14 @@ tm_status tm_cortex_m_quantized_depthwise_conv2d_nhwc_out(tm_kernel_context *ctx
   return depthwise_entry(ctx, args, nargs, true);
 }
 
+
+/* The prepare step (tm_kernel_entry.prepare): the checks, the shared scratch of the
+ * single-channel form. */
+static tm_status depthwise_prepare(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes) {
+  dw_params p;
+  const tm_tensor *scratch;
+  const tm_status st = depthwise_args(ctx, args, nargs, nhwc_sizes, &p, &scratch);
+  return st != TM_OK ? st : tm_prepared(ctx, scratch, single_channel(&p) ? single_channel_scratch_bytes(&p) : 0u);
+}
+
+TM_PREPARE_ENTRIES(tm_cortex_m_quantized_depthwise_conv2d, depthwise_prepare)

@@ -444,7 +444,7 @@ tm_status tm_cortex_m_quantized_linear_out(tm_kernel_context *ctx, tm_value *con
     verified_params(args, &p);
   } else {
     const tm_status st = check_arguments(ctx, args, nargs, &p);
-    if (st != TM_OK || ctx->prepare) { /* prepare (tm_method_init): checked, no scratch */
+    if (st != TM_OK) {
       return st;
     }
   }
@@ -460,3 +460,10 @@ tm_status tm_cortex_m_quantized_linear_out(tm_kernel_context *ctx, tm_value *con
   return TM_OK;
 }
 
+
+/* The prepare step (tm_kernel_entry.prepare): the full check once, so every call of the method
+ * takes the short path; no scratch. */
+tm_status tm_cortex_m_quantized_linear_prepare(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
+  linear_params p;
+  return check_arguments(ctx, args, nargs, &p);
+}

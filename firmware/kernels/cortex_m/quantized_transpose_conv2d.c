@@ -240,7 +240,7 @@ static void tconv_mve(const tconv_params *p, int32_t *kterm) {
 
 /* Checks every argument (TM_ARG_CHECK names the one at fault); fills p, the scratch argument and
  * the bytes the Helium paths need. */
-static tm_status tconv_args(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes,
+TM_ARGS_INLINE tm_status tconv_args(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes,
                             tconv_params *p, const tm_tensor **scratch, size_t *need) {
   tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_QUANTIZED_TRANSPOSE_CONV2D));
   if (st != TM_OK) {
@@ -292,7 +292,7 @@ static tm_status tconv_entry(tm_kernel_context *ctx, tm_value *const *args, size
   const tm_tensor *scratch;
   size_t need;
   const tm_status st = tconv_args(ctx, args, nargs, nhwc_sizes, &p, &scratch, &need);
-  if (st != TM_OK || tm_prepared(ctx, scratch, need)) {
+  if (st != TM_OK) {
     return st;
   }
 #if TM_KERNELS_USE_MVE
@@ -323,3 +323,14 @@ tm_status tm_cortex_m_quantized_transpose_conv2d_nhwc_out(tm_kernel_context *ctx
   return tconv_entry(ctx, args, nargs, true);
 }
 
+
+/* The prepare step (tm_kernel_entry.prepare): the checks, the shared scratch the Helium paths need. */
+static tm_status tconv_prepare(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes) {
+  tconv_params p;
+  const tm_tensor *scratch;
+  size_t need;
+  const tm_status st = tconv_args(ctx, args, nargs, nhwc_sizes, &p, &scratch, &need);
+  return st != TM_OK ? st : tm_prepared(ctx, scratch, need);
+}
+
+TM_PREPARE_ENTRIES(tm_cortex_m_quantized_transpose_conv2d, tconv_prepare)

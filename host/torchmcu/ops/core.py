@@ -303,15 +303,15 @@ class Kernel:
     symbol: str  # "tm_torchmcu_slice_copy_out"
     source: str  # "cortex_m/slice_copy.c"
     scratch_c: str | None = None  # "tm_quantized_conv2d_scratch_bytes"
-    # The entry point is also the kernel's prepare step (tm_kernel_entry.prepare: called with
-    # ctx->prepare, it checks the arguments and sizes its shared scratch); tm_method_init runs
-    # it once per call, so the first execution costs what later ones do.
+    # The kernel has a prepare step (tm_kernel_entry.prepare), `prepare_symbol` beside its entry
+    # point: tm_method_init runs it once per call (argument checks, the shared scratch it needs),
+    # so the first execution costs what later ones do.
     prepare: bool = False
 
     @property
     def prepare_symbol(self) -> str | None:
-        """The registry's prepare entry (the kernel's own entry point), None without one."""
-        return self.symbol if self.prepare else None
+        """tm_<ns>_<op>_prepare beside the entry point tm_<ns>_<op>_out; None without one."""
+        return self.symbol.removesuffix("_out") + "_prepare" if self.prepare else None
 
     @classmethod
     def by_name(cls, schema: Schema, scratch_c: str | None = None, prepare: bool = False) -> Kernel:

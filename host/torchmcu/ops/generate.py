@@ -47,7 +47,7 @@ _ABOUT = (
     " dropped by --gc-sections."
 )
 _HEADERS = ("kernel_entries.h",)  # what the generated registry includes
-_COMMON_SOURCES = ("cortex_m/kernel_args.c", "cortex_m/conv_mve.c")
+_COMMON_SOURCES = ("cortex_m/kernel_args.c",)
 
 
 def _list(items: Sequence[str]) -> str:
@@ -153,6 +153,11 @@ def scratch_prototype(name: str, source: str, root: Path = SOURCE_ROOT) -> str:
 def kernel_entries_h(definitions: Sequence[OpDef], root: Path = SOURCE_ROOT) -> str:
     """kernel_entries.h: the declarations in registry order, each scratch function once."""
     lines = [f"TM_DECLARE_KERNEL({o.kernel.symbol}); /* {o.key} */" for o in definitions]
+    lines += [
+        f"TM_DECLARE_KERNEL({o.kernel.prepare_symbol}); /* {o.key}: its prepare step */"
+        for o in definitions
+        if o.kernel.prepare
+    ]
     scratch = {o.kernel.scratch_c: o.kernel.source for o in definitions if o.kernel.scratch_c}
     lines += [
         "",
