@@ -261,12 +261,12 @@ static inline tm_status tm_prepared(tm_kernel_context *ctx, const tm_tensor *scr
     return fn(ctx, args, nargs, true);                                                           \
   }
 
-/* The argument checks of a kernel with a prepare step: inlined into its entry point, whose code
- * stays that of one function, and into the (cold) prepare step. */
+/* A body shared by a kernel's entry point and its prepare step, inlined into both (the entry
+ * point's code stays what it was without a prepare step). */
 #if defined(__GNUC__)
-#define TM_ARGS_INLINE static inline __attribute__((always_inline))
+#define TM_ENTRY_BODY static inline __attribute__((always_inline))
 #else
-#define TM_ARGS_INLINE static inline
+#define TM_ENTRY_BODY static inline
 #endif
 
 /* A scratch tensor (1-D bytes) with at least `needed` bytes. */

@@ -1,14 +1,16 @@
 /* cortex_m::quantized_conv2d.out and quantized_conv2d_nhwc.out - int8 (grouped) 2-D convolution,
  * NHWC activations, OHWI weights (docs/operators.md). */
 #include "cortex_m_kernels.h"
-#include "kernel_args.h"
 #include "conv_mve.h"
+#include "kernel_args.h"
 #include "mve_gemm.h"
 #include "mve_requantize.h"
 #include "requantize.h"
 #include "op_args.h"
 
 #define A(x) TM_ARG(CORTEX_M_QUANTIZED_CONV2D, x)
+
+typedef tm_conv_params conv_params;
 
 /*
  * What the Helium path uses (the same figure on every build, because the exporter plans it for
@@ -22,7 +24,7 @@ size_t tm_quantized_conv2d_scratch_bytes(const int32_t input_nhwc[4], const int3
                                    (size_t)weight_ohwi[3]);
 }
 
-TM_MAYBE_UNUSED static void conv_scalar(const tm_conv_params *p) {
+TM_MAYBE_UNUSED static void conv_scalar(const conv_params *p) {
   const int32_t h = p->in_dims[1], w = p->in_dims[2], c = p->in_dims[3];
   const int32_t oh_n = p->out_dims[1], ow_n = p->out_dims[2], cout = p->out_dims[3];
   const int32_t cout_g = cout / p->groups;
@@ -63,88 +65,74 @@ TM_MAYBE_UNUSED static void conv_scalar(const tm_conv_params *p) {
 }
 
 
-/* Checks every argument (TM_ARG_CHECK names the one at fault); fills p, the scratch argument and
- * the bytes the Helium path needs. */
-TM_ARGS_INLINE tm_status conv_args(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes,
-                           tm_conv_params *p, const tm_tensor **scratch, size_t *need) {
+/* The kernel, or with `prepare` its prepare step (the checks, then what the Helium path needs of
+ * the shared scratch). */
+static tm_status conv_entry(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes,
+                            bool prepare) {
   tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_QUANTIZED_CONV2D));
   if (st != TM_OK) {
     return st;
   }
-  const tm_tensor *in = tm_activation_arg(args, A(INPUT), nhwc_sizes, p->in_dims);
+  conv_params p;
+  const tm_tensor *in = tm_activation_arg(args, A(INPUT), nhwc_sizes, p.in_dims);
   TM_ARG_CHECK(ctx, in != NULL, A(INPUT));
   const tm_tensor *wt = tm_tensor_arg(args, A(WEIGHT), TM_CHAR, 4, 4);
   TM_ARG_CHECK(ctx, wt != NULL && tm_has_layout(wt, TM_LAYOUT_CONTIGUOUS), A(WEIGHT));
   const int32_t cout = wt->sizes[0];
-  p->kh = wt->sizes[1];
-  p->kw = wt->sizes[2];
-  p->cin_g = wt->sizes[3];
-  TM_ARG_CHECK(ctx, cout > 0 && p->kh > 0 && p->kw > 0 && p->cin_g > 0 && p->in_dims[3] % p->cin_g == 0, A(WEIGHT));
-  p->groups = p->in_dims[3] / p->cin_g;
-  TM_ARG_CHECK(ctx, p->groups > 0 && cout % p->groups == 0, A(WEIGHT));
-  TM_ARG_CHECK(ctx, tm_bias_arg(args, A(BIAS), cout, &p->q.bias), A(BIAS));
-  st = tm_conv_window_args(ctx, args, A(STRIDE), &p->win);
+  p.kh = wt->sizes[1];
+  p.kw = wt->sizes[2];
+  p.cin_g = wt->sizes[3];
+  TM_ARG_CHECK(ctx, cout > 0 && p.kh > 0 && p.kw > 0 && p.cin_g > 0 && p.in_dims[3] % p.cin_g == 0, A(WEIGHT));
+  p.groups = p.in_dims[3] / p.cin_g;
+  TM_ARG_CHECK(ctx, p.groups > 0 && cout % p.groups == 0, A(WEIGHT));
+  TM_ARG_CHECK(ctx, tm_bias_arg(args, A(BIAS), cout, &p.q.bias), A(BIAS));
+  st = tm_conv_window_args(ctx, args, A(STRIDE), &p.win);
   if (st != TM_OK) {
     return st;
   }
-  st = tm_conv_quant_args(ctx, args, A(INPUT_OFFSET), cout, &p->q);
+  st = tm_conv_quant_args(ctx, args, A(INPUT_OFFSET), cout, &p.q);
   if (st != TM_OK) {
     return st;
   }
-  const int32_t weight_dims[4] = {cout, p->kh, p->kw, p->cin_g};
+  const int32_t weight_dims[4] = {cout, p.kh, p.kw, p.cin_g};
   /* Any scratch is accepted (the scalar path needs none); the Helium path wants
    * tm_quantized_conv2d_scratch_bytes, from this argument or the method's shared scratch. */
   TM_ARG_CHECK(ctx, tm_scratch_arg(args, A(SCRATCH), 0), A(SCRATCH));
-  *scratch = args[A(SCRATCH)]->u.tensor;
-  *need = tm_quantized_conv2d_scratch_bytes(p->in_dims, weight_dims);
-  tm_tensor *out = tm_activation_arg(args, A(OUT), nhwc_sizes, p->out_dims);
-  const int32_t oh = tm_conv_out_size(p->in_dims[1], p->kh, p->win.stride_h, p->win.pad_h, p->win.dil_h);
-  const int32_t ow = tm_conv_out_size(p->in_dims[2], p->kw, p->win.stride_w, p->win.pad_w, p->win.dil_w);
-  TM_ARG_CHECK(ctx, out != NULL && tm_window_out_dims(p->out_dims, p->in_dims[0], oh, ow, cout), A(OUT));
-  p->input = (const int8_t *)in->data;
-  p->weight = (const int8_t *)wt->data;
-  p->out = (int8_t *)out->data;
-  return TM_OK;
-}
-
-static tm_status conv_entry(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes) {
-  tm_conv_params p;
-  const tm_tensor *scratch;
-  size_t need;
-  const tm_status st = conv_args(ctx, args, nargs, nhwc_sizes, &p, &scratch, &need);
-  if (st != TM_OK) {
-    return st;
+  const tm_tensor *scratch = args[A(SCRATCH)]->u.tensor;
+  tm_tensor *out = tm_activation_arg(args, A(OUT), nhwc_sizes, p.out_dims);
+  const int32_t oh = tm_conv_out_size(p.in_dims[1], p.kh, p.win.stride_h, p.win.pad_h, p.win.dil_h);
+  const int32_t ow = tm_conv_out_size(p.in_dims[2], p.kw, p.win.stride_w, p.win.pad_w, p.win.dil_w);
+  TM_ARG_CHECK(ctx, out != NULL && tm_window_out_dims(p.out_dims, p.in_dims[0], oh, ow, cout), A(OUT));
+  p.input = (const int8_t *)in->data;
+  p.weight = (const int8_t *)wt->data;
+  p.out = (int8_t *)out->data;
+  const size_t need = tm_quantized_conv2d_scratch_bytes(p.in_dims, weight_dims);
+  if (prepare) {
+    return tm_prepared(ctx, scratch, need);
   }
+
 #if TM_KERNELS_USE_MVE
-  uint8_t *buffer = tm_kernel_scratch(ctx, scratch, need);
-  if (buffer != NULL) {
-    tm_conv_mve(&p, buffer);
+  /* Scratch is a byte tensor: its start aligned for the int32 table. */
+  uint8_t *aligned = tm_kernel_scratch(ctx, scratch, need);
+  if (aligned != NULL) {
+    tm_conv_mve(&p, aligned);
     return TM_OK;
   }
-#else
-  (void)scratch;
-  (void)need;
 #endif
   conv_scalar(&p);
   return TM_OK;
 }
 
 tm_status tm_cortex_m_quantized_conv2d_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  return conv_entry(ctx, args, nargs, false);
+  return conv_entry(ctx, args, nargs, false, false);
 }
 
 tm_status tm_cortex_m_quantized_conv2d_nhwc_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  return conv_entry(ctx, args, nargs, true);
+  return conv_entry(ctx, args, nargs, true, false);
 }
 
-
-/* The prepare step (tm_kernel_entry.prepare): the checks, the shared scratch the Helium path needs. */
 static tm_status conv_prepare(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes) {
-  tm_conv_params p;
-  const tm_tensor *scratch;
-  size_t need;
-  const tm_status st = conv_args(ctx, args, nargs, nhwc_sizes, &p, &scratch, &need);
-  return st != TM_OK ? st : tm_prepared(ctx, scratch, need);
+  return conv_entry(ctx, args, nargs, nhwc_sizes, true);
 }
 
 TM_PREPARE_ENTRIES(tm_cortex_m_quantized_conv2d, conv_prepare)

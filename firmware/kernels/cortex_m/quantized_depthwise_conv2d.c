@@ -625,49 +625,6 @@ static void depthwise_mve(const dw_params *p) {
 }
 #endif
 
-/* Checks every argument (TM_ARG_CHECK names the one at fault); fills p and the scratch argument. */
-TM_ARGS_INLINE tm_status depthwise_args(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes,
-                                dw_params *p, const tm_tensor **scratch) {
-  tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_QUANTIZED_DEPTHWISE_CONV2D));
-  if (st != TM_OK) {
-    return st;
-  }
-  const tm_tensor *in = tm_activation_arg(args, A(INPUT), nhwc_sizes, p->in_dims);
-  TM_ARG_CHECK(ctx, in != NULL, A(INPUT));
-  const tm_tensor *wt = tm_tensor_arg(args, A(WEIGHT), TM_CHAR, 4, 4);
-  TM_ARG_CHECK(ctx, wt != NULL && tm_has_layout(wt, TM_LAYOUT_CONTIGUOUS) && wt->sizes[0] == 1 &&
-                        wt->sizes[1] > 0 && wt->sizes[2] > 0 && wt->sizes[3] > 0,
-               A(WEIGHT));
-  const int32_t cout = wt->sizes[3];
-  p->kh = wt->sizes[1];
-  p->kw = wt->sizes[2];
-  TM_ARG_CHECK(ctx, tm_bias_arg(args, A(BIAS), cout, &p->q.bias), A(BIAS));
-  st = tm_conv_window_args(ctx, args, A(STRIDE), &p->win);
-  if (st != TM_OK) {
-    return st;
-  }
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A(DEPTH_MULTIPLIER), 1, INT16_MAX, &p->depth_multiplier) &&
-                        (int64_t)p->in_dims[3] * p->depth_multiplier == cout,
-               A(DEPTH_MULTIPLIER));
-  st = tm_conv_quant_args(ctx, args, A(INPUT_OFFSET), cout, &p->q);
-  if (st != TM_OK) {
-    return st;
-  }
-  const int32_t weight_dims[4] = {1, p->kh, p->kw, cout};
-  TM_ARG_CHECK(ctx,
-               tm_scratch_arg(args, A(SCRATCH), tm_quantized_depthwise_conv2d_scratch_bytes(p->in_dims, weight_dims)),
-               A(SCRATCH));
-  tm_tensor *out = tm_activation_arg(args, A(OUT), nhwc_sizes, p->out_dims);
-  const int32_t oh = tm_conv_out_size(p->in_dims[1], p->kh, p->win.stride_h, p->win.pad_h, p->win.dil_h);
-  const int32_t ow = tm_conv_out_size(p->in_dims[2], p->kw, p->win.stride_w, p->win.pad_w, p->win.dil_w);
-  TM_ARG_CHECK(ctx, out != NULL && tm_window_out_dims(p->out_dims, p->in_dims[0], oh, ow, cout), A(OUT));
-  p->input = (const int8_t *)in->data;
-  p->weight = (const int8_t *)wt->data;
-  p->out = (int8_t *)out->data;
-  *scratch = args[A(SCRATCH)]->u.tensor;
-  return TM_OK;
-}
-
 /*
  * One input channel with depth multiplier Cout (DS-CNN's first layer as ExecuTorch exports it)
  * is a convolution with Cin = 1: its weights [1, KH, KW, Cout] transposed into OHWI at the
@@ -709,13 +666,52 @@ static void depthwise_single_channel_mve(const dw_params *p, uint8_t *scratch) {
 }
 #endif
 
-static tm_status depthwise_entry(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes) {
-  dw_params p;
-  const tm_tensor *scratch;
-  const tm_status st = depthwise_args(ctx, args, nargs, nhwc_sizes, &p, &scratch);
+/* The kernel, or with `prepare` its prepare step (the checks, then the shared scratch of the
+ * single-channel form). */
+static tm_status depthwise_entry(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes,
+                                 bool prepare) {
+  tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_QUANTIZED_DEPTHWISE_CONV2D));
   if (st != TM_OK) {
     return st;
   }
+  dw_params p;
+  const tm_tensor *in = tm_activation_arg(args, A(INPUT), nhwc_sizes, p.in_dims);
+  TM_ARG_CHECK(ctx, in != NULL, A(INPUT));
+  const tm_tensor *wt = tm_tensor_arg(args, A(WEIGHT), TM_CHAR, 4, 4);
+  TM_ARG_CHECK(ctx, wt != NULL && tm_has_layout(wt, TM_LAYOUT_CONTIGUOUS) && wt->sizes[0] == 1 &&
+                        wt->sizes[1] > 0 && wt->sizes[2] > 0 && wt->sizes[3] > 0,
+               A(WEIGHT));
+  const int32_t cout = wt->sizes[3];
+  p.kh = wt->sizes[1];
+  p.kw = wt->sizes[2];
+  TM_ARG_CHECK(ctx, tm_bias_arg(args, A(BIAS), cout, &p.q.bias), A(BIAS));
+  st = tm_conv_window_args(ctx, args, A(STRIDE), &p.win);
+  if (st != TM_OK) {
+    return st;
+  }
+  TM_ARG_CHECK(ctx, tm_int_arg(args, A(DEPTH_MULTIPLIER), 1, INT16_MAX, &p.depth_multiplier) &&
+                        (int64_t)p.in_dims[3] * p.depth_multiplier == cout,
+               A(DEPTH_MULTIPLIER));
+  st = tm_conv_quant_args(ctx, args, A(INPUT_OFFSET), cout, &p.q);
+  if (st != TM_OK) {
+    return st;
+  }
+  const int32_t weight_dims[4] = {1, p.kh, p.kw, cout};
+  TM_ARG_CHECK(ctx,
+               tm_scratch_arg(args, A(SCRATCH), tm_quantized_depthwise_conv2d_scratch_bytes(p.in_dims, weight_dims)),
+               A(SCRATCH));
+  tm_tensor *out = tm_activation_arg(args, A(OUT), nhwc_sizes, p.out_dims);
+  const int32_t oh = tm_conv_out_size(p.in_dims[1], p.kh, p.win.stride_h, p.win.pad_h, p.win.dil_h);
+  const int32_t ow = tm_conv_out_size(p.in_dims[2], p.kw, p.win.stride_w, p.win.pad_w, p.win.dil_w);
+  TM_ARG_CHECK(ctx, out != NULL && tm_window_out_dims(p.out_dims, p.in_dims[0], oh, ow, cout), A(OUT));
+  p.input = (const int8_t *)in->data;
+  p.weight = (const int8_t *)wt->data;
+  p.out = (int8_t *)out->data;
+  const tm_tensor *scratch = args[A(SCRATCH)]->u.tensor;
+  if (prepare) {
+    return tm_prepared(ctx, scratch, single_channel(&p) ? single_channel_scratch_bytes(&p) : 0u);
+  }
+
 #if TM_KERNELS_USE_MVE
   if (p.depth_multiplier == 1) {
     depthwise_mve(&p);
@@ -734,22 +730,16 @@ static tm_status depthwise_entry(tm_kernel_context *ctx, tm_value *const *args, 
 }
 
 tm_status tm_cortex_m_quantized_depthwise_conv2d_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  return depthwise_entry(ctx, args, nargs, false);
+  return depthwise_entry(ctx, args, nargs, false, false);
 }
 
 tm_status tm_cortex_m_quantized_depthwise_conv2d_nhwc_out(tm_kernel_context *ctx, tm_value *const *args,
                                                           size_t nargs) {
-  return depthwise_entry(ctx, args, nargs, true);
+  return depthwise_entry(ctx, args, nargs, true, false);
 }
 
-
-/* The prepare step (tm_kernel_entry.prepare): the checks, the shared scratch of the
- * single-channel form. */
 static tm_status depthwise_prepare(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes) {
-  dw_params p;
-  const tm_tensor *scratch;
-  const tm_status st = depthwise_args(ctx, args, nargs, nhwc_sizes, &p, &scratch);
-  return st != TM_OK ? st : tm_prepared(ctx, scratch, single_channel(&p) ? single_channel_scratch_bytes(&p) : 0u);
+  return depthwise_entry(ctx, args, nargs, nhwc_sizes, true);
 }
 
 TM_PREPARE_ENTRIES(tm_cortex_m_quantized_depthwise_conv2d, depthwise_prepare)

@@ -371,7 +371,7 @@ static inline void verified_params(tm_value *const *args, linear_params *p) {
 }
 
 /* The full contract check of every argument (TM_ARG_CHECK names the one at fault); fills p. */
-static tm_status check_arguments(tm_kernel_context *ctx, tm_value *const *args, size_t nargs,
+TM_ENTRY_BODY tm_status check_arguments(tm_kernel_context *ctx, tm_value *const *args, size_t nargs,
                                  linear_params *p) {
   if (!plain_arg_list(args, nargs)) {
     const tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_QUANTIZED_LINEAR));

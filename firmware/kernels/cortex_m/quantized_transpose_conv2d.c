@@ -238,67 +238,61 @@ static void tconv_mve(const tconv_params *p, int32_t *kterm) {
 }
 #endif
 
-/* Checks every argument (TM_ARG_CHECK names the one at fault); fills p, the scratch argument and
- * the bytes the Helium paths need. */
-TM_ARGS_INLINE tm_status tconv_args(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes,
-                            tconv_params *p, const tm_tensor **scratch, size_t *need) {
+/* The kernel, or with `prepare` its prepare step (the checks, then what the Helium paths need of
+ * the shared scratch). */
+static tm_status tconv_entry(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes,
+                             bool prepare) {
   tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_QUANTIZED_TRANSPOSE_CONV2D));
   if (st != TM_OK) {
     return st;
   }
-  const tm_tensor *in = tm_activation_arg(args, A(INPUT), nhwc_sizes, p->in_dims);
+  tconv_params p;
+  const tm_tensor *in = tm_activation_arg(args, A(INPUT), nhwc_sizes, p.in_dims);
   TM_ARG_CHECK(ctx, in != NULL, A(INPUT));
   const tm_tensor *wt = tm_tensor_arg(args, A(WEIGHT), TM_CHAR, 4, 4);
   TM_ARG_CHECK(ctx, wt != NULL && tm_has_layout(wt, TM_LAYOUT_CONTIGUOUS), A(WEIGHT));
   const int32_t cout = wt->sizes[0];
-  p->kh = wt->sizes[1];
-  p->kw = wt->sizes[2];
-  TM_ARG_CHECK(ctx, cout > 0 && p->kh > 0 && p->kw > 0 && wt->sizes[3] == p->in_dims[3], A(WEIGHT));
-  TM_ARG_CHECK(ctx, tm_bias_arg(args, A(BIAS), cout, &p->q.bias), A(BIAS));
-  TM_ARG_CHECK(ctx, tm_pair_arg(args, A(STRIDE), false, 1, INT16_MAX, &p->win.stride_h, &p->win.stride_w), A(STRIDE));
-  TM_ARG_CHECK(ctx, tm_pair_arg(args, A(PADDING), false, 0, INT16_MAX, &p->win.pad_h, &p->win.pad_w), A(PADDING));
+  p.kh = wt->sizes[1];
+  p.kw = wt->sizes[2];
+  TM_ARG_CHECK(ctx, cout > 0 && p.kh > 0 && p.kw > 0 && wt->sizes[3] == p.in_dims[3], A(WEIGHT));
+  TM_ARG_CHECK(ctx, tm_bias_arg(args, A(BIAS), cout, &p.q.bias), A(BIAS));
+  TM_ARG_CHECK(ctx, tm_pair_arg(args, A(STRIDE), false, 1, INT16_MAX, &p.win.stride_h, &p.win.stride_w), A(STRIDE));
+  TM_ARG_CHECK(ctx, tm_pair_arg(args, A(PADDING), false, 0, INT16_MAX, &p.win.pad_h, &p.win.pad_w), A(PADDING));
   int32_t out_pad_h = 0, out_pad_w = 0;
   const bool out_pad_ok = tm_pair_arg(args, A(OUTPUT_PADDING), false, 0, INT16_MAX, &out_pad_h, &out_pad_w);
-  TM_ARG_CHECK(ctx, tm_pair_arg(args, A(DILATION), false, 1, INT16_MAX, &p->win.dil_h, &p->win.dil_w), A(DILATION));
+  TM_ARG_CHECK(ctx, tm_pair_arg(args, A(DILATION), false, 1, INT16_MAX, &p.win.dil_h, &p.win.dil_w), A(DILATION));
   /* torch's rule: output_padding smaller than the stride or the dilation */
   TM_ARG_CHECK(ctx,
-               out_pad_ok && (out_pad_h < p->win.stride_h || out_pad_h < p->win.dil_h) &&
-                   (out_pad_w < p->win.stride_w || out_pad_w < p->win.dil_w),
+               out_pad_ok && (out_pad_h < p.win.stride_h || out_pad_h < p.win.dil_h) &&
+                   (out_pad_w < p.win.stride_w || out_pad_w < p.win.dil_w),
                A(OUTPUT_PADDING));
-  st = tm_conv_quant_args(ctx, args, A(INPUT_OFFSET), cout, &p->q);
+  st = tm_conv_quant_args(ctx, args, A(INPUT_OFFSET), cout, &p.q);
   if (st != TM_OK) {
     return st;
   }
-  const int32_t weight_dims[4] = {cout, p->kh, p->kw, p->in_dims[3]};
+  const int32_t weight_dims[4] = {cout, p.kh, p.kw, p.in_dims[3]};
   TM_ARG_CHECK(ctx, tm_scratch_arg(args, A(SCRATCH), 0), A(SCRATCH));
   TM_ARG_CHECK(ctx, tm_scratch_arg(args, A(OUTPUT_SCRATCH), 0), A(OUTPUT_SCRATCH));
-  *scratch = args[A(SCRATCH)]->u.tensor;
-  *need = tm_quantized_transpose_conv2d_scratch_bytes(p->in_dims, weight_dims);
-  tm_tensor *out = tm_activation_arg(args, A(OUT), nhwc_sizes, p->out_dims);
-  const int64_t oh = tconv_out_size(p->in_dims[1], p->kh, p->win.stride_h, p->win.pad_h, out_pad_h, p->win.dil_h);
-  const int64_t ow = tconv_out_size(p->in_dims[2], p->kw, p->win.stride_w, p->win.pad_w, out_pad_w, p->win.dil_w);
+  const tm_tensor *scratch = args[A(SCRATCH)]->u.tensor;
+  tm_tensor *out = tm_activation_arg(args, A(OUT), nhwc_sizes, p.out_dims);
+  const int64_t oh = tconv_out_size(p.in_dims[1], p.kh, p.win.stride_h, p.win.pad_h, out_pad_h, p.win.dil_h);
+  const int64_t ow = tconv_out_size(p.in_dims[2], p.kw, p.win.stride_w, p.win.pad_w, out_pad_w, p.win.dil_w);
   TM_ARG_CHECK(ctx,
                out != NULL && oh > 0 && ow > 0 && oh <= INT32_MAX && ow <= INT32_MAX &&
-                   tm_window_out_dims(p->out_dims, p->in_dims[0], (int32_t)oh, (int32_t)ow, cout),
+                   tm_window_out_dims(p.out_dims, p.in_dims[0], (int32_t)oh, (int32_t)ow, cout),
                A(OUT));
-  p->input = (const int8_t *)in->data;
-  p->weight = (const int8_t *)wt->data;
-  p->out = (int8_t *)out->data;
-  return TM_OK;
-}
-
-static tm_status tconv_entry(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes) {
-  tconv_params p;
-  const tm_tensor *scratch;
-  size_t need;
-  const tm_status st = tconv_args(ctx, args, nargs, nhwc_sizes, &p, &scratch, &need);
-  if (st != TM_OK) {
-    return st;
+  p.input = (const int8_t *)in->data;
+  p.weight = (const int8_t *)wt->data;
+  p.out = (int8_t *)out->data;
+  const size_t need = tm_quantized_transpose_conv2d_scratch_bytes(p.in_dims, weight_dims);
+  if (prepare) {
+    return tm_prepared(ctx, scratch, need);
   }
+
 #if TM_KERNELS_USE_MVE
   uint8_t *aligned = tm_kernel_scratch(ctx, scratch, need);
   if (aligned != NULL && tconv_tiles(&p)) {
-    const size_t kterm_bytes = 4u * (size_t)p.kh * (size_t)p.kw * round_up((size_t)p.out_dims[3], 4u);
+    const size_t kterm_bytes = 4u * (size_t)p.kh * (size_t)p.kw * round_up((size_t)cout, 4u);
     tconv_tiled_mve(&p, (int32_t *)(void *)aligned, (int8_t *)(aligned + kterm_bytes));
     return TM_OK;
   }
@@ -306,31 +300,22 @@ static tm_status tconv_entry(tm_kernel_context *ctx, tm_value *const *args, size
     tconv_mve(&p, (int32_t *)(void *)aligned);
     return TM_OK;
   }
-#else
-  (void)scratch;
-  (void)need;
 #endif
   tconv_scalar(&p);
   return TM_OK;
 }
 
 tm_status tm_cortex_m_quantized_transpose_conv2d_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  return tconv_entry(ctx, args, nargs, false);
+  return tconv_entry(ctx, args, nargs, false, false);
 }
 
 tm_status tm_cortex_m_quantized_transpose_conv2d_nhwc_out(tm_kernel_context *ctx, tm_value *const *args,
                                                           size_t nargs) {
-  return tconv_entry(ctx, args, nargs, true);
+  return tconv_entry(ctx, args, nargs, true, false);
 }
 
-
-/* The prepare step (tm_kernel_entry.prepare): the checks, the shared scratch the Helium paths need. */
 static tm_status tconv_prepare(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes) {
-  tconv_params p;
-  const tm_tensor *scratch;
-  size_t need;
-  const tm_status st = tconv_args(ctx, args, nargs, nhwc_sizes, &p, &scratch, &need);
-  return st != TM_OK ? st : tm_prepared(ctx, scratch, need);
+  return tconv_entry(ctx, args, nargs, nhwc_sizes, true);
 }
 
 TM_PREPARE_ENTRIES(tm_cortex_m_quantized_transpose_conv2d, tconv_prepare)
