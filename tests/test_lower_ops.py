@@ -157,7 +157,8 @@ def test_elementwise_two_inputs(op):
 def test_pools(pool):
     program, _ = lower_and_compare(Seq(nn.Conv2d(3, 4, 1), pool), [(1, 3, 8, 8)])
     ops = _ops(program)
-    # a global average has its own output qparams: the all-ones depthwise sum, requantized
+    # a global average of 8x8 (an even count) has its own output qparams: the all-ones
+    # depthwise sum, requantized
     want = "depthwise_conv2d" if isinstance(pool, nn.AdaptiveAvgPool2d) else "pool2d"
     assert any(want in o for o in ops), ops
 
@@ -171,10 +172,11 @@ class MeanHW(nn.Module):
         return self.conv(x).mean(dim=(2, 3))
 
 
-def test_mean_over_hw_is_a_requantized_global_sum():
+def test_mean_over_hw_is_global_avg_pool():
+    # 5x5 = 25 values, an odd count: the input's qparams, so the average pool
     program, _ = lower_and_compare(MeanHW(), [(1, 3, 7, 7)])
     ops = _ops(program)
-    assert "cortex_m::quantized_depthwise_conv2d" in ops
+    assert "cortex_m::quantized_avg_pool2d" in ops
     assert ops.count("cortex_m::transpose") == 1  # [N,C] output needs no layout change
 
 

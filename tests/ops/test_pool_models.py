@@ -56,8 +56,9 @@ def _half_away(v: torch.Tensor) -> torch.Tensor:
 # Each probe pools a program input directly, and its int8 values follow from the input's by
 # the integer rule, computed here in float64 torch on the raw int8 values q (zero point zp).
 # Pools keep the input's qparams: the half-away mean of the in-bounds taps (count_include_pad
-# pads with zp, so that mean is torch's of q - zp, plus zp), the max of the taps. A mean over
-# dims has its own output qparams (scale so, zero point zo): round(mean(q - zp) * s / so) + zo.
+# pads with zp, so that mean is torch's of q - zp, plus zp), the max of the taps. So does a
+# mean over an odd number of values; over an even number it has its own output qparams
+# (scale so, zero point zo): round(mean(q - zp) * s / so) + zo.
 PROBES = {
     "mean(-1)": lambda x, s: x.mean(-1),
     "mean(1, keepdim)": lambda x, s: x.mean(1, keepdim=True),
@@ -79,8 +80,13 @@ PROBES = {
 }
 
 
+# The probes that average an even number of values (x is [1, 3, 12, 12]): 12 and 3 * 12;
+# mean(1) averages 3 channels and seq.mean(1) 5, odd counts.
+OWN_QPARAMS_MEANS = ("mean(-1)", "mean((1, 3))")
+
+
 def _is_mean(name: str) -> bool:
-    return name.startswith(("mean", "seq.mean"))
+    return name in OWN_QPARAMS_MEANS
 
 
 def _expected(name: str, q: torch.Tensor, qs: torch.Tensor, zp: int, zs: int,

@@ -20,6 +20,7 @@ Scheme (the CMSIS-NN / TFLite int8 scheme the cortex_m kernels implement):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -274,12 +275,14 @@ class TorchmcuQuantizer(Quantizer):
         write_annotation(node, TorchmcuAnnotation(pattern=pattern, role=role))
 
     def _annotate_mean(self, node: Node) -> None:
-        """A global average (a mean over dims, an adaptive average pool to size 1) gets its
-        own output qparams: the average of many values spans a far narrower range than they
-        do, so the input's step would waste most of the output's levels, and every sum lying
-        exactly between two steps would be a rounding tie (ties are where int8 kernels and
-        torchao's float32 fake-quant model part ways). Adaptive pools to larger sizes average
-        windows and keep the input's qparams, as average pools do."""
+        """A global average (a mean over dims, an adaptive average pool to size 1) of an even
+        number of values gets its own output qparams. With the input's, a sum lying exactly
+        between two steps is a rounding tie, and ties are where the int8 kernels (half away
+        from zero, as CMSIS-NN) and torchao's fake-quant model (half to even, float32) part
+        ways; an odd count has no ties, so it keeps the input's qparams and, on the NPU, the
+        cheaper AVG_POOL2D. Its own step is also finer: an average spans a far narrower range
+        than the values it averages. Adaptive pools to larger sizes average windows and keep
+        the input's qparams, as average pools do."""
         x = node.args[0]
         if not isinstance(x, Node):
             return
@@ -288,6 +291,9 @@ class TorchmcuQuantizer(Quantizer):
             if any(int(s) != 1 for s in (size if isinstance(size, (list, tuple)) else [size])):
                 self._annotate_shared(node, _short(node.target), role="anchor")
                 return
+        if _averaged_count(x, node) % 2:
+            self._annotate_shared(node, _short(node.target), role="anchor")
+            return
         self._annotate_binary(node, "mean")
 
     def _annotate_cat(self, node: Node) -> None:
@@ -379,6 +385,17 @@ def _record_the_rest(model: torch.fx.GraphModule, kept: set[Node]) -> None:
         pattern = _short(node.target) if node.op == "call_function" else node.op
         role = _ROLE_OF_KIND.get(node.op, "float" if node in kept else "fallback")
         write_annotation(node, TorchmcuAnnotation(quantized=False, pattern=pattern, role=role))
+
+
+def _averaged_count(x: Node, mean: Node) -> int:
+    """How many values of x each output of the global average `mean` averages."""
+    shape = [int(d) for d in x.meta["val"].shape]
+    if mean.target != torch.ops.aten.mean.dim:  # adaptive pool to size 1: the spatial dims
+        return math.prod(shape[2:])
+    dims = mean.args[1] if len(mean.args) > 1 else None
+    items = [] if dims is None else list(dims) if isinstance(dims, (list, tuple)) else [dims]
+    reduced = {int(d) % len(shape) for d in items} if items else set(range(len(shape)))
+    return math.prod(shape[d] for d in reduced)
 
 
 def _input_spec(q: TorchmcuQuantizer, x: Node) -> QuantizationSpecBase:
