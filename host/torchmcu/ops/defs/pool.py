@@ -666,8 +666,8 @@ def lower_avg_pool2d(k: Any, node: Any) -> None:
 def _own_qparams_mean(k: Any, x: Any, window: tuple[int, int], qp: Any) -> bool:
     """A mean whose output has its own qparams (quantize/quantizer.py _annotate_mean): the
     requantized sum (_sum_node), which needs a window spanning whole axes of NHWC x."""
-    if k.same_qparams(x.scale, x.zero_point, qp):
-        return False
+    if x.scale is None or qp is None or k.same_qparams(x.scale, x.zero_point, qp):
+        return False  # (a float input: _avg_pool names the problem)
     return all(wd in (1, extent) for wd, extent in zip(window, x.sizes[2:]))
 
 
