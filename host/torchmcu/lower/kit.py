@@ -161,6 +161,10 @@ class Kit:
         n, c, h, w = x.sizes
         return context.scratch_buffer(self.ctx, hint, int(op.scratch_bytes((n, h, w, c), *shapes)))
 
+    def scratch(self, hint: str, nbytes: int) -> int:
+        """A planned byte buffer of nbytes (a kernel's scratch argument)."""
+        return context.scratch_buffer(self.ctx, hint, nbytes)
+
     def bind(self, node: torch.fx.Node, value: LValue) -> None:
         """`node`'s result is `value` (a float rule's out, or a view of its input)."""
         self.ctx.env[node] = value
