@@ -31,6 +31,7 @@ VIEWS = {
     _aten.squeeze.dim,
     _aten.squeeze.dims,
     _aten.unsqueeze.default,
+    _aten.unflatten.int,
 }
 # the eval graph's no-ops: removed before quantization (quantize/noops.py), a view if they stay
 NOOPS = {

@@ -21,7 +21,8 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from torchmcu.examples.architectures import ARCHITECTURES
+from torchmcu.examples.architectures import ARCHITECTURES, TRANSFORMERS
+from torchmcu.examples.architectures.vit import ViT
 
 __all__ = [
     "MODELS",
@@ -54,6 +55,7 @@ _INPUTS: dict[str, tuple[tuple[int, ...], bool]] = {
     "mobilenet_v2_like": ((1, 3, 96, 96), True),
     "lstm": ((1, 8, 16), False),  # + the (h0, c0) state inputs, see LSTMSequence
     **{name: (shape, image) for name, (_, shape, image) in ARCHITECTURES.items()},
+    **{name: (shape, image) for name, (_, shape, image) in TRANSFORMERS.items()},
 }
 
 
@@ -118,6 +120,17 @@ def _init(model: nn.Module, seed: int) -> None:
         elif isinstance(m, nn.GRU):  # seeded, as LSTMSequence's weights are
             for p in m.parameters():
                 p.copy_(0.35 * torch.randn(p.shape, generator=gen))
+        elif isinstance(m, nn.MultiheadAttention):  # q, k, v projections packed in one
+            assert m.in_proj_weight is not None and m.in_proj_bias is not None
+            nn.init.xavier_uniform_(m.in_proj_weight, generator=gen)
+            m.in_proj_bias.copy_(torch.randn(m.in_proj_bias.shape, generator=gen) * 0.05)
+        elif isinstance(m, nn.LayerNorm) and m.elementwise_affine:
+            c = m.weight.numel()
+            m.weight.copy_((0.8 + 0.4 * torch.rand(c, generator=gen)).reshape(m.weight.shape))
+            m.bias.copy_((0.1 * torch.randn(c, generator=gen)).reshape(m.bias.shape))
+        elif isinstance(m, ViT):  # the class token and position embedding
+            m.cls_token.copy_(0.5 * torch.randn(m.cls_token.shape, generator=gen))
+            m.pos_embed.copy_(0.5 * torch.randn(m.pos_embed.shape, generator=gen))
 
 
 @torch.no_grad()
@@ -422,7 +435,7 @@ MODELS: dict[str, Callable[..., ModelAndInputs]] = {
 }
 
 def _architecture(name: str) -> Callable[..., ModelAndInputs]:
-    make = ARCHITECTURES[name][0]
+    make = {**ARCHITECTURES, **TRANSFORMERS}[name][0]
 
     def build(seed: int = 0) -> ModelAndInputs:
         return _finish(name, make(), seed)
@@ -432,12 +445,12 @@ def _architecture(name: str) -> Callable[..., ModelAndInputs]:
     return build
 
 
-MODELS.update({name: _architecture(name) for name in ARCHITECTURES})
+MODELS.update({name: _architecture(name) for name in (*ARCHITECTURES, *TRANSFORMERS)})
 
 
 def __getattr__(name: str) -> Callable[..., ModelAndInputs]:
     """`torchmcu export torchmcu.examples.models:mobilenet_v3_small` finds the architectures."""
-    if name in ARCHITECTURES:
+    if name in ARCHITECTURES or name in TRANSFORMERS:
         return MODELS[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

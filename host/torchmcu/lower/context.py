@@ -6,15 +6,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 import torch.fx
 
 from torchmcu.lower.builder import NHWC_DIM_ORDER, ProgramBuilder, nbytes_of
 from torchmcu.lower.errors import module_of, op_name, unsupported, user_source_line
-from torchmcu.lower.graph import QParams
+from torchmcu.lower.graph import QParams, quantized_constant
 from torchmcu.lower.report import NodeReport
 from torchmcu.lower.values import LValue
 from torchmcu.pte.program import ScalarType, Tensor
+from torchmcu.quantize.qdq import is_dq
 
 
 @dataclass
@@ -130,10 +132,26 @@ def scratch_buffer(ctx: Ctx, hint: str, nbytes: int) -> int:
     return ctx.b.planned(key, ScalarType.BYTE, [nbytes])
 
 
+def _int8_constant(ctx: Ctx, node: torch.fx.Node) -> LValue:
+    """A per-tensor int8 constant as a value (cached in ctx.env)."""
+    qc = quantized_constant(ctx.gm, node, "constant")
+    if qc.values.dtype != np.int8 or qc.axis is not None:
+        raise unsupported(ctx.current, f"its input {node} is a constant that is not per-tensor "
+                          "int8")  # type: ignore[arg-type]
+    values = np.ascontiguousarray(qc.values)
+    value = LValue(ctx.b.constant(values), "", list(values.shape), ScalarType.CHAR,
+                   float(qc.scales[0]), int(qc.zero_points[0]), nhwc=False)
+    ctx.env[node] = value
+    return value
+
+
 def input_value(ctx: Ctx, node: object) -> LValue:
     """The int8 value behind a (dequantized) input argument."""
     if isinstance(node, torch.fx.Node) and node in ctx.env:
         return ctx.env[node]
+    if is_dq(node) and isinstance(node.args[0], torch.fx.Node) and node.args[0].op == "get_attr":
+        # an int8 constant used as an activation (a class token, a position embedding)
+        return _int8_constant(ctx, node)
     if isinstance(node, torch.fx.Node) and node.op == "placeholder":
         raise unsupported(ctx.current, "a float program input is used directly by this op "
                           "(the op was not annotated for quantization)")  # type: ignore[arg-type]

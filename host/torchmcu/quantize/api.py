@@ -19,6 +19,7 @@ from torchmcu.quantize.control_flow import (
     quantize_branches,
 )
 from torchmcu.quantize.fold_bn import fold_batch_norm
+from torchmcu.quantize.attention import decompose_attention
 from torchmcu.quantize.layout_idioms import fuse_channel_shuffle
 from torchmcu.quantize.noops import remove_noops
 from torchmcu.quantize.pool_values import single_output_pools
@@ -58,7 +59,7 @@ def export_model(model: torch.nn.Module, example_inputs: tuple[Any, ...]) -> tor
         exported = decompose_recurrent(torch.export.export(model, tuple(example_inputs)))
     # check_guards=False: the default inserts a _guards_fn call_module that breaks PT2E passes.
     module = simplify_recurrent(exported.module(check_guards=False))
-    return single_output_pools(fuse_channel_shuffle(remove_noops(module)))
+    return single_output_pools(fuse_channel_shuffle(decompose_attention(remove_noops(module))))
 
 
 def _shape(x: Any) -> tuple[int, ...] | None:

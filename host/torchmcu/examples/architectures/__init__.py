@@ -19,8 +19,9 @@ from torchmcu.examples.architectures.resnet import ResNet18
 from torchmcu.examples.architectures.shufflenet import ShuffleNetV2
 from torchmcu.examples.architectures.squeezenet import SqueezeNet11
 from torchmcu.examples.architectures.unet import TinyUNet
+from torchmcu.examples.architectures.vit import ViT
 
-__all__ = ["ARCHITECTURES"]
+__all__ = ["ARCHITECTURES", "TRANSFORMERS"]
 
 ARCHITECTURES: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...], bool]] = {
     "mobilenet_v3_small": (MobileNetV3Small, (1, 3, 96, 96), True),
@@ -35,4 +36,10 @@ ARCHITECTURES: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...], bool]] 
     "tiny_unet": (TinyUNet, (1, 3, 64, 64), True),
     "conv1d_kws": (Conv1dKWS, (1, 40, 49), False),
     "gru_kws": (GRUKWS, (1, 8, 16), False),
+}
+
+# Transformers (issue 18), kept apart from the twelve of issue 17 that the NPU tests and
+# benches iterate over.
+TRANSFORMERS: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...], bool]] = {
+    "vit_tiny": (ViT, (1, 3, 32, 32), True),
 }

@@ -1,5 +1,5 @@
 """The aten ops that only re-view bytes: flatten, view, reshape, _unsafe_view, squeeze,
-unsqueeze, and the no-ops of an eval graph: dropout (inference: the identity), alias, clone,
+unsqueeze, unflatten, and the no-ops of an eval graph: dropout (inference: the identity), alias, clone,
 contiguous and detach.
 
 The no-ops (params["noop"]) never reach the quantizer: quantize/noops.py removes them from the
@@ -29,6 +29,7 @@ VIEWS = (
     "aten::squeeze.dim",
     "aten::squeeze.dims",
     "aten::unsqueeze.default",
+    "aten::unflatten.int",
 )
 # The ops that are the identity on values in an eval graph (their first argument is the result)
 NOOPS = (
