@@ -1,6 +1,6 @@
 """Helium (MVE) paths of quantize/dequantize, add/mul, max/avg pooling, softmax, resize, prelu,
-cat and table activations on QEMU (Cortex-M55), bit-exact with the numpy reference and with the
-host (scalar) kernels.
+cat, table activations, batch matmul and layer norm on QEMU (Cortex-M55), bit-exact with the
+numpy reference and with the host (scalar) kernels.
 
 One firmware image per session runs every case: each case is an independent one-op call
 inside a single Program (its operands are method inputs, its result a method output), so
@@ -512,6 +512,56 @@ def prelu_cases(p: CaseProgram, rng: np.random.Generator) -> None:
         p.call("torchmcu::quantized_prelu", args, f"{sizes} zps={zps}")
 
 
+def batch_matmul_cases(p: CaseProgram, rng: np.random.Generator) -> None:
+    """Inner sizes 1..40 (every tail of the 16-byte loop), column counts around the
+    4-channel blocks, batches 1..4, zero points of both sides 0 or not (the offset terms
+    the Helium path folds out), and vit_tiny's q @ k^T and p @ v."""
+    shapes = [
+        (1 + k % 4, 1 + 2 * (k % 3), k, [1, 2, 3, 4, 5, 7, 12, 17][k % 8]) for k in range(1, 41)
+    ]
+    shapes += [(4, 17, 16, 17), (4, 17, 17, 16)]
+    for k, (b, m, inner, n) in enumerate(shapes):
+        lz = 0 if k % 5 == 1 else int(rng.integers(-127, 129))
+        rz = 0 if k % 5 == 2 else int(rng.integers(-127, 129))
+        mult = int(rng.integers(1 << 30, 1 << 31))
+        shift = int(rng.integers(-16, -6))
+        lhs = p.input(_int8(rng, (b, m, inner)), pm.ScalarType.CHAR, misalign=k % 3)
+        rhs = p.input(_int8(rng, (b, n, inner)), pm.ScalarType.CHAR, misalign=(k + 1) % 3)
+        out = p.output(pm.ScalarType.CHAR, [b, m, n], misalign=(k + 2) % 4)
+        args = [lhs, p.i(lz), rhs, p.i(rz), p.i(int(rng.integers(-128, 128))), p.i(mult), p.i(shift),
+                p.scratch(), out]  # fmt: skip
+        p.call(
+            "cortex_m::quantized_batch_matmul",
+            args,
+            f"[{b},{m},{inner}] x [{b},{n},{inner}]^T zps={lz},{rz}",
+        )
+
+
+def layer_norm_cases(p: CaseProgram, rng: np.random.Generator) -> None:
+    """Row sizes 1..40, 64, 100, 257 (tails of the 16-lane sums), 1..3 rows, wide and narrow
+    rows (the small-variance end), a constant row (variance 0), the exporter's parameters."""
+    from torchmcu.ops.defs.layer_norm import layer_norm_params
+
+    for k, c in enumerate([*range(1, 41), 64, 100, 257]):
+        rows = 1 + k % 3
+        x = _int8(rng, (rows, c))
+        if k % 4 == 1:
+            x = (int(rng.integers(-100, 100)) + rng.integers(-3, 4, (rows, c))).astype(np.int8)
+        elif k % 4 == 2:
+            x[0] = np.int8(rng.integers(-128, 128))
+        gamma = rng.uniform(0.5, 1.5, c) * rng.choice([-1, 1], c)
+        beta = rng.normal(0, 0.3, c)
+        in_scale, out_scale = float(rng.uniform(0.005, 0.1)), float(rng.uniform(0.02, 0.06))
+        w, bias, eps, shift = layer_norm_params(gamma, beta, 1e-5, in_scale, out_scale)
+        x_i = p.input(x, pm.ScalarType.CHAR, misalign=k % 16)
+        w_i = p.input(w, pm.ScalarType.INT)
+        b_i = p.input(bias, pm.ScalarType.INT)
+        out = p.output(pm.ScalarType.CHAR, [rows, c], misalign=(k + 5) % 16)
+        zp = int(rng.integers(-20, 20))
+        args = [x_i, w_i, b_i, p.i(eps), p.i(shift), p.i(zp), out]
+        p.call("torchmcu::quantized_layer_norm", args, f"{rows}x{c} eps={eps} shift={shift}")
+
+
 CASE_BUILDERS = {
     "quantize_per_tensor": quantize_cases,
     "dequantize_per_tensor": dequantize_cases,
@@ -527,6 +577,8 @@ CASE_BUILDERS = {
     "quantized_prelu": prelu_cases,
     "quantized_cat": cat_cases,
     "quantized_activation": table_cases,
+    "quantized_batch_matmul": batch_matmul_cases,
+    "quantized_layer_norm": layer_norm_cases,
 }
 
 
@@ -585,6 +637,8 @@ MVE_KERNELS = {
     "quantized_prelu": "vqrdmulh",
     "quantized_cat": "vqrdmulh",
     "quantized_activation": "vldrbt.u8",
+    "quantized_batch_matmul": "vmlava.s8",  # objdump's name of vmladava
+    "quantized_layer_norm": "vmlava.s8",
 }
 
 

@@ -2,11 +2,8 @@
  * arithmetic only (docs/operators.md: the exact algorithm, the reference's). */
 #include "cortex_m_kernels.h"
 #include "kernel_args.h"
+#include "mve_gemm.h" /* and TM_KERNELS_USE_MVE, which the #if below need */
 #include "op_args.h"
-
-#if TM_KERNELS_USE_MVE
-#include "mve_gemm.h"
-#endif
 
 #define A(x) TM_ARG(TORCHMCU_QUANTIZED_LAYER_NORM, x)
 
