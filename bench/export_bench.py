@@ -16,7 +16,7 @@ If the ExecuTorch venv (.venv-executorch) and its Cortex-M flow script
 ExecuTorch 1.5.1 in a subprocess on the same model, weights, calibration and test
 inputs, and printed side by side with ratios and the issue-17 thresholds.
 
-Usage:  python bench/export_bench.py [--models ds_cnn resnet8 ...] [--architectures]
+Usage:  python bench/export_bench.py [--models ds_cnn resnet8 ...] [--architectures] [--transformers]
         [--calibration 16] [--test-inputs 8] [--threads 1]
         [--out DIR] [--json results.json] [--no-executorch] [--no-warm-up]
 """
@@ -528,7 +528,7 @@ def print_accuracy(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from torchmcu.examples.architectures import ARCHITECTURES
+    from torchmcu.examples.architectures import ARCHITECTURES, TRANSFORMERS
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--models", nargs="+", help=f"default: {' '.join(DEFAULT_MODELS)}")
@@ -536,6 +536,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--architectures",
         action="store_true",
         help="add the 12 example architectures of issue 17: " + " ".join(ARCHITECTURES),
+    )
+    ap.add_argument(
+        "--transformers",
+        action="store_true",
+        help="add the transformers of issue 18: " + " ".join(TRANSFORMERS),
     )
     ap.add_argument("--calibration", type=int, default=16, help="calibration samples per model")
     ap.add_argument(
@@ -559,9 +564,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="no untimed warm-up export (first model pays torch.export's first call)",
     )
     args = ap.parse_args(argv)
-    models = list(args.models or ([] if args.architectures else DEFAULT_MODELS))
-    if args.architectures:
-        models += [name for name in ARCHITECTURES if name not in models]
+    extra = [
+        *(ARCHITECTURES if args.architectures else ()),
+        *(TRANSFORMERS if args.transformers else ()),
+    ]
+    models = list(args.models or ([] if extra else DEFAULT_MODELS))
+    models += [name for name in extra if name not in models]
     warnings.filterwarnings("ignore")
 
     import torch

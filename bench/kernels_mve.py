@@ -54,6 +54,11 @@ SHAPES: dict[str, tuple[tuple, int]] = {
     "dwconv3x3_s2": (("dw", 1, 48, 48, 32, 3, 3, (2, 2), (1, 1)), 447_037),
     "fc_ae": (("fc", 1, 640, 128), 40_166),
     "fc_small": (("fc", 1, 64, 12), 676),
+    # issue 18: the bias form (what torchmcu's lowering passes; the kernel_sum form above is
+    # ExecuTorch's) at vit_tiny's shapes (17 tokens)
+    "fc_ae_bias": (("fc", 1, 640, 128, "bias"), 0),
+    "fc_vit_qkv_bias": (("fc", 17, 64, 192, "bias"), 0),
+    "fc_vit_mlp_bias": (("fc", 17, 128, 64, "bias"), 0),
     # issue 17 (0: no CMSIS-NN figure): conv1d as H = 1, grouped, dilated, transposed
     "conv1d_kws_k5_s2": (("conv", 1, 1, 49, 40, 32, 1, 5, (1, 2), (0, 2)), 0),
     "dwconv1d_k3_d2": (("dw", 1, 1, 25, 32, 1, 3, (1, 1), (0, 2), (1, 2)), 0),
@@ -109,8 +114,9 @@ def make_case(name: str, spec: tuple):
         case = t.tconv_case(rng, name, n, h, w, cin, cout, kh, kw, stride, pad, out_pad)
         macs = n * h * w * cin * cout * kh * kw
     else:
-        rows, k, nout = a
-        case = t.linear_case(rng, name, rows, k, nout, "kernel_sum", per_channel=True)
+        rows, k, nout, *form = a
+        form = form[0] if form else "kernel_sum"
+        case = t.linear_case(rng, name, rows, k, nout, form, per_channel=True)
         macs = rows * k * nout
     case.args["act_min"], case.args["act_max"] = -128, 127
     return case, macs

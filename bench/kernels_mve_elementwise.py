@@ -1,7 +1,8 @@
 """Executed instructions of quantize/dequantize, add/mul (also broadcast), maximum, max/avg
-pooling, softmax, table activations, prelu, resize and cat on QEMU (Cortex-M55), scalar vs
-Helium (MVE), against the CMSIS-NN figures of issue 4 and, for the example architectures'
-shapes of issue 17, CMSIS-NN figures measured the same way (bench/README.md).
+pooling, softmax, table activations, prelu, resize, cat, batch matmul and layer norm on QEMU
+(Cortex-M55), scalar vs Helium (MVE), against the CMSIS-NN figures of issue 4 and, for the
+example architectures' shapes of issue 17, CMSIS-NN figures measured the same way
+(bench/README.md).
 
     python bench/kernels_mve_elementwise.py [--shapes add maxpool ...]
                                             [--build-dir build/bench-kernels-mve-elementwise]
@@ -251,6 +252,39 @@ def _shuffle(p, rng) -> None:
     p.call("cortex_m::transpose", [x, p.ints([0, 2, 1]), out], "256x2x16 -> 256x16x2")
 
 
+def _batch_matmul(b: int, m: int, k: int, n: int) -> Callable:
+    """cortex_m::quantized_batch_matmul of [b, m, k] by [b, n, k]^T, both zero points set."""
+
+    def build(p, rng) -> None:
+        from torchmcu import reference as ref
+        from torchmcu.pte import program as pm
+
+        mult, shift = ref.quantize_multiplier(0.05 * 0.08 / 0.1 / k)
+        lhs = p.input(rng.integers(-128, 128, (b, m, k), dtype=np.int8), pm.ScalarType.CHAR)
+        rhs = p.input(rng.integers(-128, 128, (b, n, k), dtype=np.int8), pm.ScalarType.CHAR)
+        out = p.output(pm.ScalarType.CHAR, [b, m, n])
+        args = [lhs, p.i(3), rhs, p.i(-5), p.i(1), p.i(mult), p.i(shift), p.scratch(), out]
+        p.call("cortex_m::quantized_batch_matmul", args, f"[{b},{m},{k}] x [{b},{n},{k}]^T")
+
+    return build
+
+
+def _layer_norm(rows: int, c: int) -> Callable:
+    """torchmcu::quantized_layer_norm of rows x c with the exporter's parameters."""
+
+    def build(p, rng) -> None:
+        from torchmcu.ops.defs.layer_norm import layer_norm_params
+        from torchmcu.pte import program as pm
+
+        w, bias, eps, shift = layer_norm_params(rng.uniform(0.5, 1.5, c), rng.normal(0, 0.3, c), 1e-5, 0.05, 0.04)
+        x = p.input(rng.integers(-128, 128, (rows, c), dtype=np.int8), pm.ScalarType.CHAR)
+        args = [x, p.input(w, pm.ScalarType.INT), p.input(bias, pm.ScalarType.INT), p.i(eps), p.i(shift), p.i(2),
+                p.output(pm.ScalarType.CHAR, [rows, c])]  # fmt: skip
+        p.call("torchmcu::quantized_layer_norm", args, f"{rows}x{c}")
+
+    return build
+
+
 SHAPES: dict[str, Shape] = {
     "quantize": Shape("quantize_per_tensor", 16384, None, _quantize),
     "dequantize": Shape("dequantize_per_tensor", 16384, None, _dequantize),
@@ -294,6 +328,11 @@ SHAPES: dict[str, Shape] = {
     "table_6x6x240": Shape("quantized_activation", 8640, None, _table(6, 6, 240)),
     "prelu_32x32x16": Shape("quantized_prelu", 16384, None, _prelu, "tm_torchmcu_"),
     "resize_nearest_unet": Shape("resize2d", 65536, None, _resize(False, 32, 32, 16), "tm_torchmcu_"),
+    # issue 18, vit_tiny's attention (4 heads, 17 tokens, head dim 16; elements: MACs) and
+    # layer norm (17 tokens x 64)
+    "bmm_vit_qk": Shape("quantized_batch_matmul", 4 * 17 * 17 * 16, None, _batch_matmul(4, 17, 16, 17)),
+    "bmm_vit_pv": Shape("quantized_batch_matmul", 4 * 17 * 16 * 17, None, _batch_matmul(4, 17, 17, 16)),
+    "layer_norm_vit_17x64": Shape("quantized_layer_norm", 17 * 64, None, _layer_norm(17, 64), "tm_torchmcu_"),
 }
 
 
