@@ -23,7 +23,7 @@ from torchmcu.lower.values import LValue
 from torchmcu.ops.core import OpDef, Pattern
 from torchmcu.pte.program import ScalarType, String, TensorList
 from torchmcu.quantize import targets
-from torchmcu.quantize.qdq import is_q
+from torchmcu.quantize.qdq import is_dq, is_q
 
 Rule = Callable[[Ctx, torch.fx.Node], None]
 
@@ -34,6 +34,15 @@ def resolve_target(name: str) -> Any:
         return targets.resolve_target(name)
     except LookupError as exc:
         raise LoweringError(str(exc)) from None
+
+
+def _under_qdq(arg: object) -> object:
+    """The node a dequantize (of a quantize) argument stands for."""
+    if is_dq(arg):
+        arg = arg.args[0]  # type: ignore[union-attr]
+    if is_q(arg):
+        arg = arg.args[0]  # type: ignore[union-attr]
+    return arg
 
 
 def rule_of(lower: Callable[[Kit, torch.fx.Node], None]) -> Rule:
@@ -118,6 +127,56 @@ class Kit:
         """A quantize node uses node's output (PT2E puts none between two ops that share
         qparams, e.g. select -> unsqueeze)."""
         return any(is_q(u) for u in node.users)
+
+    @staticmethod
+    def scale_mul(node: torch.fx.Node) -> tuple[torch.fx.Node, float] | None:
+        """The unquantized `* number` reading node's output, with the number: the quantizer
+        folded it into node's requantization (attention's scale after q @ k^T)."""
+        if Kit.quantized(node) or len(node.users) != 1:
+            return None
+        user = next(iter(node.users))
+        factor = user.args[1] if len(user.args) > 1 else None
+        if (
+            user.target == torch.ops.aten.mul.Tensor
+            and user.args[0] is node
+            and isinstance(factor, (int, float))
+            and not isinstance(factor, bool)
+        ):
+            return user, float(factor)
+        return None
+
+    @staticmethod
+    def matmul_rhs_transpose(node: torch.fx.Node) -> bool:
+        """node swaps the last two dims and every op reading it (through its quantize and
+        dequantize) is a matmul taking it as the right-hand side only (attention's
+        q @ k.transpose(-2, -1)): those matmuls read node's input, already the
+        rhs_transposed their kernel takes, so node itself is not materialized."""
+        if node.op != "call_function" or node.target != torch.ops.aten.transpose.int:
+            return False
+        rank = len(shape_of(node))
+        if rank < 2 or sorted(int(d) % rank for d in node.args[1:3]) != [rank - 2, rank - 1]:
+            return False
+        readers = []
+        for u in node.users:
+            if not is_q(u):
+                return False
+            readers += [r for d in u.users if is_dq(d) for r in d.users]
+            if any(not is_dq(d) for d in u.users):
+                return False
+        return bool(readers) and all(
+            r.target == torch.ops.aten.matmul.default
+            and _under_qdq(r.args[1]) is node
+            and _under_qdq(r.args[0]) is not node
+            for r in readers
+        )
+
+    def untransposed_rhs(self, arg: object) -> LValue | None:
+        """A matmul's right-hand argument read under its folded transpose
+        (matmul_rhs_transpose): the [..., N, K] value, or None."""
+        src = _under_qdq(arg)
+        if isinstance(src, torch.fx.Node) and self.matmul_rhs_transpose(src):
+            return self.input_value(src.args[0])
+        return None
 
     def shared_input(self, node: torch.fx.Node, what: str, keep_nhwc: bool = False):
         """(input, quantize users, fused activation, qparams or None) of an op that keeps the

@@ -12,6 +12,7 @@ from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 from torchmcu import progress
 from torchmcu.quantize.annotation import record_converted_nodes
+from torchmcu.quantize.attention import decompose_attention
 from torchmcu.quantize.control_flow import (
     convert_with_branches,
     detach_branch_weights,
@@ -19,7 +20,6 @@ from torchmcu.quantize.control_flow import (
     quantize_branches,
 )
 from torchmcu.quantize.fold_bn import fold_batch_norm
-from torchmcu.quantize.attention import decompose_attention
 from torchmcu.quantize.layout_idioms import fuse_channel_shuffle
 from torchmcu.quantize.noops import remove_noops
 from torchmcu.quantize.pool_values import single_output_pools

@@ -12,7 +12,9 @@ Scheme (the CMSIS-NN / TFLite int8 scheme the cortex_m kernels implement):
   weight is), zero point 0.
 - ReLU/ReLU6/hardtanh/clamp after conv/linear/add are fused: the activation's
   output qparams become the anchor's, and the lowering turns the clamp into
-  activation_min/max.
+  activation_min/max. A positive `* number` after a matmul of two activations
+  (attention's scale) is folded the same way: one requantization, no int8 step
+  between the matmul and the scale.
 - pools and data-movement ops share their input's qparams (the CMSIS pooling
   kernels do not requantize); softmax output is fixed at scale 1/256, zero
   point -128 as CMSIS-NN's arm_softmax_s8 requires.
@@ -191,9 +193,25 @@ class TorchmcuQuantizer(Quantizer):
             return user
         return None
 
-    def _finish_output(self, anchor: Node, pattern: str, extra: TorchmcuAnnotation) -> None:
-        """Annotate the output of `anchor` (or of its fused activation)."""
-        act = self._fused_activation(anchor)
+    def _fused_scale(self, node: Node) -> Node | None:
+        """The `* number` (positive) consuming a matmul's output, when it is the only user:
+        attention's `(q @ k^T) * scale`, folded into the batch matmul's requantization."""
+        if len(node.users) != 1:
+            return None
+        user = next(iter(node.users))
+        factor = user.args[1] if len(user.args) > 1 else None
+        if (user.op == "call_function" and user.target == _aten.mul.Tensor
+                and user.args[0] is node and isinstance(factor, (int, float))
+                and not isinstance(factor, bool) and factor > 0
+                and not _is_annotated(user) and user not in self._float):
+            return user
+        return None
+
+    def _finish_output(
+        self, anchor: Node, pattern: str, extra: TorchmcuAnnotation, act: Node | None = None
+    ) -> None:
+        """Annotate the output of `anchor` (or of its fused activation, or of `act`)."""
+        act = act or self._fused_activation(anchor)
         if act is None:
             _annotation(anchor).output_qspec = self.act_qspec
             extra.pattern = pattern
@@ -259,6 +277,8 @@ class TorchmcuQuantizer(Quantizer):
         )
         if kind in ("add", "sub", "rsub"):
             self._finish_output(node, kind, TorchmcuAnnotation())
+        elif kind == "matmul" and (scale := self._fused_scale(node)) is not None:
+            self._finish_output(node, kind, TorchmcuAnnotation(), act=scale)
         else:
             _annotation(node).output_qspec = self.act_qspec
             write_annotation(node, TorchmcuAnnotation(pattern=kind))

@@ -48,7 +48,11 @@ operators.yaml); the offsets are **negated** zero points (CMSIS-NN's convention)
   -128, 127)` with the conventions' requantization (multiplier in [1, 2^31 - 1], shift in
   [-31, 31]).
 - torchmcu emits it for `aten::matmul` of two int8 activations of rank >= 3 with equal
-  leading sizes (folded into B), after a `cortex_m::transpose` of the right-hand side."""
+  leading sizes (folded into B), after a `cortex_m::transpose` of the right-hand side; none
+  when the right-hand side is a transpose of the last two dims read only by matmuls
+  (attention's `q @ k.transpose(-2, -1)`: `k` is passed as `rhs_transposed`, and that
+  transpose moves nothing). A following `* number` (attention's scale) is folded into
+  `output_multiplier` and `output_shift`."""
 
 
 def quantized_batch_matmul(
@@ -130,9 +134,17 @@ QUANTIZED_BATCH_MATMUL = op(
 # -- the aten side: k is the lowering Kit, node a torch.fx.Node (torch-free here)
 def lower_matmul(k: Any, node: Any) -> None:
     """aten::matmul.default of two int8 activations [..., M, K] @ [..., K, N] with the same
-    leading sizes: the right-hand side transposed to [..., N, K], the leading dims folded."""
+    leading sizes: the right-hand side transposed to [..., N, K] (or read under a transpose
+    of its last two dims, which then moves nothing: Kit.untransposed_rhs), the leading dims
+    folded, a following `* number` folded into the requantization (Kit.scale_mul)."""
     a = k.as_contiguous(k.input_value(k.aten_arg(node, "self")))
-    c = k.as_contiguous(k.input_value(k.aten_arg(node, "other")))
+    other = k.aten_arg(node, "other")
+    rhs_t = k.untransposed_rhs(other)
+    if rhs_t is not None:
+        rhs_t = k.as_contiguous(rhs_t)
+        c = rhs_t.with_(sizes=[*rhs_t.sizes[:-2], rhs_t.sizes[-1], rhs_t.sizes[-2]])
+    else:
+        c = k.as_contiguous(k.input_value(other))
     out_shape = k.shape_of(node)
     if a.rank < 2 or c.rank != a.rank or a.sizes[:-2] != c.sizes[:-2] or a.sizes[-1] != c.sizes[-2]:
         raise k.unsupported(
@@ -140,11 +152,22 @@ def lower_matmul(k: Any, node: Any) -> None:
         )
     batch = math.prod(a.sizes[:-2])
     rows, inner, cols = a.sizes[-2], a.sizes[-1], c.sizes[-1]
-    qs, act, qp = k.output_quant(node, allow_activation=False)
-    mult, shift = quantize_multiplier(float(a.scale) * float(c.scale) / qp.scale)
-    rhs = k.alias(c, [batch, inner, cols], nhwc=False)
-    rhs_t = k.new_int8(f"{node.name}.rhs_t", [batch, cols, inner], None, nhwc=False)
-    k.call(TRANSPOSE, node, input=rhs.vi, perm=k.int_list([0, 2, 1]), out=rhs_t.vi)
+    scaled = k.scale_mul(node)
+    factor = 1.0
+    if scaled is None:
+        qs, act, qp = k.output_quant(node, allow_activation=False)
+    else:
+        act, factor = scaled
+        qs, _, qp = k.output_quant(act, allow_activation=False)
+        if factor <= 0:
+            raise k.unsupported(act, "a matmul scaled by a number that is not positive")
+    mult, shift = quantize_multiplier(float(a.scale) * float(c.scale) * factor / qp.scale)
+    if rhs_t is not None:
+        rhs_t = k.alias(rhs_t, [batch, cols, inner], nhwc=False)
+    else:
+        rhs = k.alias(c, [batch, inner, cols], nhwc=False)
+        rhs_t = k.new_int8(f"{node.name}.rhs_t", [batch, cols, inner], None, nhwc=False)
+        k.call(TRANSPOSE, node, input=rhs.vi, perm=k.int_list([0, 2, 1]), out=rhs_t.vi)
     out = k.new_int8(node.name, out_shape, qp, nhwc=False)
     k.call(
         QUANTIZED_BATCH_MATMUL,

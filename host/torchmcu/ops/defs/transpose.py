@@ -169,7 +169,9 @@ def lower_transpose(k: Any, node: Any) -> None:
     perm[d0], perm[d1] = perm[d1], perm[d0]
     out_shape = k.shape_of(node)
     moved = [p for p in perm if x.sizes[p] > 1]
-    if moved == sorted(moved):  # only size-1 dims move: same bytes
+    if moved == sorted(moved) or k.matmul_rhs_transpose(node):
+        # only size-1 dims move: same bytes; or only matmuls read it, and they read x
+        # (Kit.untransposed_rhs): the value bound here is never read
         out = k.alias(x, out_shape, nhwc=False)
     else:
         out = k.new_int8(node.name, out_shape, None, nhwc=False).with_(
