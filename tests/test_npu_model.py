@@ -40,8 +40,8 @@ def _delegates_vs_tosa(
     graph: torch.fx.GraphModule, x: Sequence[np.ndarray], accelerator: str = TARGET[1]
 ) -> Comparison:
     board = TARGET[0] if accelerator == TARGET[1] else None  # corstone-300 offers -128/-256
-    if accelerator.startswith("ethos-u85"):
-        board = U85_TARGET[0]
+    if accelerator == U85_TARGET[1]:
+        board = U85_TARGET[0]  # corstone-320 offers only the U85-256
     exported = export_quantized(graph, npu_target=resolve_target(board, accelerator))
     return _exported_vs_tosa(exported, [x], accelerator)
 
@@ -230,6 +230,16 @@ def test_single_operations_bit_exact_on_u85(name):
 def test_other_u55_configurations(name, accelerator):
     """Other MAC array sizes change the micro-block depth (U55-32: 4-deep OFM micro-blocks),
     the block configs and so the weight-stream order."""
+    make, shape = SMALL[name]
+    graph, x = _quantized(make(), shape)
+    _delegates_vs_tosa(graph, x, accelerator)
+
+
+@pytest.mark.parametrize("accelerator", ["ethos-u85-128", "ethos-u85-512", "ethos-u85-2048"])
+@pytest.mark.parametrize("name", ["conv_wide", "depthwise_stride2", "add"])
+def test_other_u85_configurations(name, accelerator):
+    """The U85's MAC configurations differ in micro-blocks, IFM block depths, depthwise padding
+    and the number of weight streams (2 at 512 MACs, 4 at 2048: OFM groups interleaved)."""
     make, shape = SMALL[name]
     graph, x = _quantized(make(), shape)
     _delegates_vs_tosa(graph, x, accelerator)

@@ -76,8 +76,13 @@ def _kernel(stream: bytes, g: wt.Geometry) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=512)
-def _kernel_u85(stream: bytes, g: u85.Geometry) -> np.ndarray:
-    w = u85.unpack_weights(wt.decode_weights(stream), g).astype(np.float64)
+def _kernel_u85(streams: tuple[bytes, ...], g: u85.Geometry) -> np.ndarray:
+    """OHWI float64 weights from the U85's weight streams (one per weight decoder)."""
+    w = np.zeros((g.ofm_depth, g.kernel_h, g.kernel_w, g.ifm_depth), np.int64)
+    for s, data in enumerate(streams):
+        part = dataclasses.replace(g, streams=len(streams), stream=s)
+        w += u85.unpack_weights(wt.decode_weights(data), part)
+    w = w.astype(np.float64)
     w.flags.writeable = False
     return w
 
@@ -85,14 +90,12 @@ def _kernel_u85(stream: bytes, g: u85.Geometry) -> np.ndarray:
 def _streams_u85(
     regs: Registers, mem: Memory, depthwise: bool, ic: int, oc: int, macs: int, ifm_bits: int
 ) -> tuple[np.ndarray, wt.ScaleBias]:
-    """The U85's weight stream (weights_u85.py) and its scale entries."""
+    """The U85's weight streams (weights_u85.py) and its scale entries."""
     fmt = regs.param("NPU_SET_WEIGHT_FORMAT", 0)
     if fmt & ~0x10:  # weight_format 0 (SWD), weight_sparsity bit 4 (2:4 sparse)
         raise NotImplementedError(
             f"WEIGHT_FORMAT 0x{fmt:x}: fast (FWD) U85 weights are not modelled"
         )
-    if u85.CORES[macs] > 1:
-        raise NotImplementedError(f"a {macs}-MAC U85 has several weight streams: not modelled")
     acc = regs.param("NPU_SET_ACC_FORMAT")
     if acc & 0xFF:  # acc_format 1:0 (I32 0), acc_input/acc_output (RESET, ENABLE: 0)
         raise NotImplementedError(f"ACC_FORMAT 0x{acc:04x}: only I32, RESET, ENABLE are modelled")
@@ -119,11 +122,15 @@ def _streams_u85(
         macs=macs,
         sparse=bool(fmt & 0x10),
     )
-    wbytes = mem.read_bytes(
-        regs.param("NPU_SET_WEIGHT_REGION"),
-        regs.address("NPU_SET_WEIGHT_BASE"),
-        regs.data("NPU_SET_WEIGHT_LENGTH"),
-        "weight stream",
+    region = regs.param("NPU_SET_WEIGHT_REGION")
+    streams = tuple(
+        mem.read_bytes(
+            region,
+            regs.address(f"NPU_SET_WEIGHT{n}_BASE"),
+            regs.data(f"NPU_SET_WEIGHT{n}_LENGTH"),
+            f"weight stream {n}" if n else "weight stream",
+        )
+        for n in ("", "1", "2", "3")[: u85.CORES[macs]]
     )
     sbytes = mem.read_bytes(
         regs.param("NPU_SET_SCALE_REGION"),
@@ -131,7 +138,7 @@ def _streams_u85(
         regs.data("NPU_SET_SCALE_LENGTH"),
         "scale stream",
     )
-    return _kernel_u85(wbytes, g), u85.decode_scale_bias(sbytes, oc)
+    return _kernel_u85(streams, g), u85.decode_scale_bias(sbytes, oc)
 
 
 def convolution(regs: Registers, mem: Memory, depthwise: bool, macs_per_cc: int) -> int:

@@ -13,7 +13,9 @@ values differs. From outer to inner:
   takes stride 1), rows in alternating direction, padded with zeros to a multiple of 5
   (part-kernel 8-bit), 10 (part-kernel 16-bit or sparse, depthwise) or 1 (depth-first);
 - IFM groups of 8 channels (16 sparse, 1 depthwise); OFM groups of 4; the OFM channel in the
-  group; the IFM channel in the group.
+  group; the IFM channel in the group. With several weight streams (512 to 2048 MACs: 2 or 4
+  weight decoders), stream s holds the OFM groups s, s + streams, ... of each micro-block and
+  its share of the padding; one scale stream holds every channel.
 
 A 2:4 sparse stream (WEIGHT_FORMAT weight_sparsity) decodes the same way to every value, zeros
 included (measured: ds_cnn's first convolution, 16x10x4x1, decodes to 50 padded kernel
@@ -66,6 +68,8 @@ class Geometry:
     traversal: str
     macs: int
     sparse: bool = False  # WEIGHT_FORMAT weight_sparsity 2:4 (bit 4)
+    streams: int = 1  # weight streams (the weight decoders: CORES)
+    stream: int = 0  # which of them
 
 
 def ifm_block_depth(g: Geometry) -> int:
@@ -116,9 +120,9 @@ def stream_order(g: Geometry) -> tuple[np.ndarray, ...]:
     n_ifm = 1 if dw else g.ifm_depth
     step = 1 if dw else (16 if g.sparse else 8)
     # one kernel element's values: IFM groups of `step` > OFM groups of 4 > OFM > IFM
-    grid = np.meshgrid(
-        np.arange(0, iu, step), np.arange(0, ou, 4), np.arange(4), np.arange(step), indexing="ij"
-    )
+    # with several streams, stream s holds the OFM groups of 4 starting s * 4, every streams * 4
+    groups = np.arange(4 * g.stream, ou, 4 * g.streams)
+    grid = np.meshgrid(np.arange(0, iu, step), groups, np.arange(4), np.arange(step), indexing="ij")
     t_ofm = (grid[1] + grid[2]).ravel()
     t_ifm = (grid[0] + grid[3]).ravel()
     # elements: (output position, ofm base, y, x, ifm base); the rest of the stream is zeros
@@ -141,9 +145,10 @@ def stream_order(g: Geometry) -> tuple[np.ndarray, ...]:
                                 elements.append((at, ob + ouo, sy + y, sx + x, z + iuo))
                                 at += len(t_ofm)
                                 if dw and (padded - n - 1) % rnd == 0:
-                                    at += dw_pad * ou
+                                    at += dw_pad * ou // g.streams
                             if padded > len(els):
-                                at += (padded - len(els) + (dw_pad if dw else 0)) * iu * ou
+                                pad = padded - len(els) + (dw_pad if dw else 0)
+                                at += pad * iu * ou // g.streams
     e = np.array(elements, np.int64).reshape(-1, 5)
     where = (e[:, :1] + np.arange(len(t_ofm))).ravel()
     ofm = np.full(at, -1, np.int64)
