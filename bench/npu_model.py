@@ -1,4 +1,4 @@
-"""Ethos-U55 functional model benchmark: how long the model takes per model, against the TOSA
+"""Ethos-U functional model benchmark (U55, U65, U85): how long the model takes per model, against the TOSA
 reference model on the same delegate calls, and whether they agree bit for bit.
 
 For each model it prints the export time, the seconds the functional model spent executing
@@ -25,16 +25,20 @@ from torchmcu.npu.model_check import compare
 from torchmcu.quantize import quantize
 
 DEFAULT_MODELS = ("ds_cnn", "resnet8", "mobilenet_v1_025", "deep_autoencoder", "mobilenet_v2_like")
+# also: "lstm" (examples.models), which the U85 runs whole
 
 
 def run(name: str, npu: str, samples: int, memory_mode: str | None = None) -> dict[str, object]:
     model, example = models.build(name)
     graph = quantize(model, example, models.calibration(name, 2))
     start = time.perf_counter()
-    # corstone-300 offers U55-128/-256; other sizes get Vela's defaults without a board
-    on_board = npu in ("ethos-u55-128", "ethos-u55-256")
-    target = resolve_target("corstone-300" if on_board else None, npu, memory_mode=memory_mode)
-    exported = export_quantized(graph, npu_target=target)
+    # corstone-300 offers U55-128/-256, corstone-320 the U85-256; other sizes get Vela's
+    # defaults without a board
+    u85 = npu == "ethos-u85-256"
+    board = "corstone-300" if npu in ("ethos-u55-128", "ethos-u55-256") else None
+    target = resolve_target("corstone-320" if u85 else board, npu, memory_mode=memory_mode)
+    on_board = {"board": "corstone-320"} if u85 else {}
+    exported = export_quantized(graph, npu_target=target, **on_board)
     export_s = time.perf_counter() - start
     xs = [
         [np.ascontiguousarray(t.numpy()) for t in s]

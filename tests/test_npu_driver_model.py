@@ -1,7 +1,8 @@
 """NPU programs through the firmware's own path on the host: the EthosUBackend delegate, the blob
-parser and our Ethos-U driver, with the Ethos-U55/U65 functional model behind the driver's
-register block (issue 20, item 2; firmware/host_ext/host_npu.c). The MLPerf Tiny models and the
-MobileNetV2-like net run on ethos-u55-128 and on ethos-u65-256 (Shared_Sram).
+parser and our Ethos-U driver, with the Ethos-U functional model behind the driver's register
+block (issue 20, item 2; firmware/host_ext/host_npu.c). The MLPerf Tiny models and the
+MobileNetV2-like net run on ethos-u55-128, ethos-u65-256 (Shared_Sram) and ethos-u85-256, the
+LSTM on ethos-u85-256 too.
 
 The references are independent of that path: the same .pte with its delegates run by the TOSA
 reference model on the saved TOSA graphs, and the CPU-only program in the reference
@@ -41,6 +42,9 @@ MODELS = ("ds_cnn", "resnet8", "mobilenet_v1_025", "deep_autoencoder", "mobilene
 # The Ethos-U65 with its memory in shared SRAM (no dedicated fast scratch): one 256-MAC core,
 # Vela writes NPU_SET_PARALLEL_MODE 0 and one weight/scale stream per operation.
 U65 = resolve_target(None, "ethos-u65-256", memory_mode="Shared_Sram")
+# The Ethos-U85 (its own command set: CONFIG.product 2) on corstone-320's default memory.
+U85 = resolve_target("corstone-320", "ethos-u85-256")
+U85_BOARD = ("corstone-320", U85)
 
 
 @pytest.mark.slow
@@ -50,8 +54,8 @@ def test_models_through_driver_and_model_bit_exact(name, tmp_path):
     graph = quantize(model, example, models.calibration(name, 2))
     x = [np.ascontiguousarray(t.numpy()) for t in models.calibration(name, 3, seed=7)[2]]
     cpu_only = run_program(export_quantized(graph).program, x)
-    for target in (resolve_target(*TARGET), U65):
-        exported = export_quantized(graph, board=TARGET[0], npu_target=target)
+    for board, target in ((TARGET[0], resolve_target(*TARGET)), (TARGET[0], U65), U85_BOARD):
+        exported = export_quantized(graph, board=board, npu_target=target)
         assert exported.npu.subgraphs, target.accelerator
         path = exported.save(tmp_path / target.accelerator)
         tosa = torchmcu.run_on_host(path, x)
@@ -65,6 +69,25 @@ def test_models_through_driver_and_model_bit_exact(name, tmp_path):
         vela = [s.vela.estimate["nn_macs"] for s in exported.npu.subgraphs]
         assert [j.delegate for j in jobs] == list(range(len(vela)))
         assert [sum(op.macs for op in j.operations) for j in jobs] == vela, target.accelerator
+
+
+@pytest.mark.slow
+def test_lstm_on_u85_through_driver_and_model_bit_exact(tmp_path):
+    """examples.models' LSTM (fully connected gates, elementwise MUL/ADD chained into LUT
+    sigmoids and tanhs) on the Ethos-U85."""
+    model, example = models.build("lstm")
+    graph = quantize(model, example, models.calibration("lstm", 2))
+    x = [np.ascontiguousarray(t.numpy()) for t in models.calibration("lstm", 3, seed=7)[2]]
+    cpu_only = run_program(export_quantized(graph).program, x)
+    exported = export_quantized(graph, board=U85_BOARD[0], npu_target=U85)
+    tosa = torchmcu.run_on_host(exported.save(tmp_path), x)
+    jobs: list = []
+    driver = torchmcu.run_on_host(exported.pte_bytes, x, npu_trace=jobs)
+    for d, t, c in zip(driver, tosa, cpu_only, strict=True):
+        np.testing.assert_array_equal(d, t)
+        np.testing.assert_array_equal(d, c)
+    vela = [s.vela.estimate["nn_macs"] for s in exported.npu.subgraphs]
+    assert [sum(op.macs for op in j.operations) for j in jobs] == vela
 
 
 class _Conv(nn.Module):
@@ -145,17 +168,39 @@ def test_u65_512_two_cores_through_the_driver():
     _tosa_and_driver_agree(exported, samples, cpu_only=True)
 
 
-def test_a_u85_program_says_the_model_is_u55_u65_only():
+def test_one_conv_on_u85_bit_exact_through_the_driver():
+    """The Ethos-U85's command set (CONFIG.product 2): its opcodes, precision and scale fields,
+    weight order and scale entries, the output stage's transposes (Vela turns the NCHW
+    input and output round with them) through the real driver."""
     torch.manual_seed(0)
     cal = [(torch.randn(1, 3, 8, 8),) for _ in range(4)]
     graph = quantize(_Conv().eval(), cal[0], cal)
-    exported = export_quantized(
-        graph, board="corstone-320", npu_target=resolve_target("corstone-320", "ethos-u85-256")
-    )
-    with pytest.raises(NativeError, match="stopped before the end") as e:
-        torchmcu.run_on_host(exported.pte_bytes, [cal[0][0].numpy()], npu_model=True)
-    assert isinstance(e.value.__cause__, NotImplementedError)
-    assert "Ethos-U55/U65 only, this NPU is Ethos-U85" in str(e.value.__cause__)
+    exported = export_quantized(graph, board="corstone-320", npu_target=U85)
+    samples = [[torch.randn(1, 3, 8, 8).numpy()] for _ in range(2)]
+    _tosa_and_driver_agree(exported, samples, cpu_only=True)
+
+
+def test_u85_corrupted_opcode_and_outside_its_region_through_the_driver():
+    """The U85's faults through the same error path: an opcode the U85 lacks (the U55's
+    NPU_SET_IFM_IB_END, 0x10D) is a parse error at its word; an OFM base 16 MB into the scratch
+    a bus error on region 1."""
+    torch.manual_seed(0)
+    cal = [(torch.randn(1, 3, 8, 8),) for _ in range(4)]
+    graph = quantize(_Conv().eval(), cal[0], cal)
+    exported = export_quantized(graph, board=U85_BOARD[0], npu_target=U85)
+    stream = command_stream(parse_blob(exported.npu.subgraphs[0].vela.blob).command_stream)
+    p = _Program(exported, [cal[0][0].numpy()], stream)
+    with pytest.raises(NativeError) as e:
+        torchmcu.run_on_host(_patched(p, 5, 0x10D), p.x, npu_model=True)
+    msg = e.value.message
+    assert "STATUS 0x00000012 [irq_raised|cmd_parse_error]" in msg, msg
+    assert f"QREAD 20 of QSIZE {len(stream)}" in msg and "opcode 0x10d" in msg, msg
+    ofm = next(c for c in decode(stream, 2) if c.name == "NPU_SET_OFM_BASE0")
+    with pytest.raises(NativeError) as e:
+        torchmcu.run_on_host(_patched(p, ofm.offset + 1, 1 << 24), p.x, npu_model=True)
+    msg = e.value.message
+    assert "STATUS 0x00000006 [irq_raised|bus_error] NPU bus error (AXI abort)" in msg, msg
+    assert "OFM: bytes" in msg and "of region 1" in msg, msg
 
 
 def test_a_corrupted_opcode_is_a_parse_error_through_the_driver(conv):
@@ -339,4 +384,5 @@ def test_faults_through_the_driver_clean_under_sanitizers(tmp_path):
          "-k", "one_conv or corrupted_opcode or outside_its_region or scratch_smaller"],
         capture_output=True, text=True, env=env, check=False, cwd=ROOT,
     )  # fmt: skip
-    assert r.returncode == 0 and "4 passed" in r.stdout, (r.stdout + r.stderr)[-4000:]
+    # the U55 and U85 one-conv runs, the three U55 faults and the U85 faults
+    assert r.returncode == 0 and "6 passed" in r.stdout, (r.stdout + r.stderr)[-4000:]

@@ -33,12 +33,15 @@ pytest.importorskip("tosa_reference_model")
 pytest.importorskip("ethosu.vela")
 
 TARGET = ("corstone-300", "ethos-u55-128")
+U85_TARGET = ("corstone-320", "ethos-u85-256")
 
 
 def _delegates_vs_tosa(
     graph: torch.fx.GraphModule, x: Sequence[np.ndarray], accelerator: str = TARGET[1]
 ) -> Comparison:
     board = TARGET[0] if accelerator == TARGET[1] else None  # corstone-300 offers -128/-256
+    if accelerator == U85_TARGET[1]:
+        board = U85_TARGET[0]  # corstone-320 offers only the U85-256
     exported = export_quantized(graph, npu_target=resolve_target(board, accelerator))
     return _exported_vs_tosa(exported, [x], accelerator)
 
@@ -209,6 +212,19 @@ def test_single_operations_bit_exact(name):
         assert timing.macs == timing.vela_macs
 
 
+@pytest.mark.parametrize("name", list(SMALL))
+def test_single_operations_bit_exact_on_u85(name):
+    """The same targeted cases on the Ethos-U85 (its arithmetic assumptions: rounding modes,
+    IFM/IFM2 scales of ADD, the AVERAGE pool's own division, LUTs, chaining, transposes)."""
+    make, shape = SMALL[name]
+    graph, x = _quantized(make(), shape)
+    timing = _delegates_vs_tosa(graph, x, U85_TARGET[1])
+    # Vela writes sigmoid_lut's fused conv + LUT + transpose twice with the same registers
+    # (NPU_OP_CONV twice in a row): the NPU runs it twice, Vela's nn_macs counts it once.
+    repeated = 8 * 8 * 8 * 3 * 3 * 3 if name == "sigmoid_lut" else 0
+    assert timing.macs == timing.vela_macs + repeated
+
+
 @pytest.mark.parametrize("accelerator", ["ethos-u55-32", "ethos-u55-64", "ethos-u55-256"])
 @pytest.mark.parametrize("name", ["conv_wide", "depthwise_stride2", "add"])
 def test_other_u55_configurations(name, accelerator):
@@ -219,8 +235,19 @@ def test_other_u55_configurations(name, accelerator):
     _delegates_vs_tosa(graph, x, accelerator)
 
 
+@pytest.mark.parametrize("accelerator", ["ethos-u85-128", "ethos-u85-512", "ethos-u85-2048"])
+@pytest.mark.parametrize("name", ["conv_wide", "depthwise_stride2", "add"])
+def test_other_u85_configurations(name, accelerator):
+    """The U85's MAC configurations differ in micro-blocks, IFM block depths, depthwise padding
+    and the number of weight streams (2 at 512 MACs, 4 at 2048: OFM groups interleaved)."""
+    make, shape = SMALL[name]
+    graph, x = _quantized(make(), shape)
+    _delegates_vs_tosa(graph, x, accelerator)
+
+
+@pytest.mark.parametrize("target", [TARGET, U85_TARGET], ids=["u55", "u85"])
 @pytest.mark.parametrize("name", ["cond", "nested", "map"])
-def test_delegates_inside_control_flow(name):
+def test_delegates_inside_control_flow(name, target):
     """test_control_flow's programs: delegates inside torch.cond branches (each branch taken)
     and a torch.map body, per delegate call against the TOSA reference; then the whole
     program through the firmware delegate and driver on the model, against the TOSA host run
@@ -236,8 +263,8 @@ def test_delegates_inside_control_flow(name):
         model = (CondNet() if name == "cond" else NestedCondNet()).eval()
         cal = [(x,) for s in range(3) for x in _inputs(100 + s)]
         samples = _inputs(7)
-    exported = torchmcu.export(model, cal[0], calibration=cal, npu=TARGET[1], board=TARGET[0])
-    _exported_vs_tosa(exported, [[x.numpy()] for x in samples])
+    exported = torchmcu.export(model, cal[0], calibration=cal, npu=target[1], board=target[0])
+    _exported_vs_tosa(exported, [[x.numpy()] for x in samples], target[1])
     _tosa_and_driver_agree(exported, [[x.numpy()] for x in samples], cpu_only=True)
 
 
@@ -409,19 +436,26 @@ _VELA_LISTING = re.compile(
 )
 
 
-@pytest.mark.parametrize("name", ["conv3x3", "add", "sigmoid_lut"])
-def test_decoder_agrees_with_velas_own_listing(name, capfd):
+@pytest.mark.parametrize(
+    "name,target",
+    [
+        (name, target)
+        for target in (TARGET, U85_TARGET)
+        for name in ("conv3x3", "add", "sigmoid_lut")
+    ],
+)
+def test_decoder_agrees_with_velas_own_listing(name, target, capfd):
     """Vela (regor) prints the register command stream it writes with
     --verbose-register-command-stream: every command's byte offset, payload, parameter, opcode
     and name. Our decoder must read the same commands from the bytes."""
     make, shape = SMALL[name]
     graph, _ = _quantized(make(), shape)
-    exported = export_quantized(graph, npu_target=resolve_target(*TARGET))
+    exported = export_quantized(graph, board=target[0], npu_target=resolve_target(*target))
     sub = exported.npu.subgraphs[0]
     capfd.readouterr()
     again = compile_tosa(
         bytes(sub.tosa.flatbuffer),
-        resolve_target(*TARGET),
+        resolve_target(*target),
         extra_args=["--verbose-register-command-stream"],
     )
     listing = capfd.readouterr().out
@@ -432,7 +466,7 @@ def test_decoder_agrees_with_velas_own_listing(name, capfd):
     ]
     got = [
         (c.offset, c.name, c.param & 0xFFFF, c.data)
-        for c in decode(command_stream(sub.vela.command_stream))
+        for c in decode(command_stream(sub.vela.command_stream), 2 if target == U85_TARGET else 0)
     ]
     assert len(want) > 20
     assert got == want

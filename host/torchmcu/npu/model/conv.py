@@ -8,7 +8,8 @@ import functools
 import numpy as np
 
 from torchmcu.npu.model import weights as wt
-from torchmcu.npu.model.featuremap import feature_map, ofm_shape
+from torchmcu.npu.model import weights_u85 as u85
+from torchmcu.npu.model.featuremap import FeatureMap, feature_map, ofm_shape
 from torchmcu.npu.model.memory import Memory
 from torchmcu.npu.model.ofm import global_scale, write_ofm
 from torchmcu.npu.model.state import Registers, StateError, kernel
@@ -74,15 +75,83 @@ def _kernel(stream: bytes, g: wt.Geometry) -> np.ndarray:
     return w
 
 
+@functools.lru_cache(maxsize=512)
+def _kernel_u85(streams: tuple[bytes, ...], g: u85.Geometry) -> np.ndarray:
+    """OHWI float64 weights from the U85's weight streams (one per weight decoder)."""
+    w = np.zeros((g.ofm_depth, g.kernel_h, g.kernel_w, g.ifm_depth), np.int64)
+    for s, data in enumerate(streams):
+        part = dataclasses.replace(g, streams=len(streams), stream=s)
+        w += u85.unpack_weights(wt.decode_weights(data), part)
+    w = w.astype(np.float64)
+    w.flags.writeable = False
+    return w
+
+
+def _streams_u85(
+    regs: Registers, mem: Memory, depthwise: bool, ic: int, oc: int, macs: int, ifm_bits: int
+) -> tuple[np.ndarray, wt.ScaleBias]:
+    """The U85's weight streams (weights_u85.py) and its scale entries."""
+    fmt = regs.param("NPU_SET_WEIGHT_FORMAT", 0)
+    if fmt & ~0x10:  # weight_format 0 (SWD), weight_sparsity bit 4 (2:4 sparse)
+        raise NotImplementedError(
+            f"WEIGHT_FORMAT 0x{fmt:x}: fast (FWD) U85 weights are not modelled"
+        )
+    acc = regs.param("NPU_SET_ACC_FORMAT")
+    if acc & 0xFF:  # acc_format 1:0 (I32 0), acc_input/acc_output (RESET, ENABLE: 0)
+        raise NotImplementedError(f"ACC_FORMAT 0x{acc:04x}: only I32, RESET, ENABLE are modelled")
+    ublock = u85.UBLOCK_DEPTH[macs].get((acc >> 8) & 7)
+    if ublock is None:
+        raise StateError(f"ACC_FORMAT 0x{acc:04x}: no such micro-block on a {macs}-MAC U85")
+    k = kernel(regs)
+    if k.subkernel != 8:
+        raise NotImplementedError("U85 4x4 kernel decomposition is not modelled")
+    traversal = (
+        u85.DEPTHWISE if depthwise else (u85.PART_KERNEL if k.part_kernel else u85.DEPTH_FIRST)
+    )
+    g = u85.Geometry(
+        ofm_depth=oc,
+        ifm_depth=1 if depthwise else ic,
+        kernel_h=k.height,
+        kernel_w=k.width,
+        stride=k.stride,
+        dilation=k.dilation,
+        ofm_block_depth=regs.param("NPU_SET_OFM_BLK_DEPTH_M1") + 1,
+        ofm_ublock_depth=ublock,
+        ifm_bits=ifm_bits,
+        traversal=traversal,
+        macs=macs,
+        sparse=bool(fmt & 0x10),
+    )
+    region = regs.param("NPU_SET_WEIGHT_REGION")
+    streams = tuple(
+        mem.read_bytes(
+            region,
+            regs.address(f"NPU_SET_WEIGHT{n}_BASE"),
+            regs.data(f"NPU_SET_WEIGHT{n}_LENGTH"),
+            f"weight stream {n}" if n else "weight stream",
+        )
+        for n in ("", "1", "2", "3")[: u85.CORES[macs]]
+    )
+    sbytes = mem.read_bytes(
+        regs.param("NPU_SET_SCALE_REGION"),
+        regs.address("NPU_SET_SCALE_BASE"),
+        regs.data("NPU_SET_SCALE_LENGTH"),
+        "scale stream",
+    )
+    return _kernel_u85(streams, g), u85.decode_scale_bias(sbytes, oc)
+
+
 def convolution(regs: Registers, mem: Memory, depthwise: bool, macs_per_cc: int) -> int:
     """Run one (depthwise) convolution; returns the MACs it executed."""
     ifm, ofm = feature_map(regs, "IFM"), feature_map(regs, "OFM")
+    if regs.u85:
+        return _convolution(regs, mem, depthwise, macs_per_cc, ifm, ofm)
     parallel = regs.param("NPU_SET_PARALLEL_MODE", 0)  # cores - 1 (U65-512: 1)
     if parallel > 1:
         raise StateError(f"PARALLEL_MODE {parallel}: the Ethos-U65 has at most two cores")
     if regs.param("NPU_SET_IFM_UPSCALE", 0):
         raise NotImplementedError("IFM upscaling (nearest/transpose resampling) is not modelled")
-    oh, ow, oc = ofm_shape(regs)
+    oc = ofm_shape(regs)[2]
     ic = regs.param("NPU_SET_IFM_DEPTH_M1") + 1
     if depthwise and ic != oc:
         raise StateError(f"depthwise with IFM depth {ic} and OFM depth {oc}")
@@ -103,6 +172,37 @@ def convolution(regs: Registers, mem: Memory, depthwise: bool, macs_per_cc: int)
         subkernel=k.subkernel,
     )
     w, sb = _streams(regs, mem, g, parallel + 1)
+    return _accumulate(regs, mem, depthwise, ifm, ofm, w, sb)
+
+
+def _convolution(
+    regs: Registers, mem: Memory, depthwise: bool, macs: int, ifm: FeatureMap, ofm: FeatureMap
+) -> int:
+    if regs.param("NPU_SET_IFM_UPSCALE", 0):
+        raise NotImplementedError("IFM upscaling (nearest/transpose resampling) is not modelled")
+    oc = ofm_shape(regs)[2]
+    ic = regs.param("NPU_SET_IFM_DEPTH_M1") + 1
+    if depthwise and ic != oc:
+        raise StateError(f"depthwise with IFM depth {ic} and OFM depth {oc}")
+    w, sb = _streams_u85(regs, mem, depthwise, ic, oc, macs, ifm.precision.bits)
+    dense = _accumulate(regs, mem, depthwise, ifm, ofm, w, sb)
+    # 2:4 sparse weights: the MAC array skips the zero half (Vela's nn_macs counts half)
+    return dense // 2 if regs.param("NPU_SET_WEIGHT_FORMAT", 0) & 0x10 else dense
+
+
+def _accumulate(
+    regs: Registers,
+    mem: Memory,
+    depthwise: bool,
+    ifm: FeatureMap,
+    ofm: FeatureMap,
+    w: np.ndarray,
+    sb: wt.ScaleBias,
+) -> int:
+    """The convolution itself, from the decoded OHWI kernel and scale entries."""
+    oh, ow, oc = ofm_shape(regs)
+    ic = regs.param("NPU_SET_IFM_DEPTH_M1") + 1
+    k = kernel(regs)
     x = padded_ifm(mem, ifm, ic, k, oh, ow, padding(regs), ifm.zero_point) - ifm.zero_point
     # float64 is exact here (|acc| < 2^53 for 8/16-bit IFMs and 9-bit weights) and uses BLAS.
     xf, wf = x.astype(np.float64), w

@@ -6,13 +6,13 @@ import struct
 from dataclasses import dataclass
 
 from torchmcu.npu.model.registers import (
-    CMD0,
     CMD0_MUST_BE_ZERO,
-    CMD1,
     CMD1_FLAG,
     CMD1_MUST_BE_ZERO,
     OPCODE_MASK,
     SIGNED_PARAMS,
+    product,
+    tables,
 )
 
 PAYLOAD_MAGIC = 0x31504F43  # "COP1"
@@ -55,6 +55,28 @@ def _words(data: bytes) -> tuple[int, ...]:
     return struct.unpack(f"<{len(data) // 4}I", data)
 
 
+def payload_config(payload: bytes) -> int | None:
+    """The CONFIG register value of the payload's OPTIMIZER_CONFIG action (the word after the
+    action's header, as our driver reads it), or None without one."""
+    words = _words(payload)
+    i = 1
+    while i < len(words):
+        action = words[i] & 0xFF
+        if action == _OPTIMIZER_CONFIG:
+            return words[i + 1] if i + 1 < len(words) else None
+        if action == _COMMAND_STREAM:
+            i += 1 + (((words[i] >> 8) & 0xFF) << 16 | words[i] >> 16)
+        else:
+            i += 1
+    return None
+
+
+def payload_product(payload: bytes) -> int:
+    """CONFIG.product of the NPU the payload was compiled for (0 U55 without a config)."""
+    config = payload_config(payload)
+    return 0 if config is None else product(config)
+
+
 def command_stream(payload: bytes) -> bytes:
     """The register command stream inside Vela's driver payload ("COP1" + actions)."""
     words = _words(payload)
@@ -81,9 +103,11 @@ def command_stream(payload: bytes) -> bytes:
     return found
 
 
-def decode(stream: bytes) -> list[Command]:
+def decode(stream: bytes, product: int = 0) -> list[Command]:
     """Every command of a register command stream, in order; CommandStreamError on a bad
-    opcode, a set must-be-zero bit or a cmd1 cut off at the end."""
+    opcode, a set must-be-zero bit or a cmd1 cut off at the end. `product` is CONFIG.product
+    (0 U55, 1 U65, 2 U85: its own opcode table)."""
+    cmd0, cmd1 = tables(product)
     words = _words(stream)
     out: list[Command] = []
     i = 0
@@ -92,7 +116,7 @@ def decode(stream: bytes) -> list[Command]:
         code = word & OPCODE_MASK
         param = word >> 16
         if word & CMD1_FLAG:
-            name = CMD1.get(code)
+            name = cmd1.get(code)
             if name is None or word & CMD1_MUST_BE_ZERO:
                 raise CommandStreamError(i, f"invalid cmd1 opcode 0x{code:03x} (word 0x{word:08x})")
             if i + 1 >= len(words):
@@ -100,7 +124,7 @@ def decode(stream: bytes) -> list[Command]:
             out.append(Command(i, name, param, words[i + 1]))
             i += 2
         else:
-            name = CMD0.get(code)
+            name = cmd0.get(code)
             if name is None or word & CMD0_MUST_BE_ZERO:
                 raise CommandStreamError(i, f"invalid cmd0 opcode 0x{code:03x} (word 0x{word:08x})")
             if name in SIGNED_PARAMS and param >= 0x8000:

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from torchmcu.npu.model import weights_u85 as u85
 from torchmcu.npu.model.decode import CommandStreamError
 from torchmcu.npu.model.machine import TraceEntry, execute
 from torchmcu.npu.model.memory import SHRAM, SHRAM_BYTES, BusError, Memory
+from torchmcu.npu.model.registers import PRODUCT_U85, product
 
 # STATUS bits (firmware/drivers/ethos_u/ethos_u_regs.h)
 STATUS_BUS_ERROR = 1 << 2
@@ -41,18 +43,18 @@ def run_job(
 ) -> tuple[int, int, str]:
     """(STATUS fault bits, QREAD in bytes, what went wrong) for one run of the command stream.
     `trace` (if given) gets a Job per run: `torchmcu run --npu-trace`."""
-    product = (config >> 28) & 0xF  # CONFIG.product: 0 U55, 1 U65, 2 U85
-    if product not in (0, 1):
-        name = {2: "Ethos-U85"}.get(product, f"product {product}")
-        raise NotImplementedError(f"the functional model is Ethos-U55/U65 only, this NPU is {name}")
+    npu = product(config)  # CONFIG.product: 0 U55, 1 U65, 2 U85
+    if npu not in (0, 1, PRODUCT_U85):
+        raise NotImplementedError(f"the functional model has no NPU of product {npu}")
     macs = 1 << (config & 0xF)  # CONFIG.macs_per_cc is log2
-    if macs not in SHRAM_BYTES:
+    internal = u85.SHRAM_BYTES if npu == PRODUCT_U85 else SHRAM_BYTES.get(macs)
+    if internal is None or (npu == PRODUCT_U85 and macs not in u85.CORES):
         raise NotImplementedError(f"the functional model has no {macs}-MAC configuration")
     mem = {r: np.frombuffer(view, np.uint8) for r, view in regions.items()}
-    mem[SHRAM] = np.zeros(SHRAM_BYTES[macs], np.uint8)  # internal, cleared per job
+    mem[SHRAM] = np.zeros(internal, np.uint8)  # internal, cleared per job
     ops: list[TraceEntry] = []
     try:
-        execute(bytes(stream), Memory(mem), macs, ops)
+        execute(bytes(stream), Memory(mem), macs, ops, npu)
     except CommandStreamError as e:
         result = STATUS_PARSE_ERROR, 4 * e.offset, str(e)
     except BusError as e:

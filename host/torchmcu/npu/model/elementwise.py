@@ -20,7 +20,7 @@ from torchmcu.npu.model.arith import scale_round
 from torchmcu.npu.model.featuremap import feature_map, ofm_shape
 from torchmcu.npu.model.memory import Memory
 from torchmcu.npu.model.ofm import global_scale, write_ofm
-from torchmcu.npu.model.state import Registers, StateError
+from torchmcu.npu.model.state import Registers, StateError, u85_rounding
 
 MUL, ADD, SUB, MIN, MAX = 0, 1, 2, 3, 4
 _BINARY = {MUL, ADD, SUB, MIN, MAX}
@@ -30,7 +30,13 @@ def ifm2_shape(regs: Registers, shape: tuple[int, int, int]) -> tuple[int, int, 
     """The IFM2 an elementwise operation reads for an OFM of `shape`: 1 along the axes
     IFM2_BROADCAST bits 0-2 (height, width, depth) broadcast; None for a scalar (bit 7)."""
     bc = regs.param("NPU_SET_IFM2_BROADCAST", 0)
-    if bc & 0x80:
+    if regs.u85:
+        # U85 broadcast_mode: H 1, W 2, C 4 (and their sums), SCALAR 8 (regor's listing)
+        if bc & ~0xF or regs.param("NPU_SET_IFM_BROADCAST", 0):
+            raise NotImplementedError(f"U85 broadcast 0x{bc:x} (or a broadcast IFM)")
+        if bc & 8:
+            return None
+    elif bc & 0x80:
         return None
     h, w, c = shape
     return (1 if bc & 1 else h), (1 if bc & 2 else w), (1 if bc & 4 else c)
@@ -44,6 +50,16 @@ def _ifm2(regs: Registers, mem: Memory, shape: tuple[int, int, int]) -> np.ndarr
     return feature_map(regs, "IFM2").read(mem, *read) - zp
 
 
+def _u85_operand(regs: Registers, name: str, v: np.ndarray) -> np.ndarray:
+    """U85 ADD/SUB: each operand is scaled by its own IFM_SCALE / IFM2_SCALE (32-bit scale in
+    the payload, shift 5:0 and round_mode 15:12 in the parameter; Vela writes 2^19 with shift 0
+    for one of them, the U55's implicit factor). Assumption: rounded as OFM_SCALE rounds."""
+    reg = f"NPU_SET_{name}_SCALE"
+    p = regs.param(reg)
+    rounding = u85_rounding(p)
+    return scale_round(v, np.int64(regs.data(reg)), np.int64(p & 0x3F), rounding)
+
+
 def elementwise(regs: Registers, mem: Memory, mode: int) -> int:
     if mode not in _BINARY:
         raise NotImplementedError(f"elementwise mode {mode} (unary and shift modes)")
@@ -51,10 +67,20 @@ def elementwise(regs: Registers, mem: Memory, mode: int) -> int:
     shape = ofm_shape(regs)
     a = ifm.read(mem, *shape) - ifm.zero_point
     b = _ifm2(regs, mem, shape)
-    if regs.param("NPU_SET_IFM2_BROADCAST", 0) & 0x40:
-        a, b = b, a
     prec = ofm.precision
-    if mode in (ADD, SUB):
+    if regs.u85:
+        if mode in (ADD, SUB):
+            a, b = _u85_operand(regs, "IFM", a), _u85_operand(regs, "IFM2", b)
+    elif regs.param("NPU_SET_IFM2_BROADCAST", 0) & 0x40:
+        a, b = b, a
+    if regs.u85:
+        if mode in (ADD, SUB):
+            acc = a + b if mode == ADD else a - b
+        elif mode == MUL:
+            acc = a * b
+        else:
+            acc = np.minimum(a, b) if mode == MIN else np.maximum(a, b)
+    elif mode in (ADD, SUB):
         scale_mode = ifm.precision.scale_mode
         opa_scale, opb_scale = regs.data("NPU_SET_OPA_SCALE"), regs.data("NPU_SET_OPB_SCALE")
         opa_shift = regs.param("NPU_SET_OPA_SCALE") & 0x3F

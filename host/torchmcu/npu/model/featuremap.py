@@ -8,7 +8,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from torchmcu.npu.model.memory import Memory
-from torchmcu.npu.model.state import Precision, Registers, ifm_precision, ofm_precision
+from torchmcu.npu.model.state import (
+    Precision,
+    Registers,
+    ifm_precision,
+    ofm_precision,
+    u85_precision,
+    u85_rounding,
+    u85_transpose,
+)
 
 BRICK = 16  # channels per brick in the NHCWB16 layout
 
@@ -24,6 +32,7 @@ class FeatureMap:
     stride: tuple[int, int, int]  # bytes between rows, columns, 16-channel bricks
     precision: Precision
     zero_point: int
+    transpose: tuple[int, int, int] = (0, 1, 2)  # U85 OFM: result axis per memory axis
 
     def offsets(self, h: int, w: int, c: int) -> np.ndarray:
         """Byte offset in the region of every element (y, x, ch), shape (h, w, c)."""
@@ -46,20 +55,45 @@ class FeatureMap:
 
     def read(self, mem: Memory, h: int, w: int, c: int) -> np.ndarray:
         p = self.precision
+        if p.chained:
+            return mem.read_chain(h, w, c, self.name)
         return mem.read(self.region, self.offsets(h, w, c), p.size, p.signed, self.name)
 
     def write(self, mem: Memory, values: np.ndarray) -> None:
+        values = np.transpose(values, self.transpose)
         h, w, c = values.shape
+        if self.precision.chained:
+            mem.chain = np.array(values, np.int64)
+            return
         mem.write(self.region, self.offsets(h, w, c), self.precision.size, values, self.name)
 
 
 def feature_map(regs: Registers, name: str) -> FeatureMap:
     """The IFM, IFM2 or OFM as its registers set it."""
     r = f"NPU_SET_{name}_"
-    if name == "OFM":
+    transpose = (0, 1, 2)
+    if regs.u85:
+        rounding = u85_rounding(regs.param("NPU_SET_OFM_SCALE", 0))
+        precision = u85_precision(regs.param(r + "PRECISION"), name == "OFM", rounding)
+        if name == "OFM":
+            transpose = u85_transpose(regs.param(r + "PRECISION"))
+    elif name == "OFM":
         precision = ofm_precision(regs.param(r + "PRECISION"))
     else:
         precision = ifm_precision(regs.param(r + "PRECISION"))
+    if precision.chained:  # the chaining buffer: no memory registers are read
+        return FeatureMap(
+            name,
+            -1,
+            (0, 0, 0, 0),
+            1,
+            1,
+            1,
+            (0, 0, 0),
+            precision,
+            regs.param(r + "ZERO_POINT"),
+            transpose,
+        )
     return FeatureMap(
         name=name,
         region=regs.param(r + "REGION"),
@@ -79,6 +113,7 @@ def feature_map(regs: Registers, name: str) -> FeatureMap:
         ),
         precision=precision,
         zero_point=regs.param(r + "ZERO_POINT"),
+        transpose=transpose,
     )
 
 

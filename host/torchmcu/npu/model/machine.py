@@ -5,19 +5,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from torchmcu.npu.model.conv import convolution
-from torchmcu.npu.model.decode import Command, CommandStreamError, command_stream, decode
+from torchmcu.npu.model.decode import (
+    Command,
+    CommandStreamError,
+    command_stream,
+    decode,
+    payload_product,
+)
 from torchmcu.npu.model.dma import dma
 from torchmcu.npu.model.elementwise import elementwise, ifm2_shape
 from torchmcu.npu.model.featuremap import ofm_shape
 from torchmcu.npu.model.memory import SHRAM, BusError, Memory
 from torchmcu.npu.model.pool import POOL_REDUCE_SUM, pooling
-from torchmcu.npu.model.state import Registers, StateError, kernel
+from torchmcu.npu.model.registers import PRODUCT_U85
+from torchmcu.npu.model.state import U85_STORAGE_CHAINED, Registers, StateError, kernel
 from torchmcu.npu.model.window import ifm_extent, padding
 
 _NO_OPS = {"NPU_OP_IRQ", "NPU_OP_DMA_WAIT", "NPU_OP_KERNEL_WAIT", "NPU_OP_PMU_MASK"}
 
 Shape = tuple[int, int, int]  # (height, width, depth)
-Where = tuple[int, int]  # (region, address); region -1 is SHRAM
+Where = tuple[int, int]  # (region, address); region -1 is SHRAM, -2 the U85 chaining buffer
+CHAIN = -2
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,8 @@ class TraceEntry:
 
     def __str__(self) -> str:
         def at(where: Where | None) -> str:
+            if where is not None and where[0] == CHAIN:
+                return "chain"
             return "-" if where is None else f"r{where[0]}+0x{where[1]:x}"
 
         def dims(shape: Shape | None) -> str:
@@ -51,14 +61,19 @@ class TraceEntry:
 
 
 def execute(
-    stream: bytes, mem: Memory, macs_per_cc: int = 128, trace: list[TraceEntry] | None = None
+    stream: bytes,
+    mem: Memory,
+    macs_per_cc: int = 128,
+    trace: list[TraceEntry] | None = None,
+    product: int = 0,
 ) -> list[TraceEntry]:
     """Run a register command stream (not the COP1 payload) to NPU_OP_STOP; one entry per op,
     appended to `trace` (given: it keeps the operations before a fault). Operations run one
-    after another (the model has no concurrency), so waits are no-ops."""
-    regs = Registers()
+    after another (the model has no concurrency), so waits are no-ops. `product`:
+    CONFIG.product (2: the Ethos-U85's command set and register fields)."""
+    regs = Registers(u85=product == PRODUCT_U85)
     trace = [] if trace is None else trace
-    for cmd in decode(stream):
+    for cmd in decode(stream, product):
         if not cmd.name.startswith("NPU_OP_"):
             regs.set(cmd)
             continue
@@ -68,7 +83,7 @@ def execute(
             continue
         try:
             trace.append(_run(cmd, regs, mem, macs_per_cc))
-        except (BusError, StateError) as e:
+        except (BusError, StateError, NotImplementedError) as e:
             # name the operation, as the hardware's error state would point at it
             err = type(e)(f"{cmd.name} at command word {cmd.offset}: {e}")
             err.offset = cmd.offset
@@ -103,8 +118,8 @@ def _run(cmd: Command, regs: Registers, mem: Memory, macs_per_cc: int) -> TraceE
         cmd.name,
         ofm_shape(regs),
         macs,
-        (regs.param("NPU_SET_IFM_REGION"), regs.address("NPU_SET_IFM_BASE0")),
-        (regs.param("NPU_SET_OFM_REGION"), regs.address("NPU_SET_OFM_BASE0")),
+        _where(regs, "IFM"),
+        _where(regs, "OFM"),
         ifm_shape=_ifm_read(cmd, regs),
         ifm2=ifm2,
         ifm2_shape=ifm2_shape,
@@ -128,9 +143,21 @@ def _ifm2_read(cmd: Command, regs: Registers) -> tuple[Where | None, Shape | Non
     shape = ifm2_shape(regs, ofm_shape(regs)) if cmd.name == "NPU_OP_ELEMENTWISE" else None
     if shape is None:
         return None, None
-    return (regs.param("NPU_SET_IFM2_REGION"), regs.address("NPU_SET_IFM2_BASE0")), shape
+    return _where(regs, "IFM2"), shape
 
 
-def run_payload(payload: bytes, mem: Memory, macs_per_cc: int = 128) -> list[TraceEntry]:
-    """Vela's driver payload (cmd_data, starting COP1) over `mem`."""
-    return execute(command_stream(payload), mem, macs_per_cc)
+def _where(regs: Registers, name: str) -> Where:
+    """A feature map's region and base 0; (CHAIN, 0) for the U85's chaining buffer."""
+    if regs.u85 and regs.param(f"NPU_SET_{name}_PRECISION") >> 14 == U85_STORAGE_CHAINED:
+        return CHAIN, 0
+    return regs.param(f"NPU_SET_{name}_REGION"), regs.address(f"NPU_SET_{name}_BASE0")
+
+
+def run_payload(
+    payload: bytes, mem: Memory, macs_per_cc: int = 128, product: int | None = None
+) -> list[TraceEntry]:
+    """Vela's driver payload (cmd_data, starting COP1) over `mem`; the product (U55/U65 or
+    U85) is the payload's optimizer config unless given."""
+    if product is None:
+        product = payload_product(payload)
+    return execute(command_stream(payload), mem, macs_per_cc, product=product)

@@ -24,6 +24,22 @@ class Memory:
             if a.dtype != np.uint8 or a.ndim != 1:
                 raise TypeError(f"region {r}: expected a 1-D uint8 array, got {a.dtype} {a.shape}")
         self.regions = regions
+        # The U85's chaining buffer: the last OFM an operation wrote with activation_storage
+        # CHAINED, as values. Assumption: the next operation that reads a CHAINED IFM takes it
+        # whole (the hardware passes it block by block; the result is the same).
+        self.chain: np.ndarray | None = None
+
+    def read_chain(self, h: int, w: int, c: int, what: str) -> np.ndarray:
+        if self.chain is None or self.chain.shape[0] < h or self.chain.shape[1] < w:
+            got = None if self.chain is None else self.chain.shape
+            raise BusError(
+                f"{what}: the chaining buffer holds {got}, the operation reads {h}x{w}x{c}"
+            )
+        if self.chain.shape[2] < c:
+            raise BusError(
+                f"{what}: the chaining buffer holds {self.chain.shape[2]} channels, not {c}"
+            )
+        return self.chain[:h, :w, :c]
 
     def region(self, index: int) -> np.ndarray:
         if index not in self.regions:

@@ -41,6 +41,9 @@ def write_ofm(
 ) -> None:
     prec = ofm.precision
     act = regs.param("NPU_SET_ACTIVATION", 0)
+    if regs.u85:
+        _write_u85(regs, mem, ofm, acc, scale, shift, act)
+        return
     clamp = activation_range(
         act,
         regs.param("NPU_SET_ACTIVATION_MIN"),
@@ -51,4 +54,33 @@ def write_ofm(
     kind = act & 0xFFF
     if LUT_FIRST <= kind <= LUT_LAST:
         out = _lookup(mem, kind - LUT_FIRST, out, ofm)
+    ofm.write(mem, out)
+
+
+# U85 ACTIVATION: activation_function 3:0 (LUT_NONE 0, LUT_S8_S8 4), table 7:5 (a 256-byte
+# slot of the 2 KB LUT RAM, filled by an internal DMA), activation_clip_range 15:12 (B16 0:
+# ACTIVATION_MIN/MAX within the OFM type; NONE 1: the OFM type's range only, an assumption).
+U85_LUT_NONE, U85_LUT_S8_S8 = 0, 4
+
+
+def _write_u85(
+    regs: Registers,
+    mem: Memory,
+    ofm: FeatureMap,
+    acc: np.ndarray,
+    scale: Ints,
+    shift: Ints,
+    act: int,
+) -> None:
+    prec = ofm.precision
+    kind, table, clip = act & 0xF, (act >> 5) & 7, act >> 12
+    if kind not in (U85_LUT_NONE, U85_LUT_S8_S8) or clip not in (0, 1):
+        raise NotImplementedError(f"U85 ACTIVATION 0x{act:04x} is not modelled")
+    lo, hi = prec.range
+    if clip == 0 and prec.bits != 32:
+        lo = max(lo, regs.param("NPU_SET_ACTIVATION_MIN"))
+        hi = min(hi, regs.param("NPU_SET_ACTIVATION_MAX"))
+    out = output_stage(acc, scale, shift, prec.rounding, ofm.zero_point, (lo, hi))
+    if kind == U85_LUT_S8_S8:
+        out = _lookup(mem, table, out, ofm)
     ofm.write(mem, out)

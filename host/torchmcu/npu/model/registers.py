@@ -1,4 +1,4 @@
-"""Ethos-U55 command-stream opcodes.
+"""Ethos-U55/U65 and Ethos-U85 command-stream opcodes.
 
 Source of fact: Vela's register definitions (ethosu/vela/ethos_u55_regs, classes cmd0/cmd1) and
 its emitter (register_command_stream_generator.py): a command word holds the opcode in bits 9:0,
@@ -130,3 +130,42 @@ SIGNED_PARAMS = frozenset(
         "NPU_SET_IFM2_SCALAR",
     }
 )
+
+
+# Ethos-U85: the same word format; most opcodes keep their number and name. Sources of fact:
+# the opcode list of Linux's accel/ethosu driver (ethosu_device.h, "U85 only" entries) and
+# regor's own --verbose-register-command-stream listing, which names every command it writes.
+# Gone from the U85: the SHRAM layout registers (IFM_IB_END, IFM2_IB_START, AB_START) and
+# PARALLEL_MODE. New: NPU_OP_RESIZE, IFM_BROADCAST, WEIGHT_FORMAT; OPA/OPB_SCALE became
+# IFM/IFM2_SCALE; the DMA has source/destination strides instead of skips; four weight streams.
+_U55_ONLY0 = {0x10D, 0x12D, 0x18D, 0x123}
+CMD0_U85: dict[int, str] = {k: v for k, v in CMD0.items() if k not in _U55_ONLY0} | {
+    0x007: "NPU_OP_RESIZE",
+    0x108: "NPU_SET_IFM_BROADCAST",
+    0x12E: "NPU_SET_WEIGHT_FORMAT",
+}
+_U55_ONLY1 = {0x025, 0x026, 0x033, 0x034, 0x092, 0x093}
+CMD1_U85: dict[int, str] = {k: v for k, v in CMD1.items() if k not in _U55_ONLY1} | {
+    0x025: "NPU_SET_IFM_SCALE",
+    0x026: "NPU_SET_IFM2_SCALE",
+    0x033: "NPU_SET_DMA0_SRC_STRIDE0",
+    0x034: "NPU_SET_DMA0_SRC_STRIDE1",
+    0x035: "NPU_SET_DMA0_DST_STRIDE0",
+    0x036: "NPU_SET_DMA0_DST_STRIDE1",
+    0x092: "NPU_SET_WEIGHT2_BASE",
+    0x093: "NPU_SET_WEIGHT2_LENGTH",
+    0x094: "NPU_SET_WEIGHT3_BASE",
+    0x095: "NPU_SET_WEIGHT3_LENGTH",
+}
+
+# CONFIG.product (bits 31:28): 0 Ethos-U55, 1 Ethos-U65, 2 Ethos-U85
+PRODUCT_U85 = 2
+
+
+def product(config: int) -> int:
+    return (config >> 28) & 0xF
+
+
+def tables(product: int) -> tuple[dict[int, str], dict[int, str]]:
+    """(cmd0, cmd1) opcode names for a CONFIG.product."""
+    return (CMD0_U85, CMD1_U85) if product == PRODUCT_U85 else (CMD0, CMD1)

@@ -15,8 +15,11 @@ from torchmcu.npu.blob import (
     VelaBlob,
     parse_blob,
 )
+from torchmcu.npu.model import weights_u85 as u85
+from torchmcu.npu.model.decode import payload_product
 from torchmcu.npu.model.machine import TraceEntry, run_payload
 from torchmcu.npu.model.memory import SHRAM, SHRAM_BYTES, Memory
+from torchmcu.npu.model.registers import PRODUCT_U85
 
 
 @dataclass
@@ -45,9 +48,11 @@ def run_blob(
         REGION_WEIGHTS: np.frombuffer(b.weights, np.uint8).copy(),
         REGION_SCRATCH: scratch,
     }
-    regions[SHRAM] = np.zeros(SHRAM_BYTES[macs_per_cc], np.uint8)
+    product = payload_product(b.command_stream)
+    internal = u85.SHRAM_BYTES if product == PRODUCT_U85 else SHRAM_BYTES[macs_per_cc]
+    regions[SHRAM] = np.zeros(internal, np.uint8)
     if fast_scratch_size:
         regions[REGION_FAST_SCRATCH] = np.zeros(fast_scratch_size, np.uint8)
-    trace = run_payload(b.command_stream, Memory(regions), macs_per_cc)
+    trace = run_payload(b.command_stream, Memory(regions), macs_per_cc, product)
     outs = [scratch[t.offset : t.offset + t.nbytes].tobytes() for t in b.outputs]
     return Result(outs, trace)

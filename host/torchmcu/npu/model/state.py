@@ -18,8 +18,9 @@ class StateError(ValueError):
 
 
 class Registers:
-    def __init__(self) -> None:
+    def __init__(self, u85: bool = False) -> None:
         self.values: dict[str, Command] = {}
+        self.u85 = u85  # the Ethos-U85's register map (CONFIG.product 2)
 
     def set(self, cmd: Command) -> None:
         self.values[cmd.name] = cmd
@@ -55,6 +56,7 @@ class Precision:
     brick16: bool  # NHCWB16 layout
     scale_mode: int  # IFM: which operand the 32-bit scale applies to; OFM: 1 = global scale
     rounding: int
+    chained: bool = False  # U85 activation_storage CHAINED: the chaining buffer, not memory
 
     @property
     def size(self) -> int:
@@ -80,6 +82,65 @@ def ofm_precision(p: int) -> Precision:
     if bits is None:
         raise StateError(f"OFM_PRECISION 0x{p:04x}: unknown precision")
     return Precision(bits, bool(p & 1), (p >> 6) & 3 == 1, (p >> 8) & 1, p >> 14)
+
+
+# Ethos-U85 fields (named by regor's --verbose-register-command-stream listing; the bit
+# positions are read off its parameter values): IFM/IFM2/OFM_PRECISION keep the U55's
+# activation_type (bit 0), activation_precision (3:2: 8/16/32/64-bit; the U55's OFM used 2:1)
+# and activation_format (7:6), the OFM its scale_mode (bit 8: 1 global); activation_precision
+# is bits 3:2 on the IFMs, 2:1 on the OFM (8/16/32-bit, as on the U55: B32 reads 0x8 on an IFM
+# and 0x4 on the OFM); bits 15:14 are activation_storage (TILE2X2 0, TILE3X1 1, CHAINED 2,
+# NONE 3); the OFM's bits 10:9 are activation_reverse (NONE 0, the only value modelled) and
+# 13:11 activation_transpose (HWC 0, WHC 1, HCW 2, WCH 3, CHW 6, CWH 7, as the listing
+# names them).
+# The rounding moved to OFM_SCALE's parameter (bits 15:12, round_mode; shift 5:0).
+U85_STORAGE_CHAINED = 2
+# OFM_SCALE round_mode values as regor's listing names them: 0 DOUBLE_SYMMETRIC, 2 NATURAL.
+U85_ROUND = {0: ROUND_TFL, 2: ROUND_NATURAL}
+
+
+def u85_rounding(scale_param: int) -> int:
+    """The rounding of an OFM_SCALE (or IFM_SCALE) parameter, as the U55's rounding codes.
+    Assumption (tested against the TOSA reference by tests/test_npu_u85_model.py):
+    DOUBLE_SYMMETRIC is the U55's TFL rounding (TOSA's DOUBLE_ROUND), NATURAL is half up."""
+    mode = (scale_param >> 12) & 0xF
+    if mode not in U85_ROUND:
+        raise NotImplementedError(f"U85 round_mode {mode} is not modelled")
+    return U85_ROUND[mode]
+
+
+# activation_transpose -> for each OFM axis in memory (y, x, channel), the axis of the
+# computed result (0 H, 1 W, 2 C) it takes: WCH writes the result's W as rows, C as columns.
+U85_TRANSPOSE = {
+    0: (0, 1, 2),  # HWC
+    1: (1, 0, 2),  # WHC
+    2: (0, 2, 1),  # HCW
+    3: (1, 2, 0),  # WCH
+    6: (2, 0, 1),  # CHW
+    7: (2, 1, 0),  # CWH
+}
+
+
+def u85_transpose(p: int) -> tuple[int, int, int]:
+    if (p >> 9) & 3 or (p >> 11) & 7 not in U85_TRANSPOSE:
+        raise NotImplementedError(
+            f"OFM_PRECISION 0x{p:04x}: this U85 output reverse/transpose is not modelled"
+        )
+    return U85_TRANSPOSE[(p >> 11) & 7]
+
+
+def u85_precision(p: int, ofm: bool, rounding: int) -> Precision:
+    bits = 8 << ((p >> 1) & 3 if ofm else (p >> 2) & 3)
+    if bits == 64:
+        raise NotImplementedError("64-bit activations are not modelled")
+    return Precision(
+        bits,
+        bool(p & 1),
+        (p >> 6) & 3 == 1,
+        (p >> 8) & 1 if ofm else 0,
+        rounding,
+        p >> 14 == U85_STORAGE_CHAINED,
+    )
 
 
 @dataclass(frozen=True)
