@@ -82,16 +82,32 @@ def _lower_call(ctx: Ctx, node: torch.fx.Node) -> None:
         FLOAT_EMITTERS[node.target](ctx, node)  # left in float32 by the quantizer
         return
     emitter = EMITTERS.get(node.target)
+    # without a record, a node the int8 rules cannot take may have been kept in float32
+    unrecorded = node.target in FLOAT_EMITTERS and read_annotation(node) is None
     if emitter is None:
-        if node.target in FLOAT_EMITTERS and read_annotation(node) is None:
-            raise unsupported(node, "it has no torchmcu annotation record (node.meta['custom']"
-                              "['torchmcu']), so whether it was kept in float32 is unknown; "
-                              "quantize the model again with torchmcu.quantize")
+        if unrecorded:
+            raise _unrecorded(node, None)
         if node.target in ACTIVATIONS:
             raise unsupported(node, "a ReLU/clamp that does not follow a conv2d, linear, "
                               "add or max pool cannot run on its own yet")
         raise unsupported(node)
-    emitter(ctx, node)
+    try:
+        emitter(ctx, node)
+    except UnsupportedOpError as refused:
+        if unrecorded:
+            raise _unrecorded(node, refused) from refused
+        raise
+
+
+def _unrecorded(node: torch.fx.Node, refused: UnsupportedOpError | None) -> UnsupportedOpError:
+    """The error for an op that has no annotation record and no int8 form that takes it."""
+    why = ""
+    if refused is not None:
+        detail = f" ({refused.why})" if refused.why else ""
+        why = f"its int8 rule refused it{detail} and "
+    return unsupported(node, f"{why}it has no torchmcu annotation record (node.meta['custom']"
+                       "['torchmcu']), so whether it was kept in float32 is unknown; quantize "
+                       "the model again with torchmcu.quantize")
 
 
 def _skip(ctx: Ctx, node: torch.fx.Node) -> None:
