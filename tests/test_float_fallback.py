@@ -225,31 +225,46 @@ def test_an_operator_without_any_kernel_is_named() -> None:
     )
 
 
-def test_a_fused_relu_after_a_fallback_op_stays_in_its_float_region() -> None:
-    """add + relu where the int8 add refuses its operands (a float Parameter added to a conv's
-    output): the add runs in float32, and the ReLU fused into its output range reads its float
-    value."""
+class _OffsetNet(nn.Module):
+    """relu(conv(x) + alpha * a float Parameter): the Parameter is quantized like a weight."""
 
-    class Net(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.conv = nn.Conv2d(3, 4, 1)
-            self.offset = nn.Parameter(torch.randn(1, 4, 4, 5))
+    def __init__(self, alpha: float = 1.0) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 1)
+        self.offset = nn.Parameter(torch.randn(1, 4, 4, 5))
+        self.alpha = alpha
 
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return F.relu(self.conv(x) + self.offset)
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.relu(torch.add(self.conv(x), self.offset, alpha=self.alpha))
 
+
+def _export_offset_net(alpha: float = 1.0):  # type: ignore[no-untyped-def]
     torch.manual_seed(0)
     x = torch.randn(1, 3, 4, 5)
     cal = [(torch.randn(1, 3, 4, 5),) for _ in range(4)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FloatFallbackWarning)
-        exported = torchmcu.export(Net().eval(), (x,), calibration=cal)
-    reasons = {f["node"]: f["reason"] for f in exported.report["float_ops"]}
-    assert reasons["add"].startswith(NO_INT8_KERNEL) and reasons["relu"] == IN_FLOAT_REGION
+        exported = torchmcu.export(_OffsetNet(alpha).eval(), (x,), calibration=cal)
     (host,) = native.run_program(exported.pte_bytes, [x.numpy()])
     with torch.no_grad():
         fq = exported.quantized_model(x).numpy()
+    return exported, host, fq
+
+
+def test_a_parameter_operand_is_an_int8_constant() -> None:
+    """The int8 add takes a quantized Parameter as an int8 constant operand: no float op, and
+    the program equals the fake-quantized model."""
+    exported, host, fq = _export_offset_net()
+    assert exported.report["float_ops"] == []
+    np.testing.assert_array_equal(host, fq)
+
+
+def test_a_fused_relu_after_a_fallback_op_stays_in_its_float_region() -> None:
+    """add + relu where the int8 add refuses its operands (alpha=2, which it has no form for):
+    the add runs in float32, and the ReLU fused into its output range reads its float value."""
+    exported, host, fq = _export_offset_net(alpha=2.0)
+    reasons = {f["node"]: f["reason"] for f in exported.report["float_ops"]}
+    assert reasons["add"].startswith(NO_INT8_KERNEL) and reasons["relu"] == IN_FLOAT_REGION
     assert _sqnr_db(fq, host) >= 30.0
 
 

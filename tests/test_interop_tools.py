@@ -534,7 +534,6 @@ def test_broken_lists_rejected(case: tuple[Any, ...], checked: dict[str, Any]) -
 
 # ExecuTorch 1.5.1 Cortex-M operators we have no kernel for (README, "Uncovered operators").
 UNCOVERED = [
-    "cortex_m::quantized_batch_matmul.out",
     "cortex_m::quantized_div.out",
 ]
 

@@ -40,6 +40,7 @@ OUTPUT_SHAPES = {
     "tiny_unet": (1, 2, 64, 64),
     "conv1d_kws": (1, 12),
     "gru_kws": (1, 12),
+    "vit_tiny": (1, 10),
 }
 # torchvision's published parameter counts of these architectures (1000 classes) and the
 # width of their classifier's input: ours have 10 classes, everything else the same.
