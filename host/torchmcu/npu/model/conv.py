@@ -144,17 +144,20 @@ def _streams_u85(
 def convolution(regs: Registers, mem: Memory, depthwise: bool, macs_per_cc: int) -> int:
     """Run one (depthwise) convolution; returns the MACs it executed."""
     ifm, ofm = feature_map(regs, "IFM"), feature_map(regs, "OFM")
-    if regs.u85:
-        return _convolution(regs, mem, depthwise, macs_per_cc, ifm, ofm)
-    parallel = regs.param("NPU_SET_PARALLEL_MODE", 0)  # cores - 1 (U65-512: 1)
-    if parallel > 1:
-        raise StateError(f"PARALLEL_MODE {parallel}: the Ethos-U65 has at most two cores")
     if regs.param("NPU_SET_IFM_UPSCALE", 0):
         raise NotImplementedError("IFM upscaling (nearest/transpose resampling) is not modelled")
     oc = ofm_shape(regs)[2]
     ic = regs.param("NPU_SET_IFM_DEPTH_M1") + 1
     if depthwise and ic != oc:
         raise StateError(f"depthwise with IFM depth {ic} and OFM depth {oc}")
+    if regs.u85:
+        w, sb = _streams_u85(regs, mem, depthwise, ic, oc, macs_per_cc, ifm.precision.bits)
+        dense = _accumulate(regs, mem, depthwise, ifm, ofm, w, sb)
+        # 2:4 sparse weights: the MAC array skips the zero half (Vela's nn_macs counts half)
+        return dense // 2 if regs.param("NPU_SET_WEIGHT_FORMAT", 0) & 0x10 else dense
+    parallel = regs.param("NPU_SET_PARALLEL_MODE", 0)  # cores - 1 (U65-512: 1)
+    if parallel > 1:
+        raise StateError(f"PARALLEL_MODE {parallel}: the Ethos-U65 has at most two cores")
     k = kernel(regs)
     iu, ou = UBLOCK_DEPTH[macs_per_cc]
     g = wt.Geometry(
@@ -173,21 +176,6 @@ def convolution(regs: Registers, mem: Memory, depthwise: bool, macs_per_cc: int)
     )
     w, sb = _streams(regs, mem, g, parallel + 1)
     return _accumulate(regs, mem, depthwise, ifm, ofm, w, sb)
-
-
-def _convolution(
-    regs: Registers, mem: Memory, depthwise: bool, macs: int, ifm: FeatureMap, ofm: FeatureMap
-) -> int:
-    if regs.param("NPU_SET_IFM_UPSCALE", 0):
-        raise NotImplementedError("IFM upscaling (nearest/transpose resampling) is not modelled")
-    oc = ofm_shape(regs)[2]
-    ic = regs.param("NPU_SET_IFM_DEPTH_M1") + 1
-    if depthwise and ic != oc:
-        raise StateError(f"depthwise with IFM depth {ic} and OFM depth {oc}")
-    w, sb = _streams_u85(regs, mem, depthwise, ic, oc, macs, ifm.precision.bits)
-    dense = _accumulate(regs, mem, depthwise, ifm, ofm, w, sb)
-    # 2:4 sparse weights: the MAC array skips the zero half (Vela's nn_macs counts half)
-    return dense // 2 if regs.param("NPU_SET_WEIGHT_FORMAT", 0) & 0x10 else dense
 
 
 def _accumulate(

@@ -42,18 +42,15 @@ def write_ofm(
     prec = ofm.precision
     act = regs.param("NPU_SET_ACTIVATION", 0)
     if regs.u85:
-        _write_u85(regs, mem, ofm, acc, scale, shift, act)
-        return
-    clamp = activation_range(
-        act,
-        regs.param("NPU_SET_ACTIVATION_MIN"),
-        regs.param("NPU_SET_ACTIVATION_MAX"),
-        prec,
-    )
+        clamp, slot = _activation_u85(regs, act, ofm)
+    else:
+        lo, hi = regs.param("NPU_SET_ACTIVATION_MIN"), regs.param("NPU_SET_ACTIVATION_MAX")
+        clamp = activation_range(act, lo, hi, prec)
+        kind = act & 0xFFF
+        slot = kind - LUT_FIRST if LUT_FIRST <= kind <= LUT_LAST else None
     out = output_stage(acc, scale, shift, prec.rounding, ofm.zero_point, clamp)
-    kind = act & 0xFFF
-    if LUT_FIRST <= kind <= LUT_LAST:
-        out = _lookup(mem, kind - LUT_FIRST, out, ofm)
+    if slot is not None:
+        out = _lookup(mem, slot, out, ofm)
     ofm.write(mem, out)
 
 
@@ -63,24 +60,16 @@ def write_ofm(
 U85_LUT_NONE, U85_LUT_S8_S8 = 0, 4
 
 
-def _write_u85(
-    regs: Registers,
-    mem: Memory,
-    ofm: FeatureMap,
-    acc: np.ndarray,
-    scale: Ints,
-    shift: Ints,
-    act: int,
-) -> None:
+def _activation_u85(
+    regs: Registers, act: int, ofm: FeatureMap
+) -> tuple[tuple[int, int], int | None]:
+    """(clamp range, LUT slot or None) of a U85 ACTIVATION."""
     prec = ofm.precision
     kind, table, clip = act & 0xF, (act >> 5) & 7, act >> 12
     if kind not in (U85_LUT_NONE, U85_LUT_S8_S8) or clip not in (0, 1):
         raise NotImplementedError(f"U85 ACTIVATION 0x{act:04x} is not modelled")
-    lo, hi = prec.range
+    plo, phi = prec.range
     if clip == 0 and prec.bits != 32:
-        lo = max(lo, regs.param("NPU_SET_ACTIVATION_MIN"))
-        hi = min(hi, regs.param("NPU_SET_ACTIVATION_MAX"))
-    out = output_stage(acc, scale, shift, prec.rounding, ofm.zero_point, (lo, hi))
-    if kind == U85_LUT_S8_S8:
-        out = _lookup(mem, table, out, ofm)
-    ofm.write(mem, out)
+        plo = max(plo, regs.param("NPU_SET_ACTIVATION_MIN"))
+        phi = min(phi, regs.param("NPU_SET_ACTIVATION_MAX"))
+    return (plo, phi), table if kind == U85_LUT_S8_S8 else None
