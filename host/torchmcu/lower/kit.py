@@ -132,18 +132,7 @@ class Kit:
     def scale_mul(node: torch.fx.Node) -> tuple[torch.fx.Node, float] | None:
         """The unquantized `* number` reading node's output, with the number: the quantizer
         folded it into node's requantization (attention's scale after q @ k^T)."""
-        if Kit.quantized(node) or len(node.users) != 1:
-            return None
-        user = next(iter(node.users))
-        factor = user.args[1] if len(user.args) > 1 else None
-        if (
-            user.target == torch.ops.aten.mul.Tensor
-            and user.args[0] is node
-            and isinstance(factor, (int, float))
-            and not isinstance(factor, bool)
-        ):
-            return user, float(factor)
-        return None
+        return None if Kit.quantized(node) else targets.positive_scale_user(node)
 
     @staticmethod
     def matmul_rhs_transpose(node: torch.fx.Node) -> bool:

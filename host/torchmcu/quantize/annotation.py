@@ -23,7 +23,8 @@ class TorchmcuAnnotation:
 
     pattern: the group this node belongs to, e.g. "conv2d+relu6", "add", "max_pool2d".
     role: "anchor" (the compute op of the group), "activation" (a ReLU/clamp fused into the
-        anchor's output range, or the `* scale` folded into a matmul's) or "shared" (a data-movement op sharing its input's qparams);
+        anchor's output range, or the `* scale` folded into a matmul's) or "shared" (a
+        data-movement op sharing its input's qparams);
         for a node left in float32, "float" (kept there by the float config: set_module_name,
         set_module_type, set_operator) or "fallback" (no int8 pattern takes it).
     folded: operations folded into this node's constants before quantization

@@ -48,7 +48,7 @@ from torchmcu.quantize.annotation import META_KEY, TorchmcuAnnotation, write_ann
 from torchmcu.quantize.float_config import FloatConfig
 from torchmcu.quantize.fold_bn import fold_batch_norm
 from torchmcu.quantize.noops import remove_noops
-from torchmcu.quantize.targets import resolve_target
+from torchmcu.quantize.targets import positive_scale_user, resolve_target
 
 _aten = torch.ops.aten
 
@@ -194,18 +194,12 @@ class TorchmcuQuantizer(Quantizer):
         return None
 
     def _fused_scale(self, node: Node) -> Node | None:
-        """The `* number` (positive) consuming a matmul's output, when it is the only user:
+        """The positive `* number` consuming a matmul's output, when it is the only user:
         attention's `(q @ k^T) * scale`, folded into the batch matmul's requantization."""
-        if len(node.users) != 1:
+        scaled = positive_scale_user(node)
+        if scaled is None or _is_annotated(scaled[0]) or scaled[0] in self._float:
             return None
-        user = next(iter(node.users))
-        factor = user.args[1] if len(user.args) > 1 else None
-        if (user.op == "call_function" and user.target == _aten.mul.Tensor
-                and user.args[0] is node and isinstance(factor, (int, float))
-                and not isinstance(factor, bool) and factor > 0
-                and not _is_annotated(user) and user not in self._float):
-            return user
-        return None
+        return scaled[0]
 
     def _finish_output(
         self, anchor: Node, pattern: str, extra: TorchmcuAnnotation, act: Node | None = None

@@ -159,8 +159,6 @@ def lower_matmul(k: Any, node: Any) -> None:
     else:
         act, factor = scaled
         qs, _, qp = k.output_quant(act, allow_activation=False)
-        if factor <= 0:
-            raise k.unsupported(act, "a matmul scaled by a number that is not positive")
     mult, shift = quantize_multiplier(float(a.scale) * float(c.scale) * factor / qp.scale)
     if rhs_t is not None:
         rhs_t = k.alias(rhs_t, [batch, cols, inner], nhwc=False)
