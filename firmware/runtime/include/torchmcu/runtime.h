@@ -66,6 +66,10 @@ typedef struct {
   uint8_t *verified;          /* one bit per instruction (metadata buffer), see tm_kernel_context */
   tm_delegate_slot *delegates; /* one per BackendDelegate of the plan (metadata buffer) */
   uint32_t num_delegates;
+  uint8_t *scratch;           /* the shared kernel scratch: the arena past the planned tensors */
+  uint32_t scratch_bytes;     /* its size (arena_size given to init - planned bytes, aligned) */
+  uint32_t scratch_needed;    /* the most any kernel's prepare asked for; > scratch_bytes: some
+                               * kernel runs a slower path (the runner reports it) */
   uint8_t ready;
   tm_diag diag;
 } tm_method;
@@ -76,6 +80,9 @@ const char *tm_status_name(tm_status status);
 /* Finds a kernel by operator name and overload; NULL when absent. */
 tm_kernel_fn tm_registry_find(const tm_kernel_registry *registry, const char *name,
                               const char *overload);
+/* The registry entry of an operator (its kernel and prepare step); NULL when absent. */
+const tm_kernel_entry *tm_registry_entry(const tm_kernel_registry *registry, const char *name,
+                                         const char *overload);
 
 /* Verifies the whole program (every method). `data` must stay valid. */
 tm_status tm_program_load(tm_program *program, const void *data, size_t size);
@@ -100,7 +107,11 @@ tm_status tm_method_required_memory(tm_program *program, const char *method_name
                                     size_t *meta_bytes, size_t *arena_bytes);
 
 /* Builds the method inside the two buffers; resolves every operator and delegate backend in
- * `registry`, initialises each delegate and checks each DelegateCall's arguments. */
+ * `registry`, initialises each delegate and checks each DelegateCall's arguments; checks every
+ * KernelCall's argument memory and runs its kernel's prepare step (tm_kernel_entry.prepare),
+ * so the first execution costs what later ones do. The arena beyond the planned tensors (16-byte
+ * aligned) is the kernels' shared scratch: size the arena as planned + the scratch the
+ * kernels' prepare steps ask for (method->scratch_needed; torchmcu.device.plan does). */
 tm_status tm_method_init(tm_method *method, tm_program *program, const char *method_name,
                          const tm_kernel_registry *registry, void *meta, size_t meta_size,
                          void *arena, size_t arena_size);
