@@ -620,6 +620,12 @@ static tm_status kernel_failed(tm_method *method, const tm_instruction *ins, con
   return fail(method, st, "kernel failed", ins->pos);
 }
 
+void tm_method_recheck_arguments(tm_method *method) {
+  if (method->verified != NULL) {
+    memset(method->verified, 0, ((size_t)method->num_instructions + 7u) / 8u);
+  }
+}
+
 tm_status tm_method_execute(tm_method *method) {
   if (method == NULL || !method->ready) {
     return TM_ERR_INVALID_STATE;
@@ -695,7 +701,7 @@ tm_status tm_method_execute(tm_method *method) {
          * rebound, not copied; same kind, type and sizes checked at load). Later calls see a
          * different argument value: every kernel checks its arguments again. */
         method->values[ins->b] = method->values[ins->a];
-        memset(method->verified, 0, ((size_t)method->num_instructions + 7u) / 8u);
+        tm_method_recheck_arguments(method);
         ++pc;
         break;
       default:

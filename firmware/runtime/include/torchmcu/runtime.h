@@ -118,12 +118,19 @@ tm_status tm_method_init(tm_method *method, tm_program *program, const char *met
 
 /* Input/output tensors (NULL when out of range or not a tensor). Write the tensor's data only:
  * its metadata (sizes, dim order, data pointer) is static, and kernels skip their argument
- * checks once a call succeeded with it (tm_kernel_context.arguments_verified). */
+ * checks once their prepare step or a call accepted it (tm_kernel_context.arguments_verified;
+ * after changing metadata, call tm_method_recheck_arguments). */
 tm_tensor *tm_method_input(tm_method *method, uint32_t index);
 tm_tensor *tm_method_output(tm_method *method, uint32_t index);
 
 /* Runs the method's instructions once. */
 tm_status tm_method_execute(tm_method *method);
+
+/* For a caller that changed a value of the method after init (a scalar argument, a tensor's
+ * metadata): every kernel checks its arguments again on its next call. The prepare steps of
+ * tm_method_init and earlier successful calls vouch only for the values they saw; a MOVE
+ * instruction does this itself. */
+void tm_method_recheck_arguments(tm_method *method);
 
 #ifdef __cplusplus
 }
