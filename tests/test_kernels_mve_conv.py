@@ -326,6 +326,18 @@ def all_cases() -> list[Case]:
         cases.append(tconv_case(rng, f"tconv{kh}x{kw}_{n}x{h}x{w}x{cin}_to{cout}_s{s[0]}{s[1]}_p{p[0]}{p[1]}"
                                 f"_op{op[0]}{op[1]}_d{d[0]}{d[1]}", n, h, w, cin, cout, kh, kw, s, p, op, d,
                                 per_channel=i % 3 != 1, bias=i % 4 != 2, nhwc=i % 3 == 2))  # fmt: skip
+    # A foreign plan's 1-byte scratch (ExecuTorch plans CMSIS-NN's smaller buffers): the kernels
+    # take their Helium scratch from the method's shared region (the arena's tail, sized by
+    # torchmcu.device.plan from their prepare steps; test_shared_scratch.py).
+    short = np.random.default_rng(19)
+    for case in (conv_case(short, "conv3x3_short_scratch", 1, 6, 7, 8, 12, 3, 3, pad=(1, 1)),
+                 conv_case(short, "conv1x1_short_scratch", 1, 5, 5, 20, 9, 1, 1, nhwc=True),
+                 tconv_case(short, "tconv2x2_short_scratch", 1, 3, 4, 16, 5, 2, 2),
+                 # one input channel, depth multiplier Cout: the convolution's Helium path
+                 dw_case(short, "dw10x4_cin1_dm24_s2", 1, 13, 7, 1, 10, 4, (2, 2), (4, 1), dm=24),
+                 dw_case(short, "dw3x3_cin1_dm5_nhwc", 2, 5, 6, 1, 3, 3, (1, 1), (1, 1), dm=5, nhwc=True)):
+        case.args["scratch_bytes"] = 1
+        cases.append(case)
     return cases
 
 
@@ -372,7 +384,7 @@ def _build_program(cases: list[Case]) -> tuple[pm.Program, list[np.ndarray]]:
             xi = b.planned(pm.ScalarType.CHAR, in_sizes, order, n * h * w * c, misalign)
             out = b.planned(pm.ScalarType.CHAR, out_sizes, order, n * oh * ow * cout, (i + 2) % 4)
             op_key = case.op.removesuffix("_nhwc")
-            nscratch = SCRATCH_BYTES[op_key]((n, h, w, c), tuple(wt.shape))
+            nscratch = a.get("scratch_bytes") or SCRATCH_BYTES[op_key]((n, h, w, c), tuple(wt.shape))
             scratch = b.planned(pm.ScalarType.BYTE, [nscratch], [0], nscratch, (i + 3) % 4)
             args = [
                 xi, b.const(wt, pm.ScalarType.CHAR),
@@ -430,6 +442,14 @@ def test_cases_exercise_the_outputs(mve_run) -> None:
     expected = mve_run[0]
     spread = [len(np.unique(e)) for e in expected if e.size >= 64]
     assert spread and np.median(spread) > 20
+
+
+def test_short_scratch_served_by_the_shared_region(mve_run) -> None:
+    """The short-scratch cases ask for a shared scratch, and the image holds it: no TM_SCRATCH
+    line (the runner's report of kernels left to their scalar path)."""
+    program, _ = _build_program(CASES)
+    assert native.program_info(serialize(program))["scratch_bytes"] > 16
+    assert "TM_SCRATCH" not in mve_run[3].console
 
 
 def test_image_is_an_mve_build(mve_run) -> None:

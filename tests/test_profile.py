@@ -112,13 +112,13 @@ def test_profile_split_matches_program_and_whole_inference(images: dict[str, Pat
     by_op = {k["op"]: k["instructions"] for k in prof["kernels"][0]}
     assert by_op["cortex_m::quantized_conv2d.out"] >= 8 * 8 * 16 * 27 / 16
     assert by_op["cortex_m::quantized_depthwise_conv2d.out"] >= 8 * 8 * 16 * 9 / 16
-    # Kernels whose work does not depend on the data count the same in the steady-state
-    # samples (second and third); the first call adds the argument checks, never less.
+    # Kernels whose work does not depend on the data count the same in every sample: the
+    # conv and linear kernels' prepare steps check their arguments at method init, so the
+    # first call is already the steady one (issue 19's first-inference point).
     first, second, third = prof["kernels"]
     for a, b, c in zip(first, second, third, strict=True):
         if "conv" in a["op"] or "linear" in a["op"]:
-            assert b["instructions"] == c["instructions"]
-            assert a["instructions"] > b["instructions"]
+            assert a["instructions"] == b["instructions"] == c["instructions"], a["op"]
 
 
 def test_hook_absent_unless_requested(images: dict[str, Path]) -> None:

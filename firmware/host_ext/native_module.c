@@ -266,7 +266,7 @@ static PyObject *native_call_kernel(PyObject *self, PyObject *pyargs) {
   }
   const int returns_list = f->values[n - 1].tag == TM_VALUE_TENSOR_LIST;
   f->argv[n] = f->argv[n - 1];
-  tm_kernel_context ctx = {0, 0}; /* one call: arguments never verified before */
+  tm_kernel_context ctx = {0, 0, 0, 0, NULL}; /* one call: arguments never verified before, no shared scratch */
   tm_status st;
   Py_BEGIN_ALLOW_THREADS
   st = fn(&ctx, f->argv, returns_list ? (size_t)n : (size_t)n + 1);

@@ -318,6 +318,10 @@ PyObject *native_program_info(PyObject *self, PyObject *args) {
     stubs[i].name = oname;
     stubs[i].overload = ooverload;
     stubs[i].fn = stub_kernel;
+    /* The real prepare step, if any: its argument checks and the shared scratch it asks for
+     * are what the device's init sees (scratch sizes do not depend on the build). */
+    const tm_kernel_entry *real = tm_registry_entry(&tmx_registry, oname, ooverload);
+    stubs[i].prepare = real != NULL ? real->prepare : NULL;
     PyObject *t = Py_BuildValue("(ss)", oname, ooverload);
     if (t == NULL || PyList_Append(ops, t) != 0) { Py_XDECREF(t); goto done; }
     if (tm_registry_find(&tmx_registry, oname, ooverload) == NULL && PyList_Append(missing, t) != 0) {
@@ -369,12 +373,13 @@ PyObject *native_program_info(PyObject *self, PyObject *args) {
       Py_DECREF(d);
     }
   }
-  result = Py_BuildValue("{s:O,s:O,s:O,s:O,s:I,s:I,s:I,s:n,s:n,s:N,s:N,s:K,s:K}", "delegates", delegates,
+  result = Py_BuildValue("{s:O,s:O,s:O,s:O,s:I,s:I,s:I,s:n,s:n,s:I,s:N,s:N,s:K,s:K}", "delegates", delegates,
                          "methods", methods,
                          "operators", ops, "missing_operators", missing, "num_values",
                          (unsigned)m->num_values, "num_tensors", (unsigned)m->num_tensors,
                          "num_instructions", (unsigned)m->num_instructions, "meta_bytes",
-                         (Py_ssize_t)s.meta_bytes, "arena_bytes", (Py_ssize_t)s.arena_bytes, "inputs", ins,
+                         (Py_ssize_t)s.meta_bytes, "arena_bytes", (Py_ssize_t)s.arena_bytes, "scratch_bytes",
+                         (unsigned)m->scratch_needed, "inputs", ins,
                          "outputs", outs, "program_size", (unsigned long long)s.program.program_size,
                          "segment_data_size", (unsigned long long)s.program.segment_data_size);
 done:

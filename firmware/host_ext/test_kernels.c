@@ -127,10 +127,10 @@ static tm_status test_verified(tm_kernel_context *ctx, tm_value *const *args, si
 }
 
 static const tm_kernel_entry kTestKernels[] = {
-    {"torchmcu_test::add", "out", test_add},
-    {"torchmcu_test::describe", "out", test_describe},
-    {"torchmcu_test::fail", "out", test_fail},
-    {"torchmcu_test::verified", "out", test_verified},
+    {"torchmcu_test::add", "out", test_add, NULL},
+    {"torchmcu_test::describe", "out", test_describe, NULL},
+    {"torchmcu_test::fail", "out", test_fail, NULL},
+    {"torchmcu_test::verified", "out", test_verified, NULL},
 };
 
 const tm_kernel_registry tm_host_test_kernels = {kTestKernels, sizeof(kTestKernels) / sizeof(kTestKernels[0]),

@@ -55,6 +55,13 @@ int tm_runner_load(tm_program *program, tm_method *method, const uint8_t *data, 
     options->put_diag("load", st, &method->diag);
     return TM_EXIT_LOAD_ERROR;
   }
+  if (method->scratch_needed > method->scratch_bytes) { /* never for an image built for the program */
+    tm_puts("TM_SCRATCH needed=");
+    tm_put_u32(method->scratch_needed);
+    tm_puts(" available=");
+    tm_put_u32(method->scratch_bytes);
+    tm_puts(" (kernels short of it run their scalar path)\n");
+  }
   return TM_EXIT_OK;
 }
 

@@ -43,6 +43,14 @@ def test_kernels_json_is_the_registry_in_order(tmp_path: Path) -> None:
         (o.kernel.symbol, o.kernel.source) for o in ops.ops()
     ]
     assert table.common_sources == ("cortex_m/kernel_args.c",)
+    # a kernel with a prepare step names it in its row, the others do not
+    rows = json.loads(path.read_text())["kernels"]
+    assert [r.get("prepare") for r in rows] == [o.kernel.prepare_symbol for o in ops.ops()]
+    linear = next(r for r in rows if r["operator"] == "cortex_m::quantized_linear.out")
+    assert linear["prepare"] == "tm_cortex_m_quantized_linear_prepare"
+    assert (
+        sum("prepare" in r for r in rows) >= 7
+    )  # linear, conv, depthwise, transposed conv (+ nhwc)
     assert table.headers == ("kernel_entries.h",)
     assert json.loads(path.read_text())["headers"] == ["kernel_entries.h"]
     assert load_table() == type(table)(None, table.kernels, table.common_sources, table.headers)

@@ -232,6 +232,43 @@ static inline uint8_t *tm_aligned_scratch(const tm_tensor *scratch, size_t need)
   return scratch->nbytes >= need ? base + ((16u - ((uintptr_t)base & 15u)) & 15u) : NULL;
 }
 
+/* The scratch of a kernel's Helium path: its `scratch` argument (16-byte aligned start) when
+ * that holds `need` bytes, else the method's shared scratch (tm_kernel_context.scratch) when
+ * that does, else NULL (the caller then runs its scalar path; tm_method_init sized the shared
+ * scratch from the prepare steps, so that happens only where the caller gave too little). */
+static inline uint8_t *tm_kernel_scratch(const tm_kernel_context *ctx, const tm_tensor *scratch, size_t need) {
+  uint8_t *own = tm_aligned_scratch(scratch, need);
+  if (own != NULL) {
+    return own;
+  }
+  return ctx->scratch != NULL && ctx->scratch_bytes >= need ? ctx->scratch : NULL;
+}
+
+/* A prepare step's report (arguments checked): what the kernel asks of the shared scratch -
+ * nothing when its `scratch` argument holds the `need` bytes of its Helium path, else `need`. */
+static inline tm_status tm_prepared(tm_kernel_context *ctx, const tm_tensor *scratch, size_t need) {
+  ctx->scratch_bytes = scratch->nbytes >= need ? 0u : need > UINT32_MAX ? UINT32_MAX : (uint32_t)need;
+  return TM_OK;
+}
+
+/* The prepare entry points of an operator and its _nhwc alias, NAME##_prepare and
+ * NAME##_nhwc_prepare (registered by the generated registry), calling fn(ctx, args, nargs, nhwc). */
+#define TM_PREPARE_ENTRIES(name, fn)                                                             \
+  tm_status name##_prepare(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {        \
+    return fn(ctx, args, nargs, false);                                                          \
+  }                                                                                              \
+  tm_status name##_nhwc_prepare(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {   \
+    return fn(ctx, args, nargs, true);                                                           \
+  }
+
+/* A body shared by a kernel's entry point and its prepare step, inlined into both (the entry
+ * point's code stays what it was without a prepare step). */
+#if defined(__GNUC__)
+#define TM_ENTRY_BODY static inline __attribute__((always_inline))
+#else
+#define TM_ENTRY_BODY static inline
+#endif
+
 /* A scratch tensor (1-D bytes) with at least `needed` bytes. */
 bool tm_scratch_arg(tm_value *const *args, size_t i, size_t needed);
 

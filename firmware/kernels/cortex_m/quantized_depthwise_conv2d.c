@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "cortex_m_kernels.h"
+#include "conv_mve.h"
 #include "kernel_args.h"
 #include "mve_gemm.h"
 #include "mve_requantize.h"
@@ -624,7 +625,51 @@ static void depthwise_mve(const dw_params *p) {
 }
 #endif
 
-static tm_status depthwise_entry(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes) {
+/*
+ * One input channel with depth multiplier Cout (DS-CNN's first layer as ExecuTorch exports it)
+ * is a convolution with Cin = 1: its weights [1, KH, KW, Cout] transposed into OHWI at the
+ * scratch's start, then the convolution's Helium path (conv_mve.h) in the rest. The same sums
+ * in the same int32 arithmetic as the depthwise reference.
+ */
+static size_t single_channel_scratch_bytes(const dw_params *p) {
+  const size_t taps = (size_t)p->kh * (size_t)p->kw, cout = (size_t)p->out_dims[3];
+  return tm_round_up(taps * cout, 16u) + tm_conv_mve_scratch_bytes(cout, (size_t)p->kh, (size_t)p->kw, 1u);
+}
+
+static bool single_channel(const dw_params *p) { return p->in_dims[3] == 1 && p->depth_multiplier > 1; }
+
+#if TM_KERNELS_USE_MVE
+static void depthwise_single_channel_mve(const dw_params *p, uint8_t *scratch) {
+  const int32_t taps = p->kh * p->kw, cout = p->out_dims[3];
+  int8_t *ohwi = (int8_t *)scratch;
+  for (int32_t t = 0; t < taps; ++t) {
+    const int8_t *row = p->weight + (size_t)t * (size_t)cout;
+    for (int32_t oc = 0; oc < cout; ++oc) {
+      ohwi[(size_t)oc * (size_t)taps + (size_t)t] = row[oc];
+    }
+  }
+  tm_conv_params c;
+  c.input = p->input;
+  c.weight = ohwi;
+  c.out = p->out;
+  for (int32_t d = 0; d < 4; ++d) {
+    c.in_dims[d] = p->in_dims[d];
+    c.out_dims[d] = p->out_dims[d];
+  }
+  c.kh = p->kh;
+  c.kw = p->kw;
+  c.cin_g = 1;
+  c.groups = 1;
+  c.win = p->win;
+  c.q = p->q;
+  tm_conv_mve(&c, scratch + tm_round_up((size_t)taps * (size_t)cout, 16u));
+}
+#endif
+
+/* The kernel, or with `prepare` its prepare step (the checks, then the shared scratch of the
+ * single-channel form). */
+static tm_status depthwise_entry(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes,
+                                 bool prepare) {
   tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_QUANTIZED_DEPTHWISE_CONV2D));
   if (st != TM_OK) {
     return st;
@@ -662,22 +707,39 @@ static tm_status depthwise_entry(tm_kernel_context *ctx, tm_value *const *args, 
   p.input = (const int8_t *)in->data;
   p.weight = (const int8_t *)wt->data;
   p.out = (int8_t *)out->data;
+  const tm_tensor *scratch = args[A(SCRATCH)]->u.tensor;
+  if (prepare) {
+    return tm_prepared(ctx, scratch, single_channel(&p) ? single_channel_scratch_bytes(&p) : 0u);
+  }
 
 #if TM_KERNELS_USE_MVE
   if (p.depth_multiplier == 1) {
     depthwise_mve(&p);
     return TM_OK;
   }
+  uint8_t *buffer = single_channel(&p) ? tm_kernel_scratch(ctx, scratch, single_channel_scratch_bytes(&p)) : NULL;
+  if (buffer != NULL) {
+    depthwise_single_channel_mve(&p, buffer);
+    return TM_OK;
+  }
+#else
+  (void)scratch;
 #endif
   depthwise_scalar(&p);
   return TM_OK;
 }
 
 tm_status tm_cortex_m_quantized_depthwise_conv2d_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  return depthwise_entry(ctx, args, nargs, false);
+  return depthwise_entry(ctx, args, nargs, false, false);
 }
 
 tm_status tm_cortex_m_quantized_depthwise_conv2d_nhwc_out(tm_kernel_context *ctx, tm_value *const *args,
                                                           size_t nargs) {
-  return depthwise_entry(ctx, args, nargs, true);
+  return depthwise_entry(ctx, args, nargs, true, false);
 }
+
+static tm_status depthwise_prepare(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes) {
+  return depthwise_entry(ctx, args, nargs, nhwc_sizes, true);
+}
+
+TM_PREPARE_ENTRIES(tm_cortex_m_quantized_depthwise_conv2d, depthwise_prepare)

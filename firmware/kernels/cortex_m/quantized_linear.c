@@ -270,7 +270,7 @@ static inline void verified_params(tm_value *const *args, linear_params *p) {
 }
 
 /* The full contract check of every argument (TM_ARG_CHECK names the one at fault); fills p. */
-static tm_status check_arguments(tm_kernel_context *ctx, tm_value *const *args, size_t nargs,
+TM_ENTRY_BODY tm_status check_arguments(tm_kernel_context *ctx, tm_value *const *args, size_t nargs,
                                  linear_params *p) {
   if (!plain_arg_list(args, nargs)) {
     const tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_QUANTIZED_LINEAR));
@@ -357,4 +357,12 @@ tm_status tm_cortex_m_quantized_linear_out(tm_kernel_context *ctx, tm_value *con
   linear_scalar(&p);
 #endif
   return TM_OK;
+}
+
+
+/* The prepare step (tm_kernel_entry.prepare): the full check once, so every call of the method
+ * takes the short path; no scratch. */
+tm_status tm_cortex_m_quantized_linear_prepare(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
+  linear_params p;
+  return check_arguments(ctx, args, nargs, &p);
 }

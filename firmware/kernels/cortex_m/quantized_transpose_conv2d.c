@@ -238,7 +238,10 @@ static void tconv_mve(const tconv_params *p, int32_t *kterm) {
 }
 #endif
 
-static tm_status tconv_entry(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes) {
+/* The kernel, or with `prepare` its prepare step (the checks, then what the Helium paths need of
+ * the shared scratch). */
+static tm_status tconv_entry(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes,
+                             bool prepare) {
   tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_QUANTIZED_TRANSPOSE_CONV2D));
   if (st != TM_OK) {
     return st;
@@ -281,9 +284,13 @@ static tm_status tconv_entry(tm_kernel_context *ctx, tm_value *const *args, size
   p.input = (const int8_t *)in->data;
   p.weight = (const int8_t *)wt->data;
   p.out = (int8_t *)out->data;
+  const size_t need = tm_quantized_transpose_conv2d_scratch_bytes(p.in_dims, weight_dims);
+  if (prepare) {
+    return tm_prepared(ctx, scratch, need);
+  }
 
 #if TM_KERNELS_USE_MVE
-  uint8_t *aligned = tm_aligned_scratch(scratch, tm_quantized_transpose_conv2d_scratch_bytes(p.in_dims, weight_dims));
+  uint8_t *aligned = tm_kernel_scratch(ctx, scratch, need);
   if (aligned != NULL && tconv_tiles(&p)) {
     const size_t kterm_bytes = 4u * (size_t)p.kh * (size_t)p.kw * round_up((size_t)cout, 4u);
     tconv_tiled_mve(&p, (int32_t *)(void *)aligned, (int8_t *)(aligned + kterm_bytes));
@@ -293,19 +300,22 @@ static tm_status tconv_entry(tm_kernel_context *ctx, tm_value *const *args, size
     tconv_mve(&p, (int32_t *)(void *)aligned);
     return TM_OK;
   }
-#else
-  (void)scratch;
-  (void)weight_dims;
 #endif
   tconv_scalar(&p);
   return TM_OK;
 }
 
 tm_status tm_cortex_m_quantized_transpose_conv2d_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  return tconv_entry(ctx, args, nargs, false);
+  return tconv_entry(ctx, args, nargs, false, false);
 }
 
 tm_status tm_cortex_m_quantized_transpose_conv2d_nhwc_out(tm_kernel_context *ctx, tm_value *const *args,
                                                           size_t nargs) {
-  return tconv_entry(ctx, args, nargs, true);
+  return tconv_entry(ctx, args, nargs, true, false);
 }
+
+static tm_status tconv_prepare(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes) {
+  return tconv_entry(ctx, args, nargs, nhwc_sizes, true);
+}
+
+TM_PREPARE_ENTRIES(tm_cortex_m_quantized_transpose_conv2d, tconv_prepare)

@@ -44,7 +44,7 @@ typedef struct {
   const tm_value **list_items; /* items of TensorList values */
   tm_instruction *instrs;
   tm_value **argv;
-  tm_kernel_fn *ops;
+  const tm_kernel_entry **ops; /* per operator: its registry entry (kernel, prepare) */
   uint32_t *io;
   uint8_t *arena;
   const tm_kernel_registry *registry;

@@ -35,7 +35,7 @@ static void layout(const tm_walk *w, meta_layout *m) {
   m->lists = at;
   at = align_up(at + (size_t)w->num_list_items * sizeof(tm_value *), META_ALIGN);
   m->ops = at;
-  at = align_up(at + (size_t)w->num_ops * sizeof(tm_kernel_fn), META_ALIGN);
+  at = align_up(at + (size_t)w->num_ops * sizeof(const tm_kernel_entry *), META_ALIGN);
   m->io = at;
   at = align_up(at + ((size_t)w->num_inputs + w->num_outputs) * sizeof(uint32_t), META_ALIGN);
   m->delegates = at; /* backend + TM_DELEGATE_STATE_BYTES of state per delegate */
@@ -380,6 +380,65 @@ static tm_status check_control_flow(tm_method *m, const tm_walk *w, const uint8_
   return TM_OK;
 }
 
+/* A call's returned value: an out tensor, or (multi-output op) a TensorList of out tensors. */
+static bool returns_tensors(const tm_value *ret) {
+  if (ret->tag == TM_VALUE_TENSOR) {
+    return true;
+  }
+  if (ret->tag != TM_VALUE_TENSOR_LIST || ret->u.list.length == 0) {
+    return false;
+  }
+  for (uint32_t k = 0; k < ret->u.list.length; ++k) {
+    const tm_value *v = ret->u.list.items[k];
+    if (v == NULL || v->tag != TM_VALUE_TENSOR) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/* What is wrong with a kernel call in general, whatever its kernel: NULL when it ends with an
+ * out tensor (or a TensorList of them) and its tensors have memory; else the problem, with the
+ * argument at fault in *arg (-1: the call as a whole). */
+static const char *call_problem(const tm_instruction *ins, int32_t *arg) {
+  *arg = -1;
+  if (ins->nargs == 0 || !returns_tensors(ins->args[ins->nargs - 1])) {
+    return "kernel call does not end with an out tensor";
+  }
+  for (uint32_t k = 0; k < ins->nargs; ++k) {
+    const tm_value *v = ins->args[k];
+    if (v->tag == TM_VALUE_TENSOR && v->u.tensor->data == NULL && v->u.tensor->numel != 0) {
+      *arg = (int32_t)k;
+      return "tensor argument has no memory (not planned, not constant)";
+    }
+  }
+  return NULL;
+}
+
+/*
+ * Each KernelCall once, at init: when the call passes the generic checks and its kernel has a
+ * prepare step that accepts the arguments, the instruction starts verified, so its first call
+ * costs what every later one does; the shared scratch must hold what the prepare steps ask for
+ * (scratch_needed). A call that fails here is left unverified: its first execution reports
+ * the problem, as without a prepare step.
+ */
+static void prepare_kernel_calls(tm_method *m, const tm_walk *w, uint8_t *verified) {
+  uint32_t needed = 0;
+  for (uint32_t i = 0; i < w->num_instrs; ++i) {
+    const tm_instruction *ins = &w->instrs[i];
+    int32_t arg;
+    if (ins->kind != TM_INSTR_KERNEL || w->ops[ins->a]->prepare == NULL || call_problem(ins, &arg) != NULL) {
+      continue;
+    }
+    tm_kernel_context ctx = {UINT16_MAX, 0, 1, 0, NULL};
+    if (w->ops[ins->a]->prepare(&ctx, ins->args, ins->nargs) == TM_OK) {
+      needed = ctx.scratch_bytes > needed ? ctx.scratch_bytes : needed;
+      verified[i >> 3] |= (uint8_t)(1u << (i & 7u));
+    }
+  }
+  m->scratch_needed = needed;
+}
+
 tm_status tm_method_init(tm_method *method, tm_program *program, const char *method_name,
                          const tm_kernel_registry *registry, void *meta, size_t meta_size, void *arena,
                          size_t arena_size) {
@@ -426,7 +485,7 @@ tm_status tm_method_init(tm_method *method, tm_program *program, const char *met
   fill.argv = (tm_value **)(void *)(base + m.argv);
   fill.ints = (int64_t *)(void *)(base + m.ints);
   fill.list_items = (const tm_value **)(void *)(base + m.lists);
-  fill.ops = (tm_kernel_fn *)(void *)(base + m.ops);
+  fill.ops = (const tm_kernel_entry **)(void *)(base + m.ops);
   fill.io = (uint32_t *)(void *)(base + m.io);
   fill.arena = arena;
   fill.registry = registry;
@@ -444,6 +503,17 @@ tm_status tm_method_init(tm_method *method, tm_program *program, const char *met
       (st = prepare_delegate_calls(method, &fill, slots, arena, w.arena_bytes)) != TM_OK) {
     return st;
   }
+  uint8_t *verified = base + m.verified;
+  if (m.total > m.verified) {
+    memset(verified, 0, m.total - m.verified); /* no call has succeeded yet */
+  }
+  prepare_kernel_calls(method, &fill, verified);
+  const size_t planned = align_up(w.arena_bytes, ARENA_ALIGN);
+  if (arena_size > planned) {
+    const size_t spare = arena_size - planned;
+    method->scratch = (uint8_t *)arena + planned;
+    method->scratch_bytes = spare > UINT32_MAX ? UINT32_MAX : (uint32_t)spare;
+  }
   method->program = program;
   method->plan = plan.pos;
   method->values = fill.values;
@@ -456,12 +526,9 @@ tm_status tm_method_init(tm_method *method, tm_program *program, const char *met
   method->num_inputs = fill.num_inputs;
   method->outputs = fill.io + fill.num_inputs;
   method->num_outputs = fill.num_outputs;
-  method->verified = base + m.verified;
+  method->verified = verified;
   method->delegates = slots;
   method->num_delegates = w.num_delegates;
-  if (m.total > m.verified) {
-    memset(method->verified, 0, m.total - m.verified); /* no call has succeeded yet */
-  }
   method->ready = 1;
   return TM_OK;
 }
@@ -495,44 +562,23 @@ static void name_operator(tm_method *m, int32_t op_index) {
   }
 }
 
-/* A call's returned value: an out tensor, or (multi-output op) a TensorList of out tensors. */
-static bool returns_tensors(const tm_value *ret) {
-  if (ret->tag == TM_VALUE_TENSOR) {
-    return true;
-  }
-  if (ret->tag != TM_VALUE_TENSOR_LIST || ret->u.list.length == 0) {
-    return false;
-  }
-  for (uint32_t k = 0; k < ret->u.list.length; ++k) {
-    const tm_value *v = ret->u.list.items[k];
-    if (v == NULL || v->tag != TM_VALUE_TENSOR) {
-      return false;
-    }
-  }
-  return true;
-}
-
-/* Generic checks before a kernel runs: the call ends with an out tensor (or a TensorList of
- * them), tensors have memory.
+/* The generic checks before an unverified kernel call runs (call_problem), reported.
  * Out of line: it runs on an instruction's first call only, and inlined its loop would cost
  * the executor loop registers on every call. */
 #if defined(__GNUC__)
 __attribute__((noinline))
 #endif
 static tm_status check_call(tm_method *m, const tm_instruction *ins) {
-  if (ins->nargs == 0 || !returns_tensors(ins->args[ins->nargs - 1])) {
-    return fail(m, TM_ERR_INVALID_PROGRAM, "kernel call does not end with an out tensor", ins->pos);
+  int32_t k;
+  const char *problem = call_problem(ins, &k);
+  if (problem == NULL) {
+    return TM_OK;
   }
-  for (uint32_t k = 0; k < ins->nargs; ++k) {
-    const tm_value *v = ins->args[k];
-    if (v->tag == TM_VALUE_TENSOR && v->u.tensor->data == NULL && v->u.tensor->numel != 0) {
-      m->diag.argument = (int32_t)k;
-      m->diag.value = (int32_t)(v - m->values);
-      return fail(m, TM_ERR_INVALID_PROGRAM, "tensor argument has no memory (not planned, not constant)",
-                  ins->pos);
-    }
+  if (k >= 0) {
+    m->diag.argument = k;
+    m->diag.value = (int32_t)(ins->args[k] - m->values);
   }
-  return TM_OK;
+  return fail(m, TM_ERR_INVALID_PROGRAM, problem, ins->pos);
 }
 
 #if defined(TORCHMCU_PROFILE)
@@ -574,6 +620,12 @@ static tm_status kernel_failed(tm_method *method, const tm_instruction *ins, con
   return fail(method, st, "kernel failed", ins->pos);
 }
 
+void tm_method_recheck_arguments(tm_method *method) {
+  if (method->verified != NULL) {
+    memset(method->verified, 0, ((size_t)method->num_instructions + 7u) / 8u);
+  }
+}
+
 tm_status tm_method_execute(tm_method *method) {
   if (method == NULL || !method->ready) {
     return TM_ERR_INVALID_STATE;
@@ -587,13 +639,14 @@ tm_status tm_method_execute(tm_method *method) {
     switch (ins->kind) {
       case TM_INSTR_KERNEL: {
         TM_PROFILE_MARK(pc); /* this call's count runs to the next mark: checks, kernel, frees */
-        /* check_call looks at argument metadata only: once passed, it passes again. */
+        /* The bit: the kernel accepted these arguments before (its prepare step at init or an
+         * earlier call); check_call looks at argument metadata only, so it passes again. */
         const uint8_t verified = (uint8_t)((method->verified[pc >> 3] >> (pc & 7u)) & 1u);
         if (!verified && (st = check_call(method, ins)) != TM_OK) {
           name_operator(method, ins->a);
           return st;
         }
-        tm_kernel_context ctx = {UINT16_MAX, verified};
+        tm_kernel_context ctx = {UINT16_MAX, verified, 0, method->scratch_bytes, method->scratch};
         st = ins->fn(&ctx, ins->args, ins->nargs);
         if (st != TM_OK) {
           return kernel_failed(method, ins, &ctx, st);
@@ -605,7 +658,7 @@ tm_status tm_method_execute(tm_method *method) {
       }
       case TM_INSTR_LOOP: { /* a loop kernel: its index/count change, checked on every call */
         TM_PROFILE_MARK(pc);
-        tm_kernel_context ctx = {UINT16_MAX, 0};
+        tm_kernel_context ctx = {UINT16_MAX, 0, 0, method->scratch_bytes, method->scratch};
         st = ins->fn(&ctx, ins->args, ins->nargs);
         if (st != TM_OK) {
           return kernel_failed(method, ins, &ctx, st);
@@ -648,7 +701,7 @@ tm_status tm_method_execute(tm_method *method) {
          * rebound, not copied; same kind, type and sizes checked at load). Later calls see a
          * different argument value: every kernel checks its arguments again. */
         method->values[ins->b] = method->values[ins->a];
-        memset(method->verified, 0, ((size_t)method->num_instructions + 7u) / 8u);
+        tm_method_recheck_arguments(method);
         ++pc;
         break;
       default:

@@ -414,13 +414,13 @@ static tm_status walk_operators(walk_ctx *c, const tm_fb_table *plan) {
       return bad(c->diag, TM_ERR_INVALID_PROGRAM, "operator without a name", op.pos);
     }
     if (c->w->ops != NULL) {
-      tm_kernel_fn fn = tm_registry_find(c->w->registry, name, overload);
-      if (fn == NULL) {
+      const tm_kernel_entry *e = tm_registry_entry(c->w->registry, name, overload);
+      if (e == NULL) {
         c->diag->op_name = name;
         c->diag->op_overload = overload;
         return bad(c->diag, TM_ERR_MISSING_OPERATOR, "operator not registered in this image", op.pos);
       }
-      c->w->ops[i] = fn;
+      c->w->ops[i] = e;
     }
   }
   c->w->num_ops = ops.len;
@@ -623,7 +623,7 @@ static tm_status walk_instruction(walk_ctx *c, uint32_t chain, const tm_fb_vec *
     out->b = ib;
     out->args = w->argv + w->num_args;
     out->nargs = argv.len;
-    out->fn = type == TM_INSTR_KERNEL ? w->ops[ia] : NULL;
+    out->fn = type == TM_INSTR_KERNEL ? w->ops[ia]->fn : NULL;
     for (uint32_t k = 0; k < argv.len; ++k) {
       out->args[k] = &w->values[tm_fb_i32(fb, argv.pos + 4u * k)];
     }

@@ -19,18 +19,24 @@ const char *tm_status_name(tm_status status) {
   return "UNKNOWN_STATUS";
 }
 
-tm_kernel_fn tm_registry_find(const tm_kernel_registry *registry, const char *name,
-                              const char *overload) {
+const tm_kernel_entry *tm_registry_entry(const tm_kernel_registry *registry, const char *name,
+                                         const char *overload) {
   if (registry == NULL || name == NULL || overload == NULL) {
     return NULL;
   }
   for (size_t i = 0; i < registry->count; ++i) {
     const tm_kernel_entry *e = &registry->entries[i];
     if (e->fn != NULL && strcmp(e->name, name) == 0 && strcmp(e->overload, overload) == 0) {
-      return e->fn;
+      return e;
     }
   }
   return NULL;
+}
+
+tm_kernel_fn tm_registry_find(const tm_kernel_registry *registry, const char *name,
+                              const char *overload) {
+  const tm_kernel_entry *e = tm_registry_entry(registry, name, overload);
+  return e != NULL ? e->fn : NULL;
 }
 
 const tm_backend *tm_registry_find_backend(const tm_kernel_registry *registry, const char *id) {

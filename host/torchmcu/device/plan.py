@@ -1,6 +1,9 @@
 """Memory a .pte needs on the device, for sizing the firmware's static buffers at configure time.
 
-The arena is the program's planned arena (non_const_buffer_sizes). The metadata size comes
+The arena is the program's planned arena (non_const_buffer_sizes) followed, 16-byte aligned, by
+the kernels' shared scratch: what their prepare steps ask for beyond the scratch the program
+planned (0 for torchmcu's programs; ExecuTorch's plan CMSIS-NN's smaller buffers), so every
+kernel's Helium path runs. The metadata size comes
 from the host build of the same runtime (tm_method_required_memory): every struct it counts
 holds pointers, size_t and fixed-width integers, so the 64-bit host figure is an upper bound
 of the 32-bit target's. The runner checks the exact figure again on the device.
@@ -31,9 +34,10 @@ class PlanError(ValueError):
 
 @dataclass(frozen=True)
 class DevicePlan:
-    arena_bytes: int
+    arena_bytes: int  # planned tensors + shared scratch
     meta_bytes: int
     program_bytes: int
+    scratch_bytes: int = 0  # the shared kernel scratch at the arena's end (part of arena_bytes)
 
 
 def device_plan(pte: bytes) -> DevicePlan:
@@ -41,10 +45,13 @@ def device_plan(pte: bytes) -> DevicePlan:
     from torchmcu import native
 
     info = native.program_info(pte)
+    scratch = int(info["scratch_bytes"])
+    arena = int(info["arena_bytes"])
     return DevicePlan(
-        arena_bytes=int(info["arena_bytes"]),
+        arena_bytes=_align(arena, 16) + scratch if scratch else arena,
         meta_bytes=_align(int(info["meta_bytes"]), 8),
         program_bytes=len(pte),
+        scratch_bytes=scratch,
     )
 
 
@@ -54,6 +61,7 @@ def combined_plan(plans: list[DevicePlan]) -> DevicePlan:
         arena_bytes=max(p.arena_bytes for p in plans),
         meta_bytes=max(p.meta_bytes for p in plans),
         program_bytes=sum(p.program_bytes for p in plans),
+        scratch_bytes=max(p.scratch_bytes for p in plans),
     )
 
 

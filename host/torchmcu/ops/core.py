@@ -305,17 +305,28 @@ class Kernel:
     symbol: str  # "tm_torchmcu_slice_copy_out"
     source: str  # "cortex_m/slice_copy.c"
     scratch_c: str | None = None  # "tm_quantized_conv2d_scratch_bytes"
+    # The kernel has a prepare step (tm_kernel_entry.prepare), `prepare_symbol` beside its entry
+    # point: tm_method_init runs it once per call (argument checks, the shared scratch it needs),
+    # so the first execution costs what later ones do.
+    prepare: bool = False
+
+    @property
+    def prepare_symbol(self) -> str | None:
+        """tm_<ns>_<op>_prepare beside the entry point tm_<ns>_<op>_out; None without one."""
+        return self.symbol.removesuffix("_out") + "_prepare" if self.prepare else None
 
     @classmethod
-    def by_name(cls, schema: Schema, scratch_c: str | None = None) -> Kernel:
+    def by_name(cls, schema: Schema, scratch_c: str | None = None, prepare: bool = False) -> Kernel:
         """The naming rule a kernel follows unless its definition says otherwise: cortex_m::foo
         and torchmcu::foo are tm_<ns>_foo_out in cortex_m/foo.c; any other namespace's foo is
         an ExecuTorch portable operator, tm_portable_foo_out in portable/foo.c (a leading
         underscore dropped: aten::_softmax is softmax.c)."""
         base = schema.name.lstrip("_")
         if schema.namespace in ("cortex_m", "torchmcu"):
-            return cls(f"tm_{schema.namespace}_{base}_out", f"cortex_m/{base}.c", scratch_c)
-        return cls(f"tm_portable_{base}_out", f"portable/{base}.c", scratch_c)
+            return cls(
+                f"tm_{schema.namespace}_{base}_out", f"cortex_m/{base}.c", scratch_c, prepare
+            )
+        return cls(f"tm_portable_{base}_out", f"portable/{base}.c", scratch_c, prepare)
 
     @property
     def c_name(self) -> str:
@@ -470,16 +481,20 @@ def op(
     family: str,
     kernel: Kernel | None = None,
     scratch_c: str | None = None,
+    prepare: bool = False,
     registry: Registry | None = None,
     **fields: Any,
 ) -> OpDef:
     """Parse `schema`, build the definition and register it (a duplicate key fails). Without
-    `kernel` the kernel is Kernel.by_name's, with the scratch-size function `scratch_c`."""
+    `kernel` the kernel is Kernel.by_name's, with the scratch-size function `scratch_c` and a
+    prepare step when `prepare`."""
     parsed = Schema.parse(schema)
     if kernel is None:
-        kernel = Kernel.by_name(parsed, scratch_c)
+        kernel = Kernel.by_name(parsed, scratch_c, prepare)
     elif scratch_c is not None:
         raise RegistryError(f"{parsed.key}: give scratch_c in its Kernel")
+    elif prepare:
+        raise RegistryError(f"{parsed.key}: give prepare in its Kernel")
     return (REGISTRY if registry is None else registry).add(OpDef(parsed, family, kernel, **fields))
 
 
@@ -487,7 +502,12 @@ def nhwc_variant(base: OpDef, registry: Registry | None = None) -> OpDef:
     """The _nhwc alias of `base`: the same arguments, sizes of input and out in NHWC order; its
     entry point tm_<ns>_<name>_nhwc_out sits in the base's translation unit (same body)."""
     schema = base.schema.renamed(base.schema.name + "_nhwc")
-    kernel = Kernel(Kernel.by_name(schema).symbol, base.kernel.source, base.kernel.scratch_c)
+    kernel = Kernel(
+        Kernel.by_name(schema).symbol,
+        base.kernel.source,
+        base.kernel.scratch_c,
+        base.kernel.prepare,
+    )
     return (REGISTRY if registry is None else registry).add(
         OpDef(
             schema,

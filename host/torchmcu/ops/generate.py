@@ -58,7 +58,10 @@ def kernels_json(definitions: Sequence[OpDef]) -> str:
     """kernels.json: one line per kernel, in registry order (a diff shows one line per op)."""
     rows = [
         "    "
-        + json.dumps({"operator": o.key, "symbol": o.kernel.symbol, "source": o.kernel.source})
+        + json.dumps(
+            {"operator": o.key, "symbol": o.kernel.symbol, "source": o.kernel.source}
+            | ({"prepare": o.kernel.prepare_symbol} if o.kernel.prepare else {})
+        )
         for o in definitions
     ]
     return (
@@ -150,6 +153,11 @@ def scratch_prototype(name: str, source: str, root: Path = SOURCE_ROOT) -> str:
 def kernel_entries_h(definitions: Sequence[OpDef], root: Path = SOURCE_ROOT) -> str:
     """kernel_entries.h: the declarations in registry order, each scratch function once."""
     lines = [f"TM_DECLARE_KERNEL({o.kernel.symbol}); /* {o.key} */" for o in definitions]
+    lines += [
+        f"TM_DECLARE_KERNEL({o.kernel.prepare_symbol}); /* {o.key}: its prepare step */"
+        for o in definitions
+        if o.kernel.prepare
+    ]
     scratch = {o.kernel.scratch_c: o.kernel.source for o in definitions if o.kernel.scratch_c}
     lines += [
         "",

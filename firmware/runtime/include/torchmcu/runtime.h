@@ -66,6 +66,10 @@ typedef struct {
   uint8_t *verified;          /* one bit per instruction (metadata buffer), see tm_kernel_context */
   tm_delegate_slot *delegates; /* one per BackendDelegate of the plan (metadata buffer) */
   uint32_t num_delegates;
+  uint8_t *scratch;           /* the shared kernel scratch: the arena past the planned tensors */
+  uint32_t scratch_bytes;     /* its size (arena_size given to init - planned bytes, aligned) */
+  uint32_t scratch_needed;    /* the most any kernel's prepare asked for; > scratch_bytes: some
+                               * kernel runs a slower path (the runner reports it) */
   uint8_t ready;
   tm_diag diag;
 } tm_method;
@@ -76,6 +80,9 @@ const char *tm_status_name(tm_status status);
 /* Finds a kernel by operator name and overload; NULL when absent. */
 tm_kernel_fn tm_registry_find(const tm_kernel_registry *registry, const char *name,
                               const char *overload);
+/* The registry entry of an operator (its kernel and prepare step); NULL when absent. */
+const tm_kernel_entry *tm_registry_entry(const tm_kernel_registry *registry, const char *name,
+                                         const char *overload);
 
 /* Verifies the whole program (every method). `data` must stay valid. */
 tm_status tm_program_load(tm_program *program, const void *data, size_t size);
@@ -100,19 +107,30 @@ tm_status tm_method_required_memory(tm_program *program, const char *method_name
                                     size_t *meta_bytes, size_t *arena_bytes);
 
 /* Builds the method inside the two buffers; resolves every operator and delegate backend in
- * `registry`, initialises each delegate and checks each DelegateCall's arguments. */
+ * `registry`, initialises each delegate and checks each DelegateCall's arguments; checks every
+ * KernelCall's argument memory and runs its kernel's prepare step (tm_kernel_entry.prepare),
+ * so the first execution costs what later ones do. The arena beyond the planned tensors (16-byte
+ * aligned) is the kernels' shared scratch: size the arena as planned + the scratch the
+ * kernels' prepare steps ask for (method->scratch_needed; torchmcu.device.plan does). */
 tm_status tm_method_init(tm_method *method, tm_program *program, const char *method_name,
                          const tm_kernel_registry *registry, void *meta, size_t meta_size,
                          void *arena, size_t arena_size);
 
 /* Input/output tensors (NULL when out of range or not a tensor). Write the tensor's data only:
  * its metadata (sizes, dim order, data pointer) is static, and kernels skip their argument
- * checks once a call succeeded with it (tm_kernel_context.arguments_verified). */
+ * checks once their prepare step or a call accepted it (tm_kernel_context.arguments_verified;
+ * after changing metadata, call tm_method_recheck_arguments). */
 tm_tensor *tm_method_input(tm_method *method, uint32_t index);
 tm_tensor *tm_method_output(tm_method *method, uint32_t index);
 
 /* Runs the method's instructions once. */
 tm_status tm_method_execute(tm_method *method);
+
+/* For a caller that changed a value of the method after init (a scalar argument, a tensor's
+ * metadata): every kernel checks its arguments again on its next call. The prepare steps of
+ * tm_method_init and earlier successful calls vouch only for the values they saw; a MOVE
+ * instruction does this itself. */
+void tm_method_recheck_arguments(tm_method *method);
 
 #ifdef __cplusplus
 }

@@ -131,15 +131,32 @@ typedef struct tm_value {
  */
 typedef struct {
   uint16_t bad_argument;      /* index of the offending argument, set on error */
-  uint8_t arguments_verified; /* 1: same arguments as an earlier successful call */
+  uint8_t arguments_verified; /* 1: same arguments as an earlier successful call or prepare */
+  uint8_t prepare;            /* 1: a prepare call (tm_kernel_entry.prepare) */
+  /* The method's shared scratch region: 16-byte aligned, `scratch_bytes` long (NULL, 0: none).
+   * Its contents do not survive the call; it serves a kernel whose `scratch` argument is
+   * smaller than its fast path needs (a program planned for another runtime). In a prepare
+   * call (tm_kernel_entry.prepare) scratch is NULL and the kernel sets scratch_bytes to what it
+   * will need of the region (0: none). */
+  uint32_t scratch_bytes;
+  uint8_t *scratch;
 } tm_kernel_context;
 
 typedef tm_status (*tm_kernel_fn)(tm_kernel_context *ctx, tm_value *const *args, size_t nargs);
 
+/*
+ * A kernel's entry point and, optionally, its prepare step. tm_method_init calls `prepare` once
+ * per instruction of the operator, with the instruction's arguments (static: only tensor data
+ * changes later) and ctx->prepare = 1: it checks them exactly as the kernel would, sets
+ * ctx->scratch_bytes to the shared scratch the kernel needs, touches no tensor data and returns
+ * TM_OK or the kernel's error (bad_argument set). After a successful prepare the kernel's first
+ * call already gets arguments_verified. NULL: the kernel checks its arguments on its first call.
+ */
 typedef struct {
   const char *name;     /* e.g. "cortex_m::quantized_linear" */
   const char *overload; /* e.g. "out" */
   tm_kernel_fn fn;
+  tm_kernel_fn prepare; /* NULL: none */
 } tm_kernel_entry;
 
 /* A delegate backend (DelegateCall executor, torchmcu/backend.h). */

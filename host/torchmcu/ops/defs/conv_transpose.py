@@ -210,6 +210,7 @@ QUANTIZED_TRANSPOSE_CONV2D = op(
     " Tensor(a!) out) -> Tensor(a!)",
     family="int8",
     scratch_c=_SCRATCH,
+    prepare=True,
     reference=reference_transpose_conv,
     check=check_transpose_conv,
     scratch_bytes=quantized_transpose_conv2d_scratch_bytes,

@@ -253,6 +253,7 @@ QUANTIZED_LINEAR = op(
     " int[] requantize_multipliers, int[] requantize_shifts, int activation_max,"
     " int activation_min, *, Tensor(a!) out) -> Tensor(a!)",
     family="int8",
+    prepare=True,
     reference=reference,
     check=check,
     macs=macs,

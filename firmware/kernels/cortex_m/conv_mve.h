@@ -1,0 +1,169 @@
+/*
+ * The int8 convolution's Helium (MVE) path, shared by quantized_conv2d and by the depthwise
+ * kernel's single-input-channel form (a depthwise convolution of one input channel with
+ * depth multiplier Cout is a convolution with Cin = 1). Static, in each including translation
+ * unit: a selective image may hold either kernel alone, and the conv kernel's codegen stays
+ * what it was in one translation unit (its parameters a local the int8 stores cannot alias).
+ */
+#ifndef TORCHMCU_KERNELS_CONV_MVE_H
+#define TORCHMCU_KERNELS_CONV_MVE_H
+
+#include "kernel_args.h"
+#include "mve_requantize.h" /* TM_KERNELS_USE_MVE */
+
+typedef struct {
+  const int8_t *input;
+  const int8_t *weight;
+  int8_t *out;
+  int32_t in_dims[4];  /* N, H, W, C */
+  int32_t out_dims[4]; /* N, OH, OW, Cout */
+  int32_t kh, kw, cin_g, groups;
+  tm_window win;
+  tm_conv_quant q;
+} tm_conv_params;
+
+/* Columns (output pixels) the Helium path computes at once. */
+#define TM_CONV_COLS 4
+
+static inline size_t tm_round_up(size_t v, size_t a) { return (v + a - 1u) / a * a; }
+
+/* Scratch of the Helium path (tm_quantized_conv2d_scratch_bytes): 16 bytes of alignment slack,
+ * the int32 constant term per output channel, TM_CONV_COLS interleaved columns and, for
+ * kernels larger than 1x1, one im2col staging column, of KH*KW*Cin_g bytes each rounded to 16. */
+static inline size_t tm_conv_mve_scratch_bytes(size_t cout, size_t kh, size_t kw, size_t cin_g) {
+  const size_t k = kh * kw * cin_g;
+  return 16u + 4u * tm_round_up(cout, 4u) + (TM_CONV_COLS + (kh * kw > 1 ? 1u : 0u)) * tm_round_up(k, 16u);
+}
+
+/* The convolution p on Helium, with tm_conv_mve_scratch_bytes of 16-byte aligned scratch (the
+ * definition below). */
+#if TM_KERNELS_USE_MVE
+#include "mve_gemm.h"
+
+/* Output pixel position while walking the output in memory order. */
+typedef struct {
+  int32_t n, oh, ow;
+} pixel_pos;
+
+TM_MAYBE_UNUSED static void pixel_next(pixel_pos *px, const tm_conv_params *p) {
+  if (++px->ow == p->out_dims[2]) {
+    px->ow = 0;
+    if (++px->oh == p->out_dims[1]) {
+      px->oh = 0;
+      ++px->n;
+    }
+  }
+}
+
+/* Input byte of tap (0, 0) of pixel px, channel 0 (may lie outside the image when padded). */
+TM_MAYBE_UNUSED static const int8_t *pixel_origin(const tm_conv_params *p, const pixel_pos *px) {
+  const int32_t ih = px->oh * p->win.stride_h - p->win.pad_h;
+  const int32_t iw = px->ow * p->win.stride_w - p->win.pad_w;
+  const intptr_t at = (((intptr_t)px->n * p->in_dims[1] + ih) * p->in_dims[2] + iw) * p->in_dims[3];
+  return p->input + at;
+}
+
+/* The single tap of a 1x1 kernel at pixel px lies inside the image. */
+TM_MAYBE_UNUSED static bool pixel_inside(const tm_conv_params *p, const pixel_pos *px) {
+  const int32_t ih = px->oh * p->win.stride_h - p->win.pad_h;
+  const int32_t iw = px->ow * p->win.stride_w - p->win.pad_w;
+  return ih >= 0 && ih < p->in_dims[1] && iw >= 0 && iw < p->in_dims[2];
+}
+
+/*
+ * The im2col column of pixel px for channel group g: KH*KW*Cin_g bytes in weight order
+ * (OHWI). Taps outside the image hold the input zero point (-input_offset, an int8 by
+ * the contract), so with input_offset * sum(weights) added back they contribute 0,
+ * exactly as padding does in the reference.
+ */
+TM_MAYBE_UNUSED static void im2col(const tm_conv_params *p, const pixel_pos *px, int32_t g, int8_t *dst) {
+  const int32_t h = p->in_dims[1], w = p->in_dims[2], c = p->in_dims[3];
+  const int32_t ih0 = px->oh * p->win.stride_h - p->win.pad_h;
+  const int32_t iw0 = px->ow * p->win.stride_w - p->win.pad_w;
+  const int8_t pad = (int8_t)(-p->q.input_offset);
+  const int32_t row_bytes = p->kw * p->cin_g;
+  const int8_t *image = p->input + (size_t)px->n * (size_t)h * (size_t)w * (size_t)c + (size_t)g * (size_t)p->cin_g;
+  /* Whole rows are contiguous in the input when the taps of a row are adjacent pixels
+   * inside the image and the group spans all channels. */
+  const bool row_contiguous = p->win.dil_w == 1 && p->cin_g == c && iw0 >= 0 && iw0 + p->kw <= w;
+  for (int32_t ky = 0; ky < p->kh; ++ky) {
+    const int32_t ih = ih0 + ky * p->win.dil_h;
+    if (ih < 0 || ih >= h) {
+      dst = tm_mve_fill_s8(dst, pad, row_bytes);
+      continue;
+    }
+    const int8_t *row = image + (size_t)ih * (size_t)w * (size_t)c;
+    if (row_contiguous) {
+      dst = tm_mve_copy_s8(dst, row + (size_t)iw0 * (size_t)c, row_bytes);
+      continue;
+    }
+    for (int32_t kx = 0; kx < p->kw; ++kx) {
+      const int32_t iw = iw0 + kx * p->win.dil_w;
+      dst = (iw < 0 || iw >= w) ? tm_mve_fill_s8(dst, pad, p->cin_g)
+                                : tm_mve_copy_s8(dst, row + (size_t)iw * (size_t)c, p->cin_g);
+    }
+  }
+}
+
+/*
+ * Helium path: TM_CONV_COLS output pixels at a time. Their input columns (for 1x1 kernels a
+ * pixel's channels, contiguous in NHWC, or the zero point in the padding; otherwise
+ * gathered by im2col into a staging column) are copied interleaved into scratch
+ * (tm_mve_interleave_col_s8); then every pair of output channels takes eight dot
+ * products (tm_mve_dot4x2_il_s8: per 16 bytes six loads feed eight multiply-accumulates),
+ * an odd last channel of a group takes four. The four results of a channel, one per
+ * pixel, are requantized together and stored with one scatter (they are Cout bytes
+ * apart). acc = x.w + (bias + input_offset * sum(w)), the second term precomputed.
+ */
+TM_MAYBE_UNUSED static void tm_conv_mve(const tm_conv_params *p, uint8_t *scratch) {
+  const int32_t cout = p->out_dims[3];
+  const int32_t cout_g = cout / p->groups;
+  const int32_t k = p->kh * p->kw * p->cin_g;
+  const size_t k_pad = tm_round_up((size_t)k, 16u);
+  int32_t *kbias = (int32_t *)(void *)scratch;
+  int8_t *cols = (int8_t *)(scratch + 4u * tm_round_up((size_t)cout, 4u));
+  int8_t *staging = cols + TM_CONV_COLS * k_pad;
+  for (int32_t oc = 0; oc < cout; ++oc) {
+    const uint32_t wsum = (uint32_t)tm_mve_sum_s8(p->weight + (size_t)oc * (size_t)k, k);
+    const uint32_t bias = p->q.bias != NULL ? (uint32_t)p->q.bias[oc] : 0u;
+    kbias[oc] = (int32_t)(bias + (uint32_t)p->q.input_offset * wsum);
+  }
+  const bool one_tap = p->kh == 1 && p->kw == 1;
+  const int8_t pad = (int8_t)(-p->q.input_offset);
+  const uint32x4_t offsets = vmulq_n_u32(vidupq_n_u32(0u, 1), (uint32_t)cout);
+  const int32_t total = p->in_dims[0] * p->out_dims[1] * p->out_dims[2];
+  pixel_pos px = {0, 0, 0};
+  for (int32_t p0 = 0; p0 < total; p0 += TM_CONV_COLS) {
+    const int32_t count = total - p0 < TM_CONV_COLS ? total - p0 : TM_CONV_COLS;
+    const mve_pred16_t store_pred = vctp32q((uint32_t)count);
+    pixel_pos pos[TM_CONV_COLS];
+    for (int32_t j = 0; j < TM_CONV_COLS; ++j) {
+      /* Lanes past the last pixel repeat it; they are not stored. */
+      pos[j] = px;
+      if (j + 1 < count) {
+        pixel_next(&px, p);
+      }
+    }
+    pixel_next(&px, p);
+    int8_t *dst = p->out + (size_t)p0 * (size_t)cout;
+    for (int32_t g = 0; g < p->groups; ++g) {
+      for (int32_t j = 0; j < TM_CONV_COLS; ++j) {
+        int8_t *slot = cols + 16 * j;
+        if (!one_tap) {
+          im2col(p, &pos[j], g, staging);
+          tm_mve_interleave_col_s8(slot, staging, k);
+        } else if (pixel_inside(p, &pos[j])) {
+          tm_mve_interleave_col_s8(slot, pixel_origin(p, &pos[j]) + (size_t)g * (size_t)p->cin_g, k);
+        } else {
+          tm_mve_interleave_fill_s8(slot, pad, k); /* a 1x1 tap in the padding */
+        }
+      }
+      const int32_t oc = g * cout_g;
+      tm_mve_cols4_channels(cols, p->weight + (size_t)oc * (size_t)k, (size_t)k, k, oc, oc + cout_g, kbias, &p->q,
+                            dst, offsets, store_pred);
+    }
+  }
+}
+#endif
+
+#endif
