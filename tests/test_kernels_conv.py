@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from torchmcu import native
 from torchmcu import reference as ref
+from torchmcu.reference import ops_linear_conv  # noqa: F401  (ref.ops_linear_conv below)
 from test_kernels_common import activation, activation_range, channels, int8, scratch, seeds, zero_points
 
 

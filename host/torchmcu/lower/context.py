@@ -22,7 +22,7 @@ from torchmcu.quantize.qdq import is_dq
 @dataclass
 class LoweringOptions:
     int8_io: bool = False
-    linear_kernel_sum: bool = False  # pass kernel_sum (ExecuTorch MVE form) instead of bias
+    linear_kernel_sum: bool = True  # kernel_sum (ExecuTorch's MVE form) where it fits int32, not bias
     method_name: str = "forward"
     # refuse every op without an int8 kernel (no float fallback) unless the float config keeps
     # it in float32

@@ -127,7 +127,7 @@ def lower_graph(
     gm: torch.fx.GraphModule,
     *,
     int8_io: bool = False,
-    linear_kernel_sum: bool = False,
+    linear_kernel_sum: bool = True,
     strict: bool = False,
 ) -> Ctx:
     """Walk the graph into kernel calls (not yet memory-planned): the lowering state, whose
@@ -218,7 +218,7 @@ def lower_to_program(
     example_inputs: tuple[Any, ...] | None = None,
     *,
     int8_io: bool = False,
-    linear_kernel_sum: bool = False,
+    linear_kernel_sum: bool = True,
     planner: Callable | None = None,
     strict: bool = False,
 ) -> tuple[Program, LoweringReport]:
