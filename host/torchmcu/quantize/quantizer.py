@@ -421,8 +421,9 @@ def _record_the_rest(model: torch.fx.GraphModule, kept: set[Node]) -> None:
         write_annotation(node, TorchmcuAnnotation(quantized=False, pattern=pattern, role=role))
 
 
-_RESIDUAL_ADDS = (_aten.add.Tensor, _aten.add_.Tensor)
-_LAYER_NORMS = (_aten.layer_norm.default,)
+# from the registry: the adds (ops/defs/elementwise.py) and layer norms (ops/defs/layer_norm.py)
+_RESIDUAL_ADDS = {t for t, v in BINARY_TARGETS.items() if v["kind"] == "add"}
+_LAYER_NORMS = {t for t, v in BINARY_TARGETS.items() if v["kind"] == "layer_norm"}
 
 
 def residual_stream(graph: torch.fx.Graph, kept: set[Node]) -> set[Node]:
