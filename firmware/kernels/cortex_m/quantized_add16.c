@@ -75,17 +75,33 @@ static inline __attribute__((always_inline)) int32x4_t load4(const add16_operand
   return x->wide ? vldrhq_z_s32((const int16_t *)x->data + i, pred) : vldrbq_z_s32((const int8_t *)x->data + i, pred);
 }
 
+/* The step of four lanes, every parameter a local (the stores cannot alias them). */
+typedef struct {
+  int32_t a_zp, a_mult, a_left, a_right, b_zp, b_mult, b_left, b_right, out_mult, out_left, out_right, out_zp;
+} add16_regs;
+
+static inline __attribute__((always_inline)) int32x4_t add16_4(int32x4_t a, int32x4_t b, const add16_regs r,
+                                                               int32x4_t lo, int32x4_t hi) {
+  a = tm_mve_requantize_n(vsubq_n_s32(a, r.a_zp), r.a_mult, r.a_left, r.a_right);
+  b = tm_mve_requantize_n(vsubq_n_s32(b, r.b_zp), r.b_mult, r.b_left, r.b_right);
+  const int32x4_t v = tm_mve_requantize_n(vqaddq_s32(a, b), r.out_mult, r.out_left, r.out_right);
+  return vminq_s32(vmaxq_s32(vqaddq_n_s32(v, r.out_zp), lo), hi);
+}
+
 static inline __attribute__((always_inline)) void add16_run(const add16_operand *a, const add16_operand *b,
                                                             int16_t *out, uint32_t n, const add16_params *p,
                                                             const add16_shifts *s) {
-  for (uint32_t i = 0; i < n; i += 4) {
+  const add16_regs r = {p->a_zp,   p->a_mult,  s->a_left,  s->a_right,   p->b_zp,   p->b_mult,
+                        s->b_left, s->b_right, p->out_mult, s->out_left, s->out_right, p->out_zp};
+  const int32x4_t lo = vdupq_n_s32(p->act_min);
+  const int32x4_t hi = vdupq_n_s32(p->act_max);
+  uint32_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    vstrhq_s32(out + i, add16_4(load4(a, i, 0xFFFF), load4(b, i, 0xFFFF), r, lo, hi));
+  }
+  if (i < n) {
     const mve_pred16_t pred = vctp32q(n - i);
-    int32x4_t va = tm_mve_requantize_n(vsubq_n_s32(load4(a, i, pred), p->a_zp), p->a_mult, s->a_left, s->a_right);
-    int32x4_t vb = tm_mve_requantize_n(vsubq_n_s32(load4(b, i, pred), p->b_zp), p->b_mult, s->b_left, s->b_right);
-    int32x4_t r = tm_mve_requantize_n(vqaddq_s32(va, vb), p->out_mult, s->out_left, s->out_right);
-    r = vqaddq_n_s32(r, p->out_zp);
-    r = vminq_s32(vmaxq_s32(r, vdupq_n_s32(p->act_min)), vdupq_n_s32(p->act_max));
-    vstrhq_p_s32(out + i, r, pred);
+    vstrhq_p_s32(out + i, add16_4(load4(a, i, pred), load4(b, i, pred), r, lo, hi), pred);
   }
 }
 
