@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-import torch.nn as nn
 import torchmcu
+from torch import nn
 from torchmcu import native
 from torchmcu.pte.reader import parse
 from torchmcu.quantize import quantize, read_annotation

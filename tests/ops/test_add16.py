@@ -39,7 +39,9 @@ def _operand(rng, wide: bool, shape) -> tuple[np.ndarray, float, int]:
     return rng.integers(-128, 128, shape, dtype=np.int8), float(rng.uniform(0.005, 0.05)), zp
 
 
-def _params(s1: float, z1: int, s2: float, z2: int, so: float, lo=-32768, hi=32767) -> dict[str, int]:
+def _params(
+    s1: float, z1: int, s2: float, z2: int, so: float, lo=-32768, hi=32767
+) -> dict[str, int]:
     """What the lowering passes (elementwise._add_like with the 2^15 headroom)."""
     twice_max = 2 * max(s1, s2)
     m1, sh1 = single_rounding_multiplier(s1 / twice_max)
@@ -62,7 +64,10 @@ def _case(seed: int, wide_a: bool, wide_b: bool, shape_a, shape_b):
     rng = np.random.default_rng(seed)
     a, s1, z1 = _operand(rng, wide_a, shape_a)
     b, s2, z2 = _operand(rng, wide_b, shape_b)
-    peak = float(np.abs((a.astype(np.float64) - z1) * s1).max() + np.abs((b.astype(np.float64) - z2) * s2).max())
+    peak = float(
+        np.abs((a.astype(np.float64) - z1) * s1).max()
+        + np.abs((b.astype(np.float64) - z2) * s2).max()
+    )
     so = peak / 32767
     lo = int(rng.integers(-32768, -30000)) if seed % 3 == 0 else -32768  # a clamp now and then
     return a, b, (s1, z1, s2, z2, so), _params(s1, z1, s2, z2, so, lo, 32767)
@@ -95,9 +100,13 @@ def test_c_kernel_is_bit_exact_with_the_reference(seed, wide_a, wide_b, layout):
     a, b, _, p = _case(seed, wide_a, wide_b, sa, sb)
     out = np.zeros(so, np.int16)
     tensors = {"self": _tensor(a, sa), "other": _tensor(b, sb), "out": _tensor(out, so)}
-    native.call_kernel(ADD16.qualified, [tensors.get(x.name, p.get(x.name)) for x in ADD16.schema.args])
+    native.call_kernel(
+        ADD16.qualified, [tensors.get(x.name, p.get(x.name)) for x in ADD16.schema.args]
+    )
     types = tuple(pm.ScalarType.SHORT if w else pm.ScalarType.CHAR for w in (wide_a, wide_b, True))
-    (reference,) = run_program(binary_program(ADD16.qualified, (sa, sb, so), p, types=types), [a, b])
+    (reference,) = run_program(
+        binary_program(ADD16.qualified, (sa, sb, so), p, types=types), [a, b]
+    )
     np.testing.assert_array_equal(tensors["out"].array, reference)
     # numpy broadcasting of the formula (the shape rule, independently)
     want = _call_ref(np.broadcast_to(a, so), np.broadcast_to(b, so), p)

@@ -433,9 +433,14 @@ def residual_stream(graph: torch.fx.Graph, kept: set[Node]) -> set[Node]:
     graph with no layer norm, so int8-only models are annotated as before."""
 
     def quantized_add(n: Node) -> bool:
-        return (n.op == "call_function" and n.target in _RESIDUAL_ADDS and n not in kept
-                and all(isinstance(a, Node) for a in n.args[:2]) and n.kwargs.get("alpha", 1) == 1
-                and (len(n.args) < 3 or n.args[2] == 1))
+        return (
+            n.op == "call_function"
+            and n.target in _RESIDUAL_ADDS
+            and n not in kept
+            and all(isinstance(a, Node) for a in n.args[:2])
+            and n.kwargs.get("alpha", 1) == 1
+            and (len(n.args) < 3 or n.args[2] == 1)
+        )
 
     def reads(u: Node, n: Node) -> bool:
         return u.target in _LAYER_NORMS and u.args[0] is n and u not in kept

@@ -160,7 +160,11 @@ QUANTIZED_LAYER_NORM = op(
 
 
 def layer_norm_params(
-    gamma: np.ndarray, beta: np.ndarray, eps_real: float, in_scale: float, out_scale: float,
+    gamma: np.ndarray,
+    beta: np.ndarray,
+    eps_real: float,
+    in_scale: float,
+    out_scale: float,
     int16_input: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, int, int]:
     """(weight int32, bias int32, eps, weight_shift) for the kernel, or ValueError."""
@@ -194,7 +198,11 @@ def lower_layer_norm(k: Any, node: Any) -> None:
     qs, act, qp = k.output_quant(node, allow_activation=False)
     try:
         w, bq, eps, shift = layer_norm_params(
-            gamma, beta, float(k.aten_arg(node, "eps", 1e-5)), float(x.scale), float(qp.scale),
+            gamma,
+            beta,
+            float(k.aten_arg(node, "eps", 1e-5)),
+            float(x.scale),
+            float(qp.scale),
             int16_input=x.scalar_type == pm.ScalarType.SHORT,
         )
     except ValueError as e:
