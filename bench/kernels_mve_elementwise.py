@@ -1,5 +1,6 @@
 """Executed instructions of quantize/dequantize, add/mul (also broadcast), maximum, max/avg
-pooling, softmax, table activations, prelu, resize, cat, batch matmul and layer norm on QEMU
+pooling, softmax, table activations, prelu, resize, cat, batch matmul, layer norm and the
+int16 residual stream's add16 and layer norm on QEMU
 (Cortex-M55), scalar vs Helium (MVE), against the CMSIS-NN figures of issue 4 and, for the
 example architectures' shapes of issue 17, CMSIS-NN figures measured the same way
 (bench/README.md).
@@ -269,18 +270,50 @@ def _batch_matmul(b: int, m: int, k: int, n: int) -> Callable:
     return build
 
 
-def _layer_norm(rows: int, c: int) -> Callable:
-    """torchmcu::quantized_layer_norm of rows x c with the exporter's parameters."""
+def _layer_norm(rows: int, c: int, int16: bool = False) -> Callable:
+    """torchmcu::quantized_layer_norm of rows x c with the exporter's parameters (int16: an
+    input of the residual stream)."""
 
     def build(p, rng) -> None:
         from torchmcu.ops.defs.layer_norm import layer_norm_params
         from torchmcu.pte import program as pm
 
-        w, bias, eps, shift = layer_norm_params(rng.uniform(0.5, 1.5, c), rng.normal(0, 0.3, c), 1e-5, 0.05, 0.04)
-        x = p.input(rng.integers(-128, 128, (rows, c), dtype=np.int8), pm.ScalarType.CHAR)
+        in_scale = 2e-4 if int16 else 0.05
+        w, bias, eps, shift = layer_norm_params(rng.uniform(0.5, 1.5, c), rng.normal(0, 0.3, c), 1e-5, in_scale, 0.04,
+                                                int16)  # fmt: skip
+        if int16:
+            x = p.input(rng.integers(-32768, 32768, (rows, c), dtype=np.int16), pm.ScalarType.SHORT)
+        else:
+            x = p.input(rng.integers(-128, 128, (rows, c), dtype=np.int8), pm.ScalarType.CHAR)
         args = [x, p.input(w, pm.ScalarType.INT), p.input(bias, pm.ScalarType.INT), p.i(eps), p.i(shift), p.i(2),
                 p.output(pm.ScalarType.CHAR, [rows, c])]  # fmt: skip
         p.call("torchmcu::quantized_layer_norm", args, f"{rows}x{c}")
+
+    return build
+
+
+def _add16(rows: int, c: int, int16_operands: int) -> Callable:
+    """torchmcu::quantized_add16 of two rows x c operands, the first `int16_operands` of them
+    int16 (the residual stream: 1, an int8 branch added to the int16 stream)."""
+
+    def build(p, rng) -> None:
+        from torchmcu import reference as ref
+        from torchmcu.pte import program as pm
+
+        scales = [2e-4 if k < int16_operands else 0.03 for k in range(2)]
+        twice = 2 * max(scales)
+        (m1, sh1), (m2, sh2) = (ref.quantize_multiplier(s / twice) for s in scales)
+        mo, sho = ref.quantize_multiplier(twice / (3e-4 * (1 << 15)))
+        ops, zps = [], []
+        for k in range(2):
+            wide = k < int16_operands
+            x = rng.integers(-32768, 32768, (rows, c), dtype=np.int16) if wide else \
+                rng.integers(-128, 128, (rows, c), dtype=np.int8)  # fmt: skip
+            ops.append(p.input(x, pm.ScalarType.SHORT if wide else pm.ScalarType.CHAR))
+            zps.append(0 if wide else -3)
+        args = [ops[0], p.i(zps[0]), p.i(m1), p.i(sh1), ops[1], p.i(zps[1]), p.i(m2), p.i(sh2), p.i(0), p.i(mo),
+                p.i(sho), p.i(-32768), p.i(32767), p.output(pm.ScalarType.SHORT, [rows, c])]  # fmt: skip
+        p.call("torchmcu::quantized_add16", args, f"{rows}x{c}")
 
     return build
 
@@ -333,6 +366,12 @@ SHAPES: dict[str, Shape] = {
     "bmm_vit_qk": Shape("quantized_batch_matmul", 4 * 17 * 17 * 16, None, _batch_matmul(4, 17, 16, 17)),
     "bmm_vit_pv": Shape("quantized_batch_matmul", 4 * 17 * 16 * 17, None, _batch_matmul(4, 17, 17, 16)),
     "layer_norm_vit_17x64": Shape("quantized_layer_norm", 17 * 64, None, _layer_norm(17, 64), "tm_torchmcu_"),
+    # and its int16 residual stream: the residual add (int16 stream + int8 branch), the first
+    # one (+pos_embed, both int8), the layer norm reading the stream
+    "add16_vit_17x64": Shape("quantized_add16", 17 * 64, None, _add16(17, 64, 1), "tm_torchmcu_"),
+    "add16_vit_17x64_int8": Shape("quantized_add16", 17 * 64, None, _add16(17, 64, 0), "tm_torchmcu_"),
+    "layer_norm16_vit_17x64": Shape("quantized_layer_norm", 17 * 64, None, _layer_norm(17, 64, True),
+                                    "tm_torchmcu_"),
 }
 
 

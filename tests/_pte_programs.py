@@ -324,19 +324,23 @@ def binary_program(
     sizes: tuple[list[int], list[int], list[int]],
     scalars: dict[str, int],
     orders: tuple[list[int], list[int], list[int]] | None = None,
+    types: tuple[pm.ScalarType, pm.ScalarType, pm.ScalarType] | None = None,
 ) -> pm.Program:
-    """One cortex_m::quantized_add or quantized_mul call: self, other and out (sizes and dim
-    orders, contiguous by default) planned one after another (16-byte aligned), the scalar
-    arguments by name as Ints in schema order. Inputs: self and other."""
+    """One cortex_m::quantized_add or quantized_mul (or torchmcu::quantized_add16) call:
+    self, other and out (sizes and dim orders, contiguous by default; int8 unless `types`)
+    planned one after another (16-byte aligned), the scalar arguments by name as Ints in
+    schema order. Inputs: self and other."""
     from torchmcu import ops
 
     definition = ops.get(f"{op}.out")
     if orders is None:
         orders = tuple(list(range(len(s))) for s in sizes)  # type: ignore[assignment]
+    types = types or (pm.ScalarType.CHAR,) * 3
     tensors, offset = {}, 0
-    for name, s, o in zip(("self", "other", "out"), sizes, orders):  # type: ignore[arg-type]
-        tensors[name] = pm.Tensor(pm.ScalarType.CHAR, list(s), list(o), allocation=pm.Allocation(1, offset))
-        offset = (offset + _numel(s) + 15) // 16 * 16
+    for name, s, o, t in zip(("self", "other", "out"), sizes, orders, types):  # type: ignore[arg-type]
+        tensors[name] = pm.Tensor(t, list(s), list(o), allocation=pm.Allocation(1, offset))
+        size = 2 if t == pm.ScalarType.SHORT else 1
+        offset = (offset + size * _numel(s) + 15) // 16 * 16
     values, args = [], []
     for a in definition.schema.args:
         args.append(len(values))

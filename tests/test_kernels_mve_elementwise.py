@@ -283,6 +283,30 @@ def add_cases(p: CaseProgram, rng: np.random.Generator) -> None:
         p.call("cortex_m::quantized_add", args, f"{what} zps={zps} act={act} m2={m2}")
 
 
+def add16_cases(p: CaseProgram, rng: np.random.Generator) -> None:
+    """The residual stream's add: each operand type pair (int16 zero point 0, int8 any) on the
+    flat tails (the Helium path), the broadcasts (the scalar loop), a clamp now and then."""
+    shapes = [s for s in _binary_shapes() if s[-1].startswith(("flat", "general"))]
+    shapes += [([1, 17, 64], [0, 1, 2], [1, 17, 64], [0, 1, 2], [1, 17, 64], [0, 1, 2], "vit 17x64")]
+    for k, (sa, oa, sb, ob, so, oo, what) in enumerate(shapes * 2):
+        wide = ((k % 4) in (0, 1), (k % 4) in (0, 2))
+        scales = [float(rng.uniform(1e-5, 3e-4)) if w else float(rng.uniform(0.005, 0.05)) for w in wide]
+        twice = 2 * max(scales)
+        m1, sh1 = ref.quantize_multiplier(scales[0] / twice)
+        m2, sh2 = ref.quantize_multiplier(scales[1] / twice)
+        mo, sho = ref.quantize_multiplier(twice / (float(rng.uniform(2e-5, 2e-4)) * (1 << 15)))
+        zps = [0 if w else int(rng.integers(-128, 128)) for w in wide]
+        act = (-32768, 32767) if k % 3 else tuple(sorted(int(v) for v in rng.integers(-32768, 32768, 2)))
+        ops = []
+        for w, sizes, order, mis in ((wide[0], sa, oa, k % 3), (wide[1], sb, ob, (k + 1) % 5)):
+            x = rng.integers(-32767, 32768, sizes, dtype=np.int16) if w else _int8(rng, sizes)
+            ops.append(p.input(x, pm.ScalarType.SHORT if w else pm.ScalarType.CHAR, sizes, order, misalign=mis))
+        out = p.output(pm.ScalarType.SHORT, so, oo, misalign=k % 4)
+        args = [ops[0], p.i(zps[0]), p.i(m1), p.i(sh1), ops[1], p.i(zps[1]), p.i(m2), p.i(sh2), p.i(0), p.i(mo),
+                p.i(sho), p.i(act[0]), p.i(act[1]), out]  # fmt: skip
+        p.call("torchmcu::quantized_add16", args, f"{what} int16={wide} zps={zps} act={act}")
+
+
 def mul_cases(p: CaseProgram, rng: np.random.Generator) -> None:
     for k, (sa, oa, sb, ob, so, oo, what) in enumerate(_binary_shapes()):
         s1, s2, s_out = (float(v) for v in rng.uniform(0.005, 0.5, 3))
@@ -560,12 +584,29 @@ def layer_norm_cases(p: CaseProgram, rng: np.random.Generator) -> None:
         zp = int(rng.integers(-20, 20))
         args = [x_i, w_i, b_i, p.i(eps), p.i(shift), p.i(zp), out]
         p.call("torchmcu::quantized_layer_norm", args, f"{rows}x{c} eps={eps} shift={shift}")
+    # int16 input (the residual stream): tails of the 8-lane sums, up to the 1024 limit
+    for k, c in enumerate([*range(1, 20), 64, 100, 257, 1024]):
+        rows = 1 + k % 3
+        x = rng.integers(-32768, 32768, (rows, c), dtype=np.int16)
+        if k % 4 == 1:
+            x = (int(rng.integers(-30000, 30000)) + rng.integers(-3, 4, (rows, c))).astype(np.int16)
+        gamma = rng.uniform(0.5, 1.5, c) * rng.choice([-1, 1], c)
+        beta = rng.normal(0, 0.3, c)
+        in_scale, out_scale = float(rng.uniform(2e-5, 4e-4)), float(rng.uniform(0.02, 0.06))
+        w, bias, eps, shift = layer_norm_params(gamma, beta, 1e-5, in_scale, out_scale, True)
+        x_i = p.input(x, pm.ScalarType.SHORT, misalign=k % 8)
+        w_i = p.input(w, pm.ScalarType.INT)
+        b_i = p.input(bias, pm.ScalarType.INT)
+        out = p.output(pm.ScalarType.CHAR, [rows, c], misalign=(k + 5) % 16)
+        args = [x_i, w_i, b_i, p.i(eps), p.i(shift), p.i(int(rng.integers(-20, 20))), out]
+        p.call("torchmcu::quantized_layer_norm", args, f"int16 {rows}x{c} eps={eps} shift={shift}")
 
 
 CASE_BUILDERS = {
     "quantize_per_tensor": quantize_cases,
     "dequantize_per_tensor": dequantize_cases,
     "quantized_add": add_cases,
+    "quantized_add16": add16_cases,
     "quantized_mul": mul_cases,
     "maximum": minmax_cases("maximum"),
     "minimum": minmax_cases("minimum"),
@@ -631,6 +672,7 @@ MVE_KERNELS = {
     "minmax": "vmin.s8",
     "quantized_avg_pool2d": "vmulh",
     "quantized_add": "vqrdmulh",
+    "quantized_add16": "vqrdmulh",
     "quantized_mul": "vqrdmulh",
     "softmax": "vqrdmulh",
     "resize2d": "vqrdmulh",
@@ -638,7 +680,7 @@ MVE_KERNELS = {
     "quantized_cat": "vqrdmulh",
     "quantized_activation": "vldrbt.u8",
     "quantized_batch_matmul": "vmlava.s8",  # objdump's name of vmladava
-    "quantized_layer_norm": "vmlava.s8",
+    "quantized_layer_norm": ("vmlava.s8", "vmlalva.s16"),  # and the int16 rows' vmlaldava
 }
 
 
@@ -651,4 +693,5 @@ def test_image_runs_mve_code(op: str, mve_run: SessionRun) -> None:
         ["arm-none-eabi-objdump", "-d", "-m", "armv8.1-m.main", str(objs[0])],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
-    assert MVE_KERNELS[op] in dis and "vctp" in dis
+    wanted = MVE_KERNELS[op]
+    assert all(m in dis for m in ((wanted,) if isinstance(wanted, str) else wanted)) and "vctp" in dis

@@ -1,7 +1,8 @@
 """The small ViT of issue 18 (torchmcu.examples.architectures.vit: patch 8, 32x32 input, 2
 pre-norm encoder layers, dim 64, 4 heads): a strict CPU-only export is int8 calls only; the C
 runtime is bit-exact with the reference interpreter on the host, and QEMU with the host;
-its SQNR against the float model is at least 20 dB."""
+its residual stream is int16 (quantized_add16 into the layer norms) and its SQNR against the
+float model is above ExecuTorch's Cortex-M flow (28.3 dB on 64 inputs, bench/README.md)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,8 @@ def test_exports_as_int8_calls_only(vit):
         ("cortex_m::quantized_batch_matmul", 4),
         ("torchmcu::quantized_layer_norm", 5),
         ("cortex_m::softmax", 2),
+        ("torchmcu::quantized_add16", 5),  # the residual stream: +pos_embed and 4 residual adds
+        ("cortex_m::quantized_add", 0),
     ):
         assert ops.count(op) == count, op
 
@@ -56,7 +59,7 @@ def test_host_bit_exact_with_the_reference_and_sqnr(vit):
         np.testing.assert_array_equal(ours, reference)
         signal += float((f.astype(np.float64) ** 2).sum())
         noise += float(((f - ours).astype(np.float64) ** 2).sum())
-    assert 10 * np.log10(signal / noise) > 20.0
+    assert 10 * np.log10(signal / noise) > 30.0  # int16 stream 31.4 dB, all int8 28.2
 
 
 @pytest.mark.needs("arm-gcc", "newlib", "qemu")

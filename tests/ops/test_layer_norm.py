@@ -16,17 +16,21 @@ LN = ops.get("torchmcu::quantized_layer_norm.out")
 SCHEMA_A = LN.schema.A
 
 
-def _case(seed: int, shape: list[int], eps_real: float = 1e-5):
+def _case(seed: int, shape: list[int], eps_real: float = 1e-5, wide: bool = False):
+    """wide: an int16 input (symmetric, zero point 0: the residual stream's)."""
     rng = np.random.default_rng(seed)
     c = shape[-1]
-    x = rng.integers(-128, 128, shape, dtype=np.int8)
+    lo, hi, dtype = (-32768, 32768, np.int16) if wide else (-128, 128, np.int8)
+    x = rng.integers(lo, hi, shape, dtype=dtype)
     if rng.random() < 0.3:  # a narrow row: the small-variance end of the inverse square root
-        x = rng.integers(-3, 4, shape, dtype=np.int8)
+        x = rng.integers(-3, 4, shape, dtype=dtype)
     in_scale, in_zp = float(rng.uniform(0.005, 0.1)), int(rng.integers(-20, 20))
+    if wide:
+        in_scale, in_zp = in_scale / 256, 0
     gamma = rng.uniform(0.5, 1.5, c) * rng.choice([-1, 1], c)
     beta = rng.normal(0, 0.3, c)
     out_scale, out_zp = float(rng.uniform(0.02, 0.06)), int(rng.integers(-10, 10))
-    w, b, eps, shift = layer_norm_params(gamma, beta, eps_real, in_scale, out_scale)
+    w, b, eps, shift = layer_norm_params(gamma, beta, eps_real, in_scale, out_scale, wide)
     real = (x.astype(np.float64) - in_zp) * in_scale
     mean = real.mean(axis=-1, keepdims=True)
     var = ((real - mean) ** 2).mean(axis=-1, keepdims=True)
@@ -50,9 +54,35 @@ def test_within_one_step_of_float64_and_c_bit_exact(seed, shape, c):
     x, w, b, p, want = _case(seed, [*shape, c])
     got = quantized_layer_norm(x, w, b, **p)
     assert np.abs(got.astype(np.float64) - want).max() <= 1.0
-    out = np.zeros_like(x)
+    out = np.zeros(x.shape, dtype=np.int8)
     native.call_kernel("torchmcu::quantized_layer_norm", _args(x, w, b, p, out))
     np.testing.assert_array_equal(out, got)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    shape=st.lists(st.integers(1, 4), min_size=0, max_size=2),
+    c=st.one_of(st.integers(2, 200), st.just(1024)),
+)
+def test_int16_input_within_one_step_of_float64_and_c_bit_exact(seed, shape, c):
+    """The residual stream's layer norm: int16 in (den without the factor C), int8 out."""
+    x, w, b, p, want = _case(seed, [*shape, c], wide=True)
+    got = quantized_layer_norm(x, w, b, **p)
+    assert got.dtype == np.int8
+    assert np.abs(got.astype(np.float64) - want).max() <= 1.0
+    out = np.zeros(x.shape, dtype=np.int8)
+    native.call_kernel("torchmcu::quantized_layer_norm", _args(x, w, b, p, out))
+    np.testing.assert_array_equal(out, got)
+
+
+def test_an_int16_row_longer_than_1024_is_refused_naming_the_input():
+    x, w, b, p, _ = _case(3, [2, 1025], wide=True)
+    with pytest.raises(ValueError, match="outside"):
+        quantized_layer_norm(x, w, b, **p)
+    out = np.zeros(x.shape, dtype=np.int8)
+    with pytest.raises(Exception, match=f"bad_argument {SCHEMA_A['input']}\\)"):
+        native.call_kernel("torchmcu::quantized_layer_norm", _args(x, w, b, p, out))
 
 
 def test_a_constant_row_gives_the_bias():

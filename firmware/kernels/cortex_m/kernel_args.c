@@ -338,7 +338,12 @@ void tm_binary_widen_short(const int8_t **a, const int8_t **b, tm_binary_shape *
 
 tm_status tm_binary_out_arg(tm_kernel_context *ctx, tm_value *const *args, size_t i_self, size_t i_other,
                             size_t i_out, tm_tensor **out, tm_binary_shape *shape) {
-  *out = tm_tensor_arg(args, i_out, TM_CHAR, 0, TM_MAX_DIMS);
+  return tm_binary_out_arg_typed(ctx, args, i_self, i_other, i_out, TM_CHAR, out, shape);
+}
+
+tm_status tm_binary_out_arg_typed(tm_kernel_context *ctx, tm_value *const *args, size_t i_self, size_t i_other,
+                                  size_t i_out, int scalar_type, tm_tensor **out, tm_binary_shape *shape) {
+  *out = tm_tensor_arg(args, i_out, scalar_type, 0, TM_MAX_DIMS);
   TM_ARG_CHECK(ctx, *out != NULL, i_out);
   const tm_binary_status bs = tm_binary_broadcast(args[i_self]->u.tensor, args[i_other]->u.tensor, *out, shape);
   TM_ARG_CHECK(ctx, bs == TM_BINARY_OK,

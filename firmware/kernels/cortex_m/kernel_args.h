@@ -116,6 +116,9 @@ tm_binary_status tm_binary_broadcast(const tm_tensor *a, const tm_tensor *b, con
  * on failure names the operand at fault. */
 tm_status tm_binary_out_arg(tm_kernel_context *ctx, tm_value *const *args, size_t i_self, size_t i_other,
                             size_t i_out, tm_tensor **out, tm_binary_shape *shape);
+/* The same with an out tensor of scalar_type (int16: quantized_add16). */
+tm_status tm_binary_out_arg_typed(tm_kernel_context *ctx, tm_value *const *args, size_t i_self, size_t i_other,
+                                  size_t i_out, int scalar_type, tm_tensor **out, tm_binary_shape *shape);
 
 /* Rows of the period shapes are min(a_period, b_period) elements, after a broadcast
  * operand of a short period (a single element, or a channel vector of at most

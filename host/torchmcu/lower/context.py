@@ -104,13 +104,14 @@ def _layout(nhwc: bool, rank: int) -> list[int] | None:
     return [0, 2, 1] if rank == 3 else NHWC_DIM_ORDER
 
 
-def new_int8(ctx: Ctx, hint: str, sizes: Sequence[int], qp: QParams | None, nhwc: bool) -> LValue:
-    """A fresh planned int8 tensor carrying qp."""
+def new_int8(ctx: Ctx, hint: str, sizes: Sequence[int], qp: QParams | None, nhwc: bool,
+             scalar_type: ScalarType = ScalarType.CHAR) -> LValue:
+    """A fresh planned int8 (or `scalar_type`: int16) tensor carrying qp."""
     sizes = list(sizes)
-    key = ctx.b.new_buffer(hint, nbytes_of(ScalarType.CHAR, sizes))
-    vi = ctx.b.planned(key, ScalarType.CHAR, sizes, _layout(nhwc, len(sizes)))
+    key = ctx.b.new_buffer(hint, nbytes_of(scalar_type, sizes))
+    vi = ctx.b.planned(key, scalar_type, sizes, _layout(nhwc, len(sizes)))
     return LValue(
-        vi, key, sizes, ScalarType.CHAR,
+        vi, key, sizes, scalar_type,
         qp.scale if qp else None, qp.zero_point if qp else None, nhwc=nhwc,
     )
 

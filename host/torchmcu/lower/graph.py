@@ -21,6 +21,11 @@ class QParams:
     quant_min: int
     quant_max: int
 
+    @property
+    def int16(self) -> bool:
+        """An int16 tensor's qparams (the residual stream), not an int8 one's."""
+        return self.quant_min < -128 or self.quant_max > 127
+
 
 def _scalar(gm: torch.fx.GraphModule, arg: object) -> float:
     if isinstance(arg, torch.fx.Node):
@@ -29,12 +34,13 @@ def _scalar(gm: torch.fx.GraphModule, arg: object) -> float:
 
 
 def qparams_of(gm: torch.fx.GraphModule, node: torch.fx.Node) -> QParams:
-    """Per-tensor qparams of a quantize/dequantize_per_tensor node (int8 only)."""
+    """Per-tensor qparams of a quantize/dequantize_per_tensor node (int8, or int16 with
+    zero point 0: the residual stream)."""
     args = node.args
     dtype = args[5] if len(args) > 5 else node.kwargs.get("dtype")
-    if dtype != torch.int8:
+    if dtype not in (torch.int8, torch.int16):
         raise LoweringError(
-            f"{describe_node(node)}: only int8 activations are supported, got {dtype}"
+            f"{describe_node(node)}: only int8 (and int16) activations are supported, got {dtype}"
         )
     return QParams(_scalar(gm, args[1]), int(_scalar(gm, args[2])), int(args[3]), int(args[4]))
 

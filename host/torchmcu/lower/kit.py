@@ -98,6 +98,10 @@ class Kit:
     def new_int8(self, hint: str, sizes: Sequence[int], qp: Any, nhwc: bool) -> LValue:
         return context.new_int8(self.ctx, hint, sizes, qp, nhwc)
 
+    def new_int16(self, hint: str, sizes: Sequence[int], qp: Any, nhwc: bool) -> LValue:
+        """A fresh planned int16 tensor (the residual stream) carrying qp."""
+        return context.new_int8(self.ctx, hint, sizes, qp, nhwc, ScalarType.SHORT)
+
     def alias(self, v: LValue, sizes: Sequence[int], nhwc: bool, **kw: Any) -> LValue:
         return context.alias(self.ctx, v, sizes, nhwc, **kw)
 

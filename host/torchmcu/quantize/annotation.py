@@ -31,6 +31,8 @@ class TorchmcuAnnotation:
         (e.g. ["batch_norm"] for a conv whose BatchNorm was folded into it).
     weight_qscheme: "per_channel" or "per_tensor" for nodes with weights, else None.
     fixed_output_qparams: (scale, zero_point) when the output range is fixed (softmax).
+    output_dtype: "int8", or "int16" for a transformer's residual stream (symmetric int16,
+        zero point 0: the adds a layer norm reads; quantizer.residual_stream).
     """
 
     quantized: bool = True
@@ -39,9 +41,12 @@ class TorchmcuAnnotation:
     folded: list[str] = field(default_factory=list)
     weight_qscheme: str | None = None
     fixed_output_qparams: tuple[float, int] | None = None
+    output_dtype: str = "int8"
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        if self.output_dtype == "int8":  # the records of int8-only graphs stay as they were
+            del d["output_dtype"]
         if self.fixed_output_qparams is not None:
             d["fixed_output_qparams"] = list(self.fixed_output_qparams)
         return d
@@ -56,6 +61,7 @@ class TorchmcuAnnotation:
             folded=list(d.get("folded", [])),
             weight_qscheme=d.get("weight_qscheme"),
             fixed_output_qparams=(float(fixed[0]), int(fixed[1])) if fixed else None,
+            output_dtype=str(d.get("output_dtype", "int8")),
         )
 
 

@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 
 MAX_DIMS = 6  # TM_MAX_DIMS (firmware/runtime/include/torchmcu/types.h)
 ADD_INPUT_LEFT_SHIFT = 20  # CMSIS-NN's headroom shift for int8 add
+ADD16_INPUT_LEFT_SHIFT = 15  # and for int16 (arm_elementwise_add_s16)
+INT16_MIN, INT16_MAX = -32768, 32767
 SHIFT_MIN, SHIFT_MAX = -31, 31
 
 
@@ -72,12 +74,48 @@ def quantized_add(
     _check_int8_zero_points(self_zero_point=self_zero_point, other_zero_point=other_zero_point,
                             output_zero_point=output_zero_point)
     check_activation(activation_min, activation_max)
-    a = (np.asarray(self, dtype=np.int64) - self_zero_point) << ADD_INPUT_LEFT_SHIFT
-    b = (np.asarray(other, dtype=np.int64) - other_zero_point) << ADD_INPUT_LEFT_SHIFT
-    a = requantize(a, self_multiplier, self_shift)
-    b = requantize(b, other_multiplier, other_shift)
-    out = requantize(a + b, output_multiplier, output_shift) + output_zero_point
-    return np.clip(out, activation_min, activation_max).astype(np.int8)
+    return _add(self, self_zero_point, self_multiplier, self_shift, other, other_zero_point,
+                other_multiplier, other_shift, output_zero_point, output_multiplier,
+                output_shift, activation_min, activation_max, ADD_INPUT_LEFT_SHIFT).astype(np.int8)
+
+
+def _add(a: np.ndarray, a_zp: int, a_mult: int, a_shift: int, b: np.ndarray, b_zp: int,
+         b_mult: int, b_shift: int, out_zp: int, out_mult: int, out_shift: int, lo: int, hi: int,
+         left_shift: int) -> np.ndarray:
+    """The add both kernels share: (x - zp) << left_shift, each operand's requantization,
+    the sum's, the zero point, the clamp (int64 out)."""
+    x = requantize((np.asarray(a, dtype=np.int64) - a_zp) << left_shift, a_mult, a_shift)
+    y = requantize((np.asarray(b, dtype=np.int64) - b_zp) << left_shift, b_mult, b_shift)
+    return np.clip(requantize(x + y, out_mult, out_shift) + out_zp, lo, hi)
+
+
+def quantized_add16(
+    self: np.ndarray,
+    self_zero_point: int,
+    self_multiplier: int,
+    self_shift: int,
+    other: np.ndarray,
+    other_zero_point: int,
+    other_multiplier: int,
+    other_shift: int,
+    output_zero_point: int,
+    output_multiplier: int,
+    output_shift: int,
+    activation_min: int,
+    activation_max: int,
+) -> np.ndarray:
+    """The residual stream's add: each operand int8 (any zero point) or int16 (zero point 0),
+    int16 out (zero point 0); quantized_add's steps with CMSIS-NN's s16 headroom, 2^15."""
+    for name, x, zp in (("self", self, self_zero_point), ("other", other, other_zero_point)):
+        lo, hi = (0, 0) if np.asarray(x).dtype == np.int16 else (INT8_MIN, INT8_MAX)
+        check_int(f"{name}_zero_point", zp, lo, hi)
+    check_int("output_zero_point", output_zero_point, 0, 0)
+    check_int("activation_min", activation_min, INT16_MIN, INT16_MAX)
+    check_int("activation_max", activation_max, activation_min, INT16_MAX)
+    return _add(self, self_zero_point, self_multiplier, self_shift, other, other_zero_point,
+                other_multiplier, other_shift, output_zero_point, output_multiplier,
+                output_shift, activation_min, activation_max, ADD16_INPUT_LEFT_SHIFT
+                ).astype(np.int16)
 
 
 def quantized_mul(
@@ -107,15 +145,15 @@ def tensor_operand(b: Bound, name: str) -> pm.Tensor:
     return t
 
 
-def _requant_args(b: Bound, prefix: str) -> None:
-    b.int_in(f"{prefix}_zero_point", INT8_MIN, INT8_MAX)
+def _requant_args(b: Bound, prefix: str, zp_range: tuple[int, int] = (INT8_MIN, INT8_MAX)) -> None:
+    b.int_in(f"{prefix}_zero_point", *zp_range)
     b.int_in(f"{prefix}_multiplier", INT32_MIN, INT32_MAX)
     b.int_in(f"{prefix}_shift", SHIFT_MIN, SHIFT_MAX)
 
 
-def operands_tensor(b: Bound, x: pm.Tensor, y: pm.Tensor) -> tuple[int, int]:
-    """tm_binary_out_arg: out an int8 tensor, then the broadcast rule."""
-    out = tensor_operand(b, "out")
+def operands_tensor(b: Bound, x: pm.Tensor, y: pm.Tensor, out_int16: bool = False) -> tuple[int, int]:
+    """tm_binary_out_arg: out an int8 (int16) tensor, then the broadcast rule."""
+    out = tensor16_operand(b, "out", int8=False) if out_int16 else tensor_operand(b, "out")
     periods = binary_broadcast(x, y, out)
     if isinstance(periods, str):
         raise b.reject(periods, "operands and out are neither one layout nor a broadcast")
@@ -134,6 +172,31 @@ def check_add(b: Bound) -> None:
     act_min = b.int_in("activation_min", INT8_MIN, INT8_MAX)
     b.int_in("activation_max", act_min, INT8_MAX)
     operands_tensor(b, x, y)
+
+
+def tensor16_operand(b: Bound, name: str, int8: bool = True) -> pm.Tensor:
+    """An int16 (or, with int8, int8) tensor of rank 0..6."""
+    t = b.value(name)
+    types = (pm.ScalarType.SHORT, pm.ScalarType.CHAR) if int8 else (pm.ScalarType.SHORT,)
+    if not (isinstance(t, pm.Tensor) and t.scalar_type in types and len(t.sizes) <= MAX_DIMS):
+        what = "an int8 or int16" if int8 else "an int16"
+        raise b.reject(name, f"expected {what} tensor of rank 0..6")
+    return t
+
+
+def check_add16(b: Bound) -> None:
+    """quantized_add16.c's checks, in its order."""
+    operands = []
+    for name in ("self", "other"):
+        t = tensor16_operand(b, name)
+        operands.append(t)
+        _requant_args(b, name, (0, 0) if t.scalar_type == pm.ScalarType.SHORT else (INT8_MIN, INT8_MAX))
+    b.int_in("output_zero_point", 0, 0)
+    b.int_in("output_multiplier", INT32_MIN, INT32_MAX)
+    b.int_in("output_shift", SHIFT_MIN, SHIFT_MAX)
+    act_min = b.int_in("activation_min", INT16_MIN, INT16_MAX)
+    b.int_in("activation_max", act_min, INT16_MAX)
+    operands_tensor(b, operands[0], operands[1], out_int16=True)
 
 
 def check_mul(b: Bound) -> None:
@@ -167,6 +230,14 @@ def reference_add(b: Any) -> np.ndarray:
                          b.other_zero_point, b.other_multiplier, b.other_shift,
                          b.output_zero_point, b.output_multiplier, b.output_shift,
                          b.activation_min, b.activation_max).reshape(-1)
+
+
+def reference_add16(b: Any) -> np.ndarray:
+    x, y = physical_operands(b)
+    return quantized_add16(x, b.self_zero_point, b.self_multiplier, b.self_shift, y,
+                           b.other_zero_point, b.other_multiplier, b.other_shift,
+                           b.output_zero_point, b.output_multiplier, b.output_shift,
+                           b.activation_min, b.activation_max).reshape(-1)
 
 
 def reference_mul(b: Any) -> np.ndarray:
@@ -333,6 +404,29 @@ QUANTIZED_ADD = op(
     contract=ADD_CONTRACT.replace("- Shapes (see *Broadcast* below).", "- " + BROADCAST.replace("\n", "\n  ")),
 )
 
+ADD16_CONTRACT = """\
+The residual stream's add (a transformer's, symmetric int16; the quantizer's residual_stream).
+- `self`, `other` each int8 (zero point in [-128, 127]) or int16 (zero point 0); `out` int16,
+  `output_zero_point` 0, `activation_min <= activation_max` in [-32768, 32767]. Multipliers
+  int32, shifts in [-31, 31], as quantized_add's.
+- quantized_add's steps with CMSIS-NN's int16 headroom 2^15 instead of 2^20:
+  `a' = requantize((a - self_zero_point) * 2^15, self_multiplier, self_shift)`, likewise `b'`;
+  `out = clamp(requantize(a' + b', output_multiplier, output_shift), activation_min, activation_max)`;
+  the lowering's `(output_multiplier, output_shift) = qm(twice_max / (s_out * 2^15))`.
+- Shapes: quantized_add's rule (*Broadcast* below), on elements of either size."""
+
+QUANTIZED_ADD16 = op(
+    "torchmcu::quantized_add16.out(Tensor self, int self_zero_point, int self_multiplier,"
+    " int self_shift, Tensor other, int other_zero_point, int other_multiplier, int other_shift,"
+    " int output_zero_point, int output_multiplier, int output_shift, int activation_min,"
+    " int activation_max, *, Tensor(a!) out) -> Tensor(a!)",
+    family="int8",
+    reference=reference_add16,
+    check=check_add16,
+    no_npu="no TOSA lowering yet (int16 stays on the CPU)",
+    contract=ADD16_CONTRACT,
+)
+
 QUANTIZED_MUL = op(
     "cortex_m::quantized_mul.out(Tensor self, int self_zero_point, Tensor other,"
     " int other_zero_point, int output_zero_point, int output_multiplier, int output_shift, *,"
@@ -421,10 +515,12 @@ def _add_like(k: Any, node: Any, self_sign: float, other_sign: float) -> None:
     # RESCALE that Vela can fold into the NPU's add (docs/operators.md).
     m1, sh1 = single_rounding_multiplier(s1 / twice_max)
     m2, sh2 = single_rounding_multiplier(s2 / twice_max)
-    mo, sho = quantize_multiplier(twice_max / (qp.scale * (1 << ADD_INPUT_LEFT_SHIFT)))
-    out = k.new_int8(node.name, out_shape, qp, nhwc=nhwc)
+    wide = qp.int16  # the residual stream: int16 out, int8 or int16 operands
+    shift = ADD16_INPUT_LEFT_SHIFT if wide else ADD_INPUT_LEFT_SHIFT
+    mo, sho = quantize_multiplier(twice_max / (qp.scale * (1 << shift)))
+    out = (k.new_int16 if wide else k.new_int8)(node.name, out_shape, qp, nhwc=nhwc)
     k.call(
-        QUANTIZED_ADD,
+        QUANTIZED_ADD16 if wide else QUANTIZED_ADD,
         node,
         self=a.vi,
         self_zero_point=k.int_(a.zero_point),
@@ -525,7 +621,7 @@ def lower_abs(k: Any, node: Any) -> None:
 
 
 pattern("aten::add.Tensor", "aten::add_.Tensor", annotate=Annotate("binary", {"kind": "add"}),
-        lower=lower_add, emits=(QUANTIZED_ADD,))
+        lower=lower_add, emits=(QUANTIZED_ADD, QUANTIZED_ADD16))
 pattern("aten::sub.Tensor", "aten::sub_.Tensor", annotate=Annotate("binary", {"kind": "sub"}),
         lower=lower_sub, emits=(QUANTIZED_ADD,))
 pattern("aten::rsub.Scalar", annotate=Annotate("binary", {"kind": "rsub"}),

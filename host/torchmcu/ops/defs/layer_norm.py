@@ -13,6 +13,10 @@ Q10), so 2^5 * D_i / sqrt(den) = (x_i - mean) / sqrt(C * (var + eps_real)). The 
 integer square root of den normalised to [2^60, 2^62) and one division; D_i / sqrt(den)
 is carried in Q24, times an int32 weight (gamma * sqrt(C) / output_scale in Q(weight_shift))
 plus the int32 bias (beta / output_scale in Q16).
+
+An int16 input (a transformer's residual stream) drops the factor C from den (V/C = C^2 var,
+so den stays below 2^62 for rows up to 1024): 2^5 * D_i / sqrt(den) is then the normalised
+value itself, and the weight is gamma / output_scale.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from torchmcu.ops.intmath import INT8_MAX, INT8_MIN, INT32_MAX, INT32_MIN, check
 from torchmcu.pte import program as pm
 
 MAX_ROW = 4096  # V <= C^3 * 2^14 <= 2^50: den stays below 2^62 with eps <= 2^61
+MAX_ROW16 = 1024  # int16 input: V / C <= C^2 * 2^30 <= 2^50 likewise
 EPS_MAX = 1 << 61
 WEIGHT_SHIFT_MAX = 22  # bias << (shift + 8) and yq * weight stay below 2^62
 Y_BITS = 24  # D / sqrt(den) in Q24
@@ -35,19 +40,23 @@ BIAS_BITS = 16  # the bias in Q16 output units
 EPS_BITS = 5  # den carries 2 * 5 fraction bits, so a small eps keeps its precision
 
 CONTRACT = """\
-- `input`, `out` int8, same sizes, contiguous, rank 1..6, last size C in [1, 4096];
+- `input` int8 (last size C in [1, 4096]) or int16 (C in [1, 1024]), `out` int8, same
+  sizes, both contiguous, rank 1..6;
   `weight`, `bias` int32 tensors of C items. `eps` in [1, 2^61], `weight_shift` G in
   [0, 22], `output_zero_point` an int8 zero point. The input zero point is not needed
   (a layer norm is shift-invariant).
 - Per row `x` of C values, in exact integers: `D_i = C*x_i - sum(x)`,
   `den = (C*(C*sum(x^2) - sum(x)^2) << 10) + eps` (= 2^10 * sum D_i^2 + eps);
+  for an int16 input `den = ((C*sum(x^2) - sum(x)^2) << 10) + eps` (the factor C dropped);
   `t = (62 - bitlength(den)) // 2`, `S = isqrt(den << 2t)`, `R = floor(2^62 / S)`;
   `y_i = rdiv(D_i * R, 33 - t)` (2^5 * D_i / sqrt(den) in Q24);
   `out_i = clamp(rdiv(y_i * weight_i + (bias_i << (G + 8)), 24 + G) + output_zero_point,
   -128, 127)`, where `rdiv(v, e)` divides by 2^e rounding half away from zero.
 - What the lowering passes: `eps = max(1, round(2^10 * C^3 * eps_real / input_scale^2))`,
   `weight_i = round(gamma_i * sqrt(C) / output_scale * 2^G)` with the largest G that keeps
-  every weight in int32, `bias_i = round(beta_i / output_scale * 2^16)`. The result is
+  every weight in int32, `bias_i = round(beta_i / output_scale * 2^16)`; for an int16 input
+  `eps = max(1, round(2^10 * C^2 * eps_real / input_scale^2))` and
+  `weight_i = round(gamma_i / output_scale * 2^G)`. The result is
   within one output step of the float64 layer norm of the dequantized input."""
 
 
@@ -68,20 +77,22 @@ def quantized_layer_norm(
     weight_shift: int,
     output_zero_point: int,
 ) -> np.ndarray:
-    """int8 [..., C] -> int8 [..., C] (the contract's integer algorithm)."""
+    """int8 or int16 [..., C] -> int8 [..., C] (the contract's integer algorithm)."""
     check_int("eps", eps, 1, EPS_MAX)
     check_int("weight_shift", weight_shift, 0, WEIGHT_SHIFT_MAX)
     check_int("output_zero_point", output_zero_point, INT8_MIN, INT8_MAX)
     x = np.asarray(input)
     c = x.shape[-1]
-    if not 1 <= c <= MAX_ROW:
-        raise ValueError(f"layer norm row size {c} outside [1, {MAX_ROW}]")
+    wide = x.dtype == np.int16
+    if not 1 <= c <= (MAX_ROW16 if wide else MAX_ROW):
+        raise ValueError(f"layer norm row size {c} outside [1, {MAX_ROW16 if wide else MAX_ROW}]")
     rows = x.reshape(-1, c).astype(np.int64)
     g = np.asarray(weight, dtype=np.int64).reshape(-1)
     b = np.asarray(bias, dtype=np.int64).reshape(-1)
     s = rows.sum(axis=1)
     d = c * rows - s[:, None]
-    den = ((c * (c * (rows * rows).sum(axis=1) - s * s)) << (2 * EPS_BITS)) + eps
+    var = c * (rows * rows).sum(axis=1) - s * s  # C^2 var
+    den = ((var if wide else c * var) << (2 * EPS_BITS)) + eps
     shifts, recips = [], []
     for v in den.tolist():
         t = (62 - int(v).bit_length()) // 2
@@ -97,8 +108,15 @@ def quantized_layer_norm(
 def check(b: Bound) -> None:
     """quantized_layer_norm.c's TM_ARG_CHECKs, in its order, on a bound call."""
     x = b.value("input")
-    if not (contiguous(x, pm.ScalarType.CHAR, 1, 6) and 1 <= x.sizes[-1] <= MAX_ROW):
-        raise b.reject("input", f"expected a contiguous int8 tensor, last size in [1, {MAX_ROW}]")
+    if not (
+        (contiguous(x, pm.ScalarType.CHAR, 1, 6) and 1 <= x.sizes[-1] <= MAX_ROW)
+        or (contiguous(x, pm.ScalarType.SHORT, 1, 6) and 1 <= x.sizes[-1] <= MAX_ROW16)
+    ):
+        raise b.reject(
+            "input",
+            f"expected a contiguous int8 tensor, last size in [1, {MAX_ROW}], or int16, in "
+            f"[1, {MAX_ROW16}]",
+        )
     c = x.sizes[-1]
     for name in ("weight", "bias"):
         t = b.value(name)
@@ -142,11 +160,16 @@ QUANTIZED_LAYER_NORM = op(
 
 
 def layer_norm_params(
-    gamma: np.ndarray, beta: np.ndarray, eps_real: float, in_scale: float, out_scale: float
+    gamma: np.ndarray,
+    beta: np.ndarray,
+    eps_real: float,
+    in_scale: float,
+    out_scale: float,
+    int16_input: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, int, int]:
     """(weight int32, bias int32, eps, weight_shift) for the kernel, or ValueError."""
     c = gamma.size
-    eff = np.asarray(gamma, dtype=np.float64) * math.sqrt(c) / out_scale
+    eff = np.asarray(gamma, dtype=np.float64) * (1.0 if int16_input else math.sqrt(c)) / out_scale
     peak = float(np.abs(eff).max()) if c else 0.0
     shift = WEIGHT_SHIFT_MAX
     while shift > 0 and peak * 2.0**shift > INT32_MAX:
@@ -155,13 +178,15 @@ def layer_norm_params(
     bias = np.round(np.asarray(beta, dtype=np.float64) / out_scale * 2.0**BIAS_BITS)
     if np.abs(weight).max() > INT32_MAX or bias.min() < INT32_MIN or bias.max() > INT32_MAX:
         raise ValueError("layer norm weight or bias too large for the output scale")
-    eps = max(1, min(EPS_MAX, round(2.0 ** (2 * EPS_BITS) * c**3 * eps_real / in_scale**2)))
+    factor = c**2 if int16_input else c**3
+    eps = max(1, min(EPS_MAX, round(2.0 ** (2 * EPS_BITS) * factor * eps_real / in_scale**2)))
     return weight.astype(np.int32), bias.astype(np.int32), eps, shift
 
 
 # -- the aten side: k is the lowering Kit, node a torch.fx.Node (torch-free here)
 def lower_layer_norm(k: Any, node: Any) -> None:
-    """aten::layer_norm.default over the last dim, int8 in and out."""
+    """aten::layer_norm.default over the last dim, int8 (or the int16 residual stream) in, int8
+    out."""
     x = k.as_contiguous(k.input_value(k.aten_arg(node, "input")))
     shape = [int(s) for s in k.aten_arg(node, "normalized_shape")]
     if len(shape) != 1 or shape[0] != x.sizes[-1]:
@@ -173,7 +198,12 @@ def lower_layer_norm(k: Any, node: Any) -> None:
     qs, act, qp = k.output_quant(node, allow_activation=False)
     try:
         w, bq, eps, shift = layer_norm_params(
-            gamma, beta, float(k.aten_arg(node, "eps", 1e-5)), float(x.scale), float(qp.scale)
+            gamma,
+            beta,
+            float(k.aten_arg(node, "eps", 1e-5)),
+            float(x.scale),
+            float(qp.scale),
+            int16_input=x.scalar_type == pm.ScalarType.SHORT,
         )
     except ValueError as e:
         raise k.unsupported(node, str(e)) from None
