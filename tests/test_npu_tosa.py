@@ -496,11 +496,11 @@ def test_global_sum_by_halves(shape, weight, zero_point, family, monkeypatch):
         assert got.dtype == np.int32 and np.array_equal(got, want)
 
 
-@pytest.mark.parametrize("also_read", [False, True])
-def test_odd_global_pool_folds_channels_into_width(also_read, monkeypatch):
+@pytest.mark.parametrize(("channels", "also_read"), [(64, False), (64, True), (32, False)])
+def test_odd_global_pool_folds_channels_into_width(channels, also_read, monkeypatch):
     # An odd-count global AVG_POOL2D pools [N, H*W, 2, C/2] by an (H*W, 1) window (Vela runs it
-    # about twice as fast), but only where the pool is the input's one reader: another
-    # reader would make Vela copy the reshaped tensor.
+    # about twice as fast), but only where the pool is the input's one reader (another
+    # reader would make Vela copy the reshaped tensor) and of 64 channels or more.
     from torchmcu.npu.tosa.graph import Graph
 
     pools: list[tuple[tuple[int, ...], list[int]]] = []
@@ -512,16 +512,18 @@ def test_odd_global_pool_folds_channels_into_width(also_read, monkeypatch):
 
     monkeypatch.setattr(Graph, "avg_pool2d", spy)
     net = Net()
-    xi = net.input([1, 64, 1, 13])
+    xi = net.input([1, channels, 1, 13])
     outputs = [avg_pool(net, xi, (1, 13), (1, 13))]
     if also_read:
         outputs.append(max_pool(net, xi, (1, 13), (1, 13)))
     program = net.finish(outputs)
     lower_to_tosa(program, family="u55")
-    assert pools == ([((1, 1, 13, 64), [1, 13])] if also_read else [((1, 13, 2, 32), [13, 1])])
+    folds = channels >= 64 and not also_read
+    plain = ((1, 1, 13, channels), [1, 13])
+    assert pools == [((1, 13, 2, channels // 2), [13, 1]) if folds else plain]
     assert_tosa_matches(program, samples=4)
-    extremes = np.full((1, 64, 1, 13), -128, dtype=np.int8)
-    extremes[:, 32:] = 127
+    extremes = np.full((1, channels, 1, 13), -128, dtype=np.int8)
+    extremes[:, channels // 2 :] = 127
     assert_tosa_matches(program, inputs=[[extremes]])
 
 

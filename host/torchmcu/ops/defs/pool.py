@@ -24,7 +24,8 @@ DEPTHWISE_CONV2D summing each row and a REDUCE_SUM (U85: ADDs) of the rows (see
 ops/global_sum.py; very long rows: TRANSPOSE of the positions into channels and a 1x1
 CONV2D), then the same exact RESCALE.
 
-An odd-count global pool that is its input's one reader pools the input reshaped to
+An odd-count global pool of at least FOLD_CHANNELS_MIN channels that is its input's one reader
+pools the input reshaped to
 [N, H*W, 2, C/2] with an (H*W, 1) window (each position's channels split across the width):
 the same sums, which Vela runs in about half the cycles (_channels_in_width).
 
@@ -382,6 +383,10 @@ def _checked(a: Any) -> tuple[tuple[int, int, int, int], tuple[int, int, int, in
     return _activation(a, "input"), _activation(a, "out")
 
 
+# Fewest channels an odd-count global pool folds into width (_channels_in_width).
+FOLD_CHANNELS_MIN = 64
+
+
 def _channels_in_width(
     a: Any, read: Callable[[int], Any], hwc: tuple[int, int, int], out_hw: tuple[int, int],
     cropped: int,
@@ -391,9 +396,13 @@ def _channels_in_width(
     runs that AVG_POOL2D in about half the cycles (U55-128 / U85-256: 1x13x64 688 -> 412 /
     354 -> 222, 25x5x64 5,408 -> 2,652 / 2,656 -> 1,342, 7x7x96 3,628 -> 1,756 / 1,568 -> 886).
     Only where the pool is the input's one reader: the reshape of a tensor another op reads as
-    it is costs a MemoryCopy (U55 1x13x64: 1,324)."""
+    it is costs a MemoryCopy (U55 1x13x64: 1,324). Its producer then writes a plain NHWC
+    tensor, not Vela's faster brick layout (U85 1x13x64: 580 -> 658 cycles), which outweighs
+    the gain below FOLD_CHANNELS_MIN channels (U85 3x3x10: +36 cycles in all, 3x3x32: +11)."""
     h, w, c = hwc
-    if out_hw != (1, 1) or cropped or c % 2 or not 1 < h * w <= POOL_KERNEL_Y_MAX:
+    if out_hw != (1, 1) or cropped or c % 2 or c < FOLD_CHANNELS_MIN:
+        return False
+    if not 1 < h * w <= POOL_KERNEL_Y_MAX:
         return False
     only_reader = getattr(read, "only_reader", None)
     return avg_pool_is_exact(h * w) and only_reader is not None and only_reader(a.index("input"))
