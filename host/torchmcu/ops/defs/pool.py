@@ -517,8 +517,8 @@ QUANTIZED_AVG_POOL2D = op(
     npu=Npu(
         lower=lower_tosa_avg,
         support=npu_support_avg,
-        doc="TOSA AVG_POOL2D (odd tap counts), else DEPTHWISE_CONV2D (+ REDUCE_SUM) and an exact"
-        " RESCALE",
+        doc="TOSA AVG_POOL2D (odd tap counts), else an exact int32 sum (DEPTHWISE_CONV2D, ADD,"
+        " REDUCE_SUM) and an exact RESCALE",
     ),
     contract=AVG_CONTRACT,
 )
