@@ -444,6 +444,89 @@ def test_global_even_pool_sums_strips(shape, k, family, monkeypatch):
     assert run_tosa_reference(graph, [ties])[0].reshape(-1)[0] == -1
 
 
+@pytest.mark.parametrize("family", [None, "u55", "u65", "u85"])
+@pytest.mark.parametrize(
+    ("shape", "weight", "zero_point"),
+    [
+        ((1, 2, 2, 8), 1, -128),  # a squeeze-excite's 2x2 mean: int16 partial sums
+        ((1, 2, 2, 8), 127, 127),  # weight * (x - zp) up to 32,385: partial sums stay int32
+        ((1, 4, 4, 24), 1, 5),  # 16 positions: U55/U65 halve the row sums
+        ((1, 1, 4, 8), 64, 0),  # one row
+        ((1, 4, 1, 8), 2, -1),  # one column
+        ((1, 2, 8, 8), 3, -7),
+    ],
+)
+def test_global_sum_by_halves(shape, weight, zero_point, family, monkeypatch):
+    # At most 16 positions, H and W powers of two: the halves ADDed (H, then W) down to one
+    # position, exact in int32 whatever the weight and zero point; checked against numpy.
+    from torchmcu.npu.tosa.graph import Graph
+    from torchmcu.npu.tosa.lower import TosaGraph
+    from torchmcu.ops.global_sum import global_sum
+
+    ops_seen: list[tuple[str, list[tuple[int, ...]], str]] = []
+    real_op = Graph.op
+
+    def spy(self, op, inputs, out_shape, out_dtype, attribute):
+        ops_seen.append((op, [t.shape for t in inputs], out_dtype))
+        return real_op(self, op, inputs, out_shape, out_dtype, attribute)
+
+    monkeypatch.setattr(Graph, "op", spy)
+    g = Graph(family)
+    x = g.placeholder(shape)
+    total = global_sum(g, x, weight, zero_point)
+    g.mark_output(total)
+    n, h, w, c = shape
+    names = [op for op, _, _ in ops_seen]
+    assert total.shape == (n, 1, 1, c) and total.dtype == "INT32"
+    assert "REDUCE_SUM" not in names and "TRANSPOSE" not in names
+    kernels = [shapes[1][:2] for op, shapes, _ in ops_seen if op == "DEPTHWISE_CONV2D"]
+    rows_first = family != "u85" and h * w > 4
+    assert kernels == ([(1, w)] if rows_first else [])
+    assert names.count("ADD") == (h.bit_length() - 1) + (0 if rows_first else w.bit_length() - 1)
+    narrow = [dt for op, _, dt in ops_seen if op == "RESCALE" and dt == "INT16"]
+    bound = weight * max(abs(-128 - zero_point), abs(127 - zero_point)) * (w if rows_first else 1)
+    assert bool(narrow) == (2 * bound <= 32767 and names.count("ADD") > 1)
+    graph = TosaGraph(g.serialize(), [0], [0])
+    rng = np.random.default_rng(12)
+    cases = [np.full(shape, -128), np.full(shape, 127), *rng.integers(-128, 128, (4, *shape))]
+    for xs in cases:
+        xs = xs.astype(np.int8)
+        want = weight * (xs.astype(np.int64) - zero_point).sum(axis=(1, 2), keepdims=True)
+        got = run_tosa_reference(graph, [xs])[0]
+        assert got.dtype == np.int32 and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize(("channels", "also_read"), [(64, False), (64, True), (32, False)])
+def test_odd_global_pool_folds_channels_into_width(channels, also_read, monkeypatch):
+    # An odd-count global AVG_POOL2D pools [N, H*W, 2, C/2] by an (H*W, 1) window (Vela runs it
+    # about twice as fast), but only where the pool is the input's one reader (another
+    # reader would make Vela copy the reshaped tensor) and of 64 channels or more.
+    from torchmcu.npu.tosa.graph import Graph
+
+    pools: list[tuple[tuple[int, ...], list[int]]] = []
+    real_pool = Graph.avg_pool2d
+
+    def spy(self, x, kernel, *rest):
+        pools.append((x.shape, list(kernel)))
+        return real_pool(self, x, kernel, *rest)
+
+    monkeypatch.setattr(Graph, "avg_pool2d", spy)
+    net = Net()
+    xi = net.input([1, channels, 1, 13])
+    outputs = [avg_pool(net, xi, (1, 13), (1, 13))]
+    if also_read:
+        outputs.append(max_pool(net, xi, (1, 13), (1, 13)))
+    program = net.finish(outputs)
+    lower_to_tosa(program, family="u55")
+    folds = channels >= 64 and not also_read
+    plain = ((1, 1, 13, channels), [1, 13])
+    assert pools == [((1, 13, 2, channels // 2), [13, 1]) if folds else plain]
+    assert_tosa_matches(program, samples=4)
+    extremes = np.full((1, channels, 1, 13), -128, dtype=np.int8)
+    extremes[:, channels // 2 :] = 127
+    assert_tosa_matches(program, inputs=[[extremes]])
+
+
 @pytest.mark.parametrize(
     ("family", "accelerator"),
     [(None, "ethos-u55-128"), ("u55", "ethos-u55-128"), ("u85", "ethos-u85-256")],

@@ -97,7 +97,7 @@ class Graph:
 
     def scalar(self, value: int, dtype: str) -> Tensor:
         """A one-element tensor (zero points, MUL's shift)."""
-        np_type = {"INT8": np.int8, "INT32": np.int32}[dtype]
+        np_type = {"INT8": np.int8, "INT16": np.int16, "INT32": np.int32}[dtype]
         return self.const(np.array([value], dtype=np_type), dtype)
 
     def shape_const(self, values: Sequence[int]) -> Tensor:

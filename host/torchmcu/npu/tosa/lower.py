@@ -70,6 +70,16 @@ class Reader:
         assert isinstance(t, pm.Tensor)
         return self.lowering.view(self.reads[pos], physical_shape(t))
 
+    def only_reader(self, pos: int) -> bool:
+        """No other call reads argument pos's tensor and it is no plan output, so a reshape of
+        it is only a view (Vela copies a tensor that another op reads in its own shape)."""
+        storage = self.reads.get(pos)
+        return (
+            storage is not None
+            and self.lowering.readers.get(storage, 0) == 1
+            and (storage not in self.lowering.trace.outputs)
+        )
+
     def folded_pad(self, pos: int) -> tuple[Tensor, tuple[int, int, int, int]] | None:
         """(unpadded NHWC source, (top, bottom, left, right)) when argument pos is a folded pad."""
         fold = self.lowering.folded.get(self.reads.get(pos, ("", -1)))
@@ -88,6 +98,10 @@ class _Lowering:
         self.program = program
         self.plan = program.execution_plan[0]
         self.trace = trace_storage(self.plan)
+        self.readers: dict[Storage, int] = {}  # how many (call, argument) reads each storage has
+        for reads in self.trace.reads.values():
+            for storage in reads.values():
+                self.readers[storage] = self.readers.get(storage, 0) + 1
         self.g = Graph(family)
         self.storages: dict[Storage, Tensor] = {}
         self.views: dict[tuple[Storage, tuple[int, ...]], Tensor] = {}

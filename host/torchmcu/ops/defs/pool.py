@@ -24,6 +24,11 @@ DEPTHWISE_CONV2D summing each row and a REDUCE_SUM (U85: ADDs) of the rows (see
 ops/global_sum.py; very long rows: TRANSPOSE of the positions into channels and a 1x1
 CONV2D), then the same exact RESCALE.
 
+An odd-count global pool of at least FOLD_CHANNELS_MIN channels that is its input's one reader
+pools the input reshaped to
+[N, H*W, 2, C/2] with an (H*W, 1) window (each position's channels split across the width):
+the same sums, which Vela runs in about half the cycles (_channels_in_width).
+
 A window covering the whole (possibly cropped) input is lowered with stride 1: the output is
 1x1 either way, and Ethos-U55 accepts no pooling stride above 3.
 """
@@ -378,6 +383,31 @@ def _checked(a: Any) -> tuple[tuple[int, int, int, int], tuple[int, int, int, in
     return _activation(a, "input"), _activation(a, "out")
 
 
+# Fewest channels an odd-count global pool folds into width (_channels_in_width).
+FOLD_CHANNELS_MIN = 64
+
+
+def _channels_in_width(
+    a: Any, read: Callable[[int], Any], hwc: tuple[int, int, int], out_hw: tuple[int, int],
+    cropped: int,
+) -> bool:
+    """An exact (odd-count) global average pool is better pooled as [N, H*W, 2, C/2] by an
+    (H*W, 1) window: each position's channels split in two halves across the width. Vela 5.2.0
+    runs that AVG_POOL2D in about half the cycles (U55-128 / U85-256: 1x13x64 688 -> 412 /
+    354 -> 222, 25x5x64 5,408 -> 2,652 / 2,656 -> 1,342, 7x7x96 3,628 -> 1,756 / 1,568 -> 886).
+    Only where the pool is the input's one reader: the reshape of a tensor another op reads as
+    it is costs a MemoryCopy (U55 1x13x64: 1,324). Its producer then writes a plain NHWC
+    tensor, not Vela's faster brick layout (U85 1x13x64: 580 -> 658 cycles), which outweighs
+    the gain below FOLD_CHANNELS_MIN channels (U85 3x3x10: +36 cycles in all, 3x3x32: +11)."""
+    h, w, c = hwc
+    if out_hw != (1, 1) or cropped or c % 2 or c < FOLD_CHANNELS_MIN:
+        return False
+    if not 1 < h * w <= POOL_KERNEL_Y_MAX:
+        return False
+    only_reader = getattr(read, "only_reader", None)
+    return avg_pool_is_exact(h * w) and only_reader is not None and only_reader(a.index("input"))
+
+
 def lower_tosa_avg(g: Any, a: Any, read: Callable[[int], Any]) -> Any:
     (n, h, w, c), (_, oh, ow, _) = _checked(a)
     (kh, kw), (sh, sw) = pair(a.kernel_size), pair(a.stride)
@@ -390,7 +420,6 @@ def lower_tosa_avg(g: Any, a: Any, read: Callable[[int], Any]) -> Any:
         raise a.error("ceil-mode average pool has partial windows; no exact NPU lowering")
     if (pool_output_size(h, kh, sh, 0, False), pool_output_size(w, kw, sw, 0, False)) != (oh, ow):
         raise a.error(f"output {oh}x{ow} does not match the pooling geometry")
-    x = g.reshape(read(a.index("input")), (n, h, w, c))
     if oh == 1:
         sh = 1
     if ow == 1:
@@ -399,6 +428,11 @@ def lower_tosa_avg(g: Any, a: Any, read: Callable[[int], Any]) -> Any:
     pr, crop_w = fit_window(w, ow, kw, sw, 1, 0)
     if pb or pr:
         raise a.error("average pool window past the input edge")
+    if _channels_in_width(a, read, (h, w, c), (oh, ow), crop_h or crop_w):
+        folded = g.reshape(read(a.index("input")), (n, h * w, 2, c // 2))
+        out = g.avg_pool2d(folded, [h * w, 1], [1, 1], (n, 1, 2, c // 2), -128)
+        return g.reshape(out, (n, 1, 1, c))
+    x = g.reshape(read(a.index("input")), (n, h, w, c))
     if crop_h or crop_w:
         x = g.slice(x, [0, 0, 0, 0], [n, h - crop_h, w - crop_w, c])
     if avg_pool_is_exact(kh * kw):
@@ -483,8 +517,8 @@ QUANTIZED_AVG_POOL2D = op(
     npu=Npu(
         lower=lower_tosa_avg,
         support=npu_support_avg,
-        doc="TOSA AVG_POOL2D (odd tap counts), else DEPTHWISE_CONV2D (+ REDUCE_SUM) and an exact"
-        " RESCALE",
+        doc="TOSA AVG_POOL2D (odd tap counts), else an exact int32 sum (DEPTHWISE_CONV2D, ADD,"
+        " REDUCE_SUM) and an exact RESCALE",
     ),
     contract=AVG_CONTRACT,
 )
