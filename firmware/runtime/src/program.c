@@ -447,8 +447,22 @@ static tm_status walk_delegates(walk_ctx *c, const tm_fb_table *plan) {
     return fb_error(c->diag, fb);
   }
   if (!TM_FEATURE_DELEGATES && dels.len != 0) {
+    /* Refused when a method is initialised (the kernel table is filled), as a backend not
+     * registered in this image is: missing operator, the delegate id named. */
+    tm_fb_table d;
+    const char *id;
+    uint32_t len;
+    c->num_delegates = c->w->num_delegates = dels.len;
+    if (c->w->ops == NULL) {
+      return TM_OK;
+    }
+    if (!tm_fb_vec_table(fb, &dels, 0, &d) || !tm_fb_string(fb, &d, DELEGATE_ID, &id, &len)) {
+      return fb_error(c->diag, fb);
+    }
     c->diag->delegate = 0;
-    return without_feature(c, "delegates", dels.pos);
+    c->diag->op_name = id;
+    return bad(c->diag, TM_ERR_MISSING_OPERATOR, "delegate: runtime feature 'delegates' not in this image",
+               d.pos);
   }
   for (uint32_t i = 0; i < dels.len; ++i) {
     tm_fb_table d, ref, spec;
