@@ -9,7 +9,9 @@ For each it prints the image without weights (.vectors + .text + .ARM.exidx + .d
 to the code flash) by part - runtime (libtm_runtime.a, -Os), kernels, runner, cmsis (startup,
 faults, console), libc (newlib, libgcc, libm) - from the linker map's input sections, and which
 objects pulled printf or malloc in (the map's archive members and who referenced them). The
-.pte (weights) is a separate region and not counted.
+.pte (weights) is a separate region and not counted. Then the runtime core for the model's
+CPU-only straight-line program and with each optional runtime feature added to its yaml
+(control flow, String/TensorList values, delegates).
 
 Targets (issue 19): the runtime core as linked <= 9,000 B; the image without weights, no
 printing, newlib-nano <= 29,000 B; no printf/malloc in any image. Figures are measured, never
@@ -164,6 +166,19 @@ class Measured:
     runtime_archive: int
 
 
+# The runtime core with each optional feature (firmware/runtime/src/loader.h) added to the
+# model's own yaml: its build_features entry (a delegate: its id).
+FEATURES = (
+    ("+ control flow", ["runtime:control_flow"]),
+    ("+ String/TensorList values", ["runtime:string_list_values"]),
+    ("+ delegates (EthosUBackend)", ["delegate:EthosUBackend"]),
+    (
+        "+ all three",
+        ["runtime:control_flow", "runtime:string_list_values", "delegate:EthosUBackend"],
+    ),
+)
+
+
 def measure(pte: Path, yaml: Path, board: str, build_dir: Path, variant: Variant) -> Measured:
     from torchmcu import device
 
@@ -191,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torchmcu
     from torchmcu.examples import models
+    from torchmcu.selective import read_yaml, write_yaml
 
     model, example = models.build(args.model)
     exported = torchmcu.export(
@@ -203,6 +219,16 @@ def main(argv: list[str] | None = None) -> int:
         for v in VARIANTS:
             slug = ("print" if v.console else "noprint") + ("-nano" if v.nano else "-full")
             results[v.name] = measure(pte, yaml, args.board, Path(args.build_dir) / slug, v)
+        features: dict[str, Measured] = {}
+        doc = read_yaml(yaml)
+        for name, entries in FEATURES:
+            with_feature = write_yaml(
+                {**doc, "build_features": sorted(doc["build_features"] + entries)},
+                Path(tmp) / f"features-{len(features)}.yaml",
+            )
+            features[name] = measure(
+                pte, with_feature, args.board, Path(args.build_dir) / "features", VARIANTS[0]
+            )
 
     print(f"{args.model} runner for {args.board}, its own kernels (selected_operators.yaml)")
     print("image without weights (.vectors + .text + .ARM.exidx + .data), bytes by part:")
@@ -212,6 +238,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {name:<28}{row}{r.flash:>9,}")
     first = results[VARIANTS[0].name]
     print(f"  runtime core, whole archive (-Os): {first.runtime_archive:,} bytes")
+    print(f"runtime core as linked ({VARIANTS[0].name}), by runtime feature:")
+    core = first.parts.get("runtime", 0)
+    print(f"  {'CPU-only straight-line program':<34}{core:>8,}")
+    for name, r in features.items():
+        size = r.parts.get("runtime", 0)
+        print(f"  {name:<34}{size:>8,}  ({size - core:+,})")
 
     ok = True
     for name, r in results.items():
