@@ -353,7 +353,8 @@ def test_runtime_features_recorded_and_selected() -> None:
     assert SelectiveBuilder.from_yaml_dict(doc).build_features == set(doc["build_features"])
     assert runtime_features(merge([plain, doc])) == ["control_flow", "string_list_values"]
     # a delegate selects the delegate feature; a loop kernel (executorch_prim::) control flow
-    assert runtime_features(from_program(_delegated_linear("EthosUBackend"), "npu")) == ["delegates"]
+    npu = from_program(_delegated_linear("EthosUBackend"), "npu")
+    assert runtime_features(npu) == ["delegates"]
     prim = canonical({"operators": {"executorch_prim::add.Scalar": {}}})
     assert runtime_features(prim) == ["control_flow"]
     assert runtime_features({**plain, "include_all_non_op_selectives": True}) == [

@@ -137,7 +137,9 @@ def runtime_features(doc: OpList) -> list[str]:
     doc = canonical(doc)
     if doc["include_all_non_op_selectives"]:
         return list(RUNTIME_FEATURES)
-    named = {f[len(RUNTIME_FEATURE) :] for f in doc["build_features"] if f.startswith(RUNTIME_FEATURE)}
+    named = {
+        f[len(RUNTIME_FEATURE) :] for f in doc["build_features"] if f.startswith(RUNTIME_FEATURE)
+    }
     if delegate_ids(doc):
         named.add("delegates")
     if any(op.startswith("executorch_prim::") for op in doc["operators"]):
