@@ -135,6 +135,28 @@ function(tm_selective_kernels table out_sources out_registry)
                           "failed (${Python3_EXECUTABLE} -m torchmcu.selective):\n${_err}")
     endif()
   endif()
+  # Runtime features (firmware/runtime/src/loader.h): every one without a yaml, else those the
+  # yaml selects (torchmcu.selective.oplist.runtime_features); a program using one the image
+  # lacks is refused at load, naming it.
+  set(_features "delegates;control_flow;string_list_values")
+  if(TORCHMCU_OPS_YAML)
+    execute_process(
+      COMMAND ${Python3_EXECUTABLE} -m torchmcu.selective --yaml "${_yaml}" --runtime-features
+      RESULT_VARIABLE _rc OUTPUT_VARIABLE _features ERROR_VARIABLE _err
+      OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(NOT _rc EQUAL 0)
+      message(FATAL_ERROR "resolving the runtime features selected by ${_yaml} failed "
+                          "(${Python3_EXECUTABLE} -m torchmcu.selective):\n${_err}")
+    endif()
+  endif()
+  foreach(_f delegates control_flow string_list_values)
+    string(TOUPPER "${_f}" _F)
+    if(_f IN_LIST _features)
+      target_compile_definitions(tm_runtime PRIVATE TM_FEATURE_${_F}=1)
+    else()
+      target_compile_definitions(tm_runtime PRIVATE TM_FEATURE_${_F}=0)
+    endif()
+  endforeach()
   set(_backend_decls "")
   set(_backend_entries "")
   set(_nbackends 0)
@@ -171,7 +193,7 @@ const tm_kernel_registry tm_all_kernels = {kSelectedKernels, @_count@, kBackends
 ]=])
   list(LENGTH _sources _nsources)
   message(STATUS "torchmcu kernels: ${_count} registered, ${_nsources} translation units (${_what}); "
-                 "delegate backends: ${_nbackends} (${_backend_ids})")
+                 "delegate backends: ${_nbackends} (${_backend_ids}); runtime features: ${_features}")
   set(${out_sources} "${_sources}" PARENT_SCOPE)
   set(${out_registry} "${_registry}" PARENT_SCOPE)
 endfunction()

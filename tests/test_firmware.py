@@ -287,3 +287,30 @@ def test_uart_console_image(exported, build_root: Path) -> None:
     assert "TM_EXIT 0" in result.uart
     expected = torchmcu.run_on_host(pte, device.default_inputs(info))[0]
     assert _same_bits(result.outputs(info)[0], expected)
+
+
+def test_image_without_console_prints_nothing_and_exits_with_the_check(
+    exported, build_root: Path
+) -> None:
+    """TORCHMCU_CONSOLE=OFF (the size-measured runner): no output at all, and the exit code
+    still says whether the outputs matched the expected ones embedded with the inputs."""
+    pte, info = exported("mlp")
+    pte_path = build_root / "quiet.pte"
+    pte_path.write_bytes(pte)
+    samples = _samples("mlp", 2)
+    expected = [list(torchmcu.run_on_host(pte, s)) for s in samples]
+    wrong = [list(e) for e in expected]
+    flipped = wrong[0][0].copy()
+    flipped.view(np.uint8).reshape(-1)[0] ^= 1
+    wrong[0][0] = flipped
+    for outputs, code in ((expected, 0), (wrong, EXIT_OUTPUT_MISMATCH)):
+        image = device.build(
+            pte_path,
+            "qemu-an547",
+            build_root / "quiet",
+            inputs=device.write_io_blob(info, samples, outputs),
+            defines={"TORCHMCU_CONSOLE": "OFF"},
+        )
+        result = device.run(image.elf, "qemu-an547", timeout=30)
+        assert result.exit_code == code, result.console + result.emulator_output
+        assert result.console == "" and result.uart == ""

@@ -33,7 +33,9 @@ from torchmcu.selective import (
     operator_names,
     program_delegates,
     program_operators,
+    program_runtime_features,
     read_yaml,
+    runtime_features,
     select_delegates,
     write_yaml,
 )
@@ -323,3 +325,61 @@ def test_omitted_operator_flags_read_as_true_like_torchgen() -> None:
     )
     doc = canonical({"operators": {"cortex_m::quantized_add.out": {"is_used_for_training": False}}})
     assert doc["operators"]["cortex_m::quantized_add.out"]["is_used_for_training"] is False
+
+
+def _with_control_flow_and_string():
+    """linear_program with a constant-true jump over nothing, a move of a Bool and a String."""
+    from torchmcu.pte import program as pm
+
+    program = linear_program()
+    plan = program.execution_plan[0]
+    plan.values += [pm.Bool(True), pm.Bool(False), pm.String("tag")]
+    cond = len(plan.values) - 3
+    ins = plan.chains[0].instructions
+    ins.insert(0, pm.JumpFalseCall(cond, 1))
+    ins.insert(1, pm.MoveCall(cond, cond + 1))
+    return program
+
+
+def test_runtime_features_recorded_and_selected() -> None:
+    plain = from_program(linear_program(), "cpu")
+    assert program_runtime_features(linear_program()) == [] == runtime_features(plain)
+    program = _with_control_flow_and_string()
+    assert program_runtime_features(program) == ["control_flow", "string_list_values"]
+    doc = from_program(program, "cf")
+    assert doc["build_features"] == ["runtime:control_flow", "runtime:string_list_values"]
+    assert runtime_features(doc) == ["control_flow", "string_list_values"]
+    # torchgen reads them as build features, and merge unions them
+    assert SelectiveBuilder.from_yaml_dict(doc).build_features == set(doc["build_features"])
+    assert runtime_features(merge([plain, doc])) == ["control_flow", "string_list_values"]
+    # a delegate selects the delegate feature; a loop kernel (executorch_prim::) control flow
+    npu = from_program(_delegated_linear("EthosUBackend"), "npu")
+    assert runtime_features(npu) == ["delegates"]
+    prim = canonical({"operators": {"executorch_prim::add.Scalar": {}}})
+    assert runtime_features(prim) == ["control_flow"]
+    assert runtime_features({**plain, "include_all_non_op_selectives": True}) == [
+        "delegates",
+        "control_flow",
+        "string_list_values",
+    ]
+    with pytest.raises(OpListError, match=r"'runtime:delegates' is not a runtime feature"):
+        canonical({"build_features": ["runtime:delegates"]})
+
+
+def test_build_refuses_program_with_unselected_runtime_feature(tmp_path: Path, capsys) -> None:
+    from torchmcu.selective.table import main as selective_main
+
+    pte = tmp_path / "cf.pte"
+    pte.write_bytes(serialize(_with_control_flow_and_string()))
+    cpu_only = write_yaml(from_program(linear_program(), "cpu"), tmp_path / "cpu.yaml")
+    out = tmp_path / "build"
+    with pytest.raises(
+        FirmwareBuildError,
+        match=r"cf\.pte needs runtime features that .*cpu\.yaml does not select: control_flow, "
+        r"string_list_values \(build_features: runtime:control_flow, runtime:string_list_values\)",
+    ):
+        build(pte, "qemu-an547", out, ops_yaml=cpu_only)
+    assert not (out / "CMakeCache.txt").exists()
+    path = write_yaml(from_program(_with_control_flow_and_string(), "cf"), tmp_path / "cf.yaml")
+    assert selective_main(["--yaml", str(path), "--runtime-features"]) == 0
+    assert capsys.readouterr().out == "control_flow;string_list_values\n"

@@ -193,3 +193,44 @@ def test_selected_delegate_the_board_lacks_stops_the_configure(tmp_path: Path) -
     message = " ".join(str(err.value).split())  # CMake wraps its messages
     assert f"resolving the delegates selected by {with_npu} for {BOARD} failed" in message
     assert "no backend offered for this image: EthosUBackend (offered: none)" in message
+
+
+def test_runtime_features_follow_the_yaml(tmp_path: Path) -> None:
+    """The runtime's optional features are linked only when the yaml selects them: a program using
+    control flow and a String value runs in the image built from its own yaml; built (host check
+    bypassed) from a yaml without a feature, the image has none of that feature's code and
+    refuses the program at load naming the feature, never running it."""
+    import copy
+
+    from test_control_flow import CondNet, _inputs
+    from torchmcu.device.run import EXIT_LOAD_ERROR
+    from torchmcu.pte import program as pm
+    from torchmcu.pte.writer import serialize
+    from torchmcu.selective import from_program, write_yaml
+
+    cal = [(x,) for x in _inputs(5)]
+    exported = torchmcu.export(CondNet().eval(), cal[0], calibration=cal)
+    program = copy.deepcopy(exported.program)
+    program.execution_plan[0].values.append(pm.String("unused"))  # a String value, never read
+    pte = tmp_path / "cf.pte"
+    pte.write_bytes(serialize(program))
+    doc = from_program(program, "cf")
+    own = write_yaml(doc, tmp_path / "cf.yaml")
+    out = tmp_path / "fw"
+    image = device.build(pte, BOARD, out, ops_yaml=own)
+    assert "LOOP_OPS" in _symbols(image.elf)  # the loop-kernel table of the control-flow checks
+    result = device.run(image.elf, BOARD, 60)
+    assert result.exit_code == 0, result.console
+    for kept, missing in (
+        (["runtime:control_flow"], "string_list_values"),
+        (["runtime:string_list_values"], "control_flow"),
+    ):
+        lacking = write_yaml({**doc, "build_features": kept}, tmp_path / f"no-{missing}.yaml")
+        image = device.build(pte, BOARD, out, defines={"TORCHMCU_OPS_YAML": str(lacking)})
+        assert ("LOOP_OPS" in _symbols(image.elf)) == (missing != "control_flow")
+        result = device.run(image.elf, BOARD, 60)
+        assert result.exit_code == EXIT_LOAD_ERROR, result.console
+        (line,) = [ln for ln in result.console.splitlines() if ln.startswith("TM_ERROR")]
+        assert line.startswith("TM_ERROR load status=UNSUPPORTED")
+        assert f"message=runtime feature '{missing}' not in this image" in line
+        assert "TM_RUN" not in result.console

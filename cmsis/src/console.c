@@ -17,6 +17,7 @@
 #error "TM_OUTPUT_UART needs TM_UART_BASE"
 #endif
 
+#if !defined(TM_CONSOLE_OFF) /* without a console, platform.h's empty inline functions */
 static char line[256];
 static size_t line_used;
 
@@ -96,6 +97,8 @@ void tm_put_hex_bytes(const void *data, size_t length) {
   }
 }
 
+#endif /* !TM_CONSOLE_OFF */
+
 _Noreturn void tm_exit(int code) {
   tm_flush();
 #if defined(TM_OUTPUT_SEMIHOSTING)
@@ -105,6 +108,7 @@ _Noreturn void tm_exit(int code) {
   tm_put_i32(code);
   tm_puts("\n");
   tm_flush();
+  (void)code;
 #endif
   for (;;) {
     __asm volatile("wfi");

@@ -5,6 +5,25 @@
 #include "fb.h"
 #include "torchmcu/backend.h"
 
+/*
+ * Runtime features an image may leave out (cmake/selective.cmake sets them from the image's
+ * selected_operators.yaml; every one is in without a yaml and in host builds). A program that
+ * uses a feature its image lacks is refused at load, naming the feature:
+ *   TM_FEATURE_DELEGATES          delegates (BackendDelegate, DelegateCall)
+ *   TM_FEATURE_CONTROL_FLOW       MoveCall, JumpFalseCall and the loop kernels of torch.map
+ *   TM_FEATURE_STRING_LIST_VALUES String, TensorList and OptionalTensorList values
+ * The code is written with plain `if (TM_FEATURE_...)`, so a feature left out costs no code.
+ */
+#ifndef TM_FEATURE_DELEGATES
+#define TM_FEATURE_DELEGATES 1
+#endif
+#ifndef TM_FEATURE_CONTROL_FLOW
+#define TM_FEATURE_CONTROL_FLOW 1
+#endif
+#ifndef TM_FEATURE_STRING_LIST_VALUES
+#define TM_FEATURE_STRING_LIST_VALUES 1
+#endif
+
 enum {
   TM_INSTR_KERNEL = 1, /* numbered as program.fbs InstructionArguments */
   TM_INSTR_DELEGATE = 2,

@@ -98,7 +98,7 @@ static tm_status check_writes(tm_method *m, const tm_walk *w, const uint8_t *are
     }
     /* the returned value: one out tensor, or a multi-output op's TensorList of them */
     const tm_value *ret = ins->args[ins->nargs - 1];
-    const bool list = ret->tag == TM_VALUE_TENSOR_LIST;
+    const bool list = TM_FEATURE_STRING_LIST_VALUES && ret->tag == TM_VALUE_TENSOR_LIST;
     const uint32_t count = list ? ret->u.list.length : 1u;
     for (uint32_t k = 0; k < count; ++k) {
       const tm_value *out = list ? ret->u.list.items[k] : ret;
@@ -385,7 +385,7 @@ static bool returns_tensors(const tm_value *ret) {
   if (ret->tag == TM_VALUE_TENSOR) {
     return true;
   }
-  if (ret->tag != TM_VALUE_TENSOR_LIST || ret->u.list.length == 0) {
+  if (!TM_FEATURE_STRING_LIST_VALUES || ret->tag != TM_VALUE_TENSOR_LIST || ret->u.list.length == 0) {
     return false;
   }
   for (uint32_t k = 0; k < ret->u.list.length; ++k) {
@@ -493,14 +493,19 @@ tm_status tm_method_init(tm_method *method, tm_program *program, const char *met
   if (st != TM_OK) {
     return st;
   }
-  if ((st = check_writes(method, &fill, arena, w.arena_bytes)) != TM_OK ||
-      (st = classify_loop_ops(method, program, plan.pos, &fill, arena, w.arena_bytes)) != TM_OK ||
-      (st = check_control_flow(method, &fill, arena, w.arena_bytes)) != TM_OK) {
+  if ((st = check_writes(method, &fill, arena, w.arena_bytes)) != TM_OK) {
+    return st;
+  }
+  /* Without the feature (loader.h) the walk refused every move, jump and delegate. */
+  if (TM_FEATURE_CONTROL_FLOW &&
+      ((st = classify_loop_ops(method, program, plan.pos, &fill, arena, w.arena_bytes)) != TM_OK ||
+       (st = check_control_flow(method, &fill, arena, w.arena_bytes)) != TM_OK)) {
     return st;
   }
   tm_delegate_slot *slots = (tm_delegate_slot *)(void *)(base + m.delegates);
-  if ((st = init_delegates(method, program, &plan, registry, slots, w.num_delegates)) != TM_OK ||
-      (st = prepare_delegate_calls(method, &fill, slots, arena, w.arena_bytes)) != TM_OK) {
+  if (TM_FEATURE_DELEGATES &&
+      ((st = init_delegates(method, program, &plan, registry, slots, w.num_delegates)) != TM_OK ||
+       (st = prepare_delegate_calls(method, &fill, slots, arena, w.arena_bytes)) != TM_OK)) {
     return st;
   }
   uint8_t *verified = base + m.verified;
@@ -656,6 +661,7 @@ tm_status tm_method_execute(tm_method *method) {
         ++pc;
         break;
       }
+#if TM_FEATURE_CONTROL_FLOW
       case TM_INSTR_LOOP: { /* a loop kernel: its index/count change, checked on every call */
         TM_PROFILE_MARK(pc);
         tm_kernel_context ctx = {UINT16_MAX, 0, 0, method->scratch_bytes, method->scratch};
@@ -666,9 +672,11 @@ tm_status tm_method_execute(tm_method *method) {
         ++pc;
         break;
       }
+#endif
       case TM_INSTR_FREE: /* memory is planned ahead: nothing to release */
         ++pc;
         break;
+#if TM_FEATURE_DELEGATES
       case TM_INSTR_DELEGATE: {
         TM_PROFILE_MARK(pc);
         tm_delegate_slot *slot = &method->delegates[ins->a];
@@ -682,6 +690,8 @@ tm_status tm_method_execute(tm_method *method) {
         ++pc;
         break;
       }
+#endif
+#if TM_FEATURE_CONTROL_FLOW
       case TM_INSTR_JUMP_FALSE: { /* condition kind and destination verified at load */
         const tm_value *c = &method->values[ins->a];
         bool taken = true;
@@ -704,7 +714,8 @@ tm_status tm_method_execute(tm_method *method) {
         tm_method_recheck_arguments(method);
         ++pc;
         break;
-      default:
+#endif
+      default: /* also a feature this image was built without (refused at load) */
         return fail(method, TM_ERR_UNSUPPORTED, "instruction kind not supported by this runtime", ins->pos);
     }
   }

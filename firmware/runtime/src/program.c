@@ -68,6 +68,11 @@ static tm_status bad(tm_diag *d, tm_status st, const char *msg, uint32_t pos) {
   return st;
 }
 
+/* A program using a runtime feature this image was built without (loader.h): refused at
+ * load, naming the feature (one short message per feature: the strings are the cost). */
+#define without_feature(c, feature, pos)                                                     \
+  bad((c)->diag, TM_ERR_UNSUPPORTED, "runtime feature '" feature "' not in this image", pos)
+
 /* ---- walk state helpers --------------------------------------------------- */
 
 typedef struct {
@@ -344,6 +349,9 @@ static tm_status walk_value(walk_ctx *c, uint32_t i) {
       w->num_tensors++;
       break;
     case KT_STRING:
+      if (!TM_FEATURE_STRING_LIST_VALUES) {
+        return without_feature(c, "string_list_values", val.pos);
+      }
       if (!tm_fb_utf8_string(fb, &val, 0, "String.string_val is not UTF-8", &s, &slen)) {
         return fb_error(c->diag, fb);
       }
@@ -363,6 +371,9 @@ static tm_status walk_value(walk_ctx *c, uint32_t i) {
       break;
     case KT_TENSOR_LIST:
     case KT_OPTIONAL_TENSOR_LIST:
+      if (!TM_FEATURE_STRING_LIST_VALUES) {
+        return without_feature(c, "string_list_values", val.pos);
+      }
       st = check_indices(c, &val, 0, type == KT_OPTIONAL_TENSOR_LIST, &vec);
       if (st == TM_OK && (vec.len > fb->size / 4u || w->num_list_items + vec.len > fb->size / 4u)) {
         return bad(c->diag, TM_ERR_INVALID_PROGRAM, "tensor list items exceed the file", val.pos);
@@ -434,6 +445,24 @@ static tm_status walk_delegates(walk_ctx *c, const tm_fb_table *plan) {
       !tm_fb_vector(fb, &c->program, PROGRAM_DELEGATE_DATA, 4, &inline_data) ||
       !tm_fb_vector(fb, &c->program, PROGRAM_SEGMENTS, 4, &segments)) {
     return fb_error(c->diag, fb);
+  }
+  if (!TM_FEATURE_DELEGATES && dels.len != 0) {
+    /* Refused when a method is initialised (the kernel table is filled), as a backend not
+     * registered in this image is: missing operator, the delegate id named. */
+    tm_fb_table d;
+    const char *id;
+    uint32_t len;
+    c->num_delegates = c->w->num_delegates = dels.len;
+    if (c->w->ops == NULL) {
+      return TM_OK;
+    }
+    if (!tm_fb_vec_table(fb, &dels, 0, &d) || !tm_fb_string(fb, &d, DELEGATE_ID, &id, &len)) {
+      return fb_error(c->diag, fb);
+    }
+    c->diag->delegate = 0;
+    c->diag->op_name = id;
+    return bad(c->diag, TM_ERR_MISSING_OPERATOR, "delegate: runtime feature 'delegates' not in this image",
+               d.pos);
   }
   for (uint32_t i = 0; i < dels.len; ++i) {
     tm_fb_table d, ref, spec;
@@ -590,11 +619,17 @@ static tm_status walk_instruction(walk_ctx *c, uint32_t chain, const tm_fb_vec *
       st = check_indices(c, &args, 1, false, &argv);
       break;
     case TM_INSTR_MOVE:
+      if (!TM_FEATURE_CONTROL_FLOW) {
+        return without_feature(c, "control_flow", ins.pos);
+      }
       if (ia < 0 || (uint32_t)ia >= nvals || ib < 0 || (uint32_t)ib >= nvals) {
         return bad(c->diag, TM_ERR_INVALID_PROGRAM, "move value index out of range", args.pos);
       }
       break;
     case TM_INSTR_JUMP_FALSE:
+      if (!TM_FEATURE_CONTROL_FLOW) {
+        return without_feature(c, "control_flow", ins.pos);
+      }
       /* destination == the instruction count: the jump ends the method (a cond at the end) */
       if (ia < 0 || (uint32_t)ia >= nvals || ib < 0 || (uint32_t)ib > instrs->len) {
         return bad(c->diag, TM_ERR_INVALID_PROGRAM, "jump condition or destination out of range", args.pos);

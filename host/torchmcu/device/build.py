@@ -296,8 +296,8 @@ def _program_names(ptes: Sequence[Path], names: Sequence[str] | None) -> list[st
 
 
 def _check_ops_yaml(ptes: Sequence[Path], ops_yaml: str | os.PathLike[str]) -> str:
-    """The yaml's absolute path, once every operator and delegate of every program is known
-    to be selected by it."""
+    """The yaml's absolute path, once every operator, delegate and runtime feature of every
+    program is known to be selected by it."""
     from torchmcu.pte.reader import parse
     from torchmcu.selective import (
         OpListError,
@@ -305,7 +305,9 @@ def _check_ops_yaml(ptes: Sequence[Path], ops_yaml: str | os.PathLike[str]) -> s
         missing_operators,
         program_delegates,
         program_operators,
+        program_runtime_features,
         read_yaml,
+        runtime_features,
     )
 
     path = Path(ops_yaml).resolve()
@@ -326,6 +328,19 @@ def _check_ops_yaml(ptes: Sequence[Path], ops_yaml: str | os.PathLike[str]) -> s
             problems.append(
                 f"{pte} needs delegates that {path} does not select: {', '.join(delegates)} "
                 "(build_features: delegate:<id>)"
+            )
+        features = [
+            f
+            for f in program_runtime_features(program)
+            if f != "delegates" and f not in runtime_features(doc)
+        ]
+        if features:
+            problems.append(
+                f"{pte} needs runtime features that {path} does not select: "
+                + ", ".join(features)
+                + " (build_features: "
+                + ", ".join(f"runtime:{f}" for f in features)
+                + ")"
             )
     if problems:
         raise FirmwareBuildError(

@@ -5,7 +5,9 @@ Export writes `selected_operators.yaml` (ExecuTorch's selective-build layout) be
 image can run all of them; CMake turns the merged list into the image's kernel registry
 (`-DTORCHMCU_OPS_YAML=...`, cmake/selective.cmake) and compiles only those kernels; the
 delegate backends a program needs are listed too (build_features 'delegate:<id>') and the
-image registers only the selected ones.
+image registers only the selected ones. The runtime's optional features (delegates, control
+flow, String/TensorList values) are compiled in only when the list selects them
+(`runtime_features`; build_features 'runtime:<feature>').
 """
 
 from torchmcu.selective.merge import MergeConflict, board_operators, merge, merge_files
@@ -16,7 +18,9 @@ from torchmcu.selective.oplist import (
     operator_names,
     program_delegates,
     program_operators,
+    program_runtime_features,
     read_yaml,
+    runtime_features,
     write_yaml,
 )
 from torchmcu.selective.table import (
@@ -38,6 +42,8 @@ __all__ = [
     "merge",
     "merge_files",
     "missing_delegates",
+    "program_runtime_features",
+    "runtime_features",
     "missing_operators",
     "operator_names",
     "program_delegates",

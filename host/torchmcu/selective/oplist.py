@@ -24,7 +24,16 @@ from typing import Any
 
 import yaml
 
-from torchmcu.pte.program import KernelCall, Program, Tensor
+from torchmcu.pte.program import (
+    JumpFalseCall,
+    KernelCall,
+    MoveCall,
+    OptionalTensorList,
+    Program,
+    String,
+    Tensor,
+    TensorList,
+)
 
 OpList = dict[str, Any]
 
@@ -43,6 +52,14 @@ DELEGATE_FEATURE = "delegate:"  # build_features entry prefix of a delegate back
 _BACKEND_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # a C identifier: it names a table entry
 # a 0-d tensor (a reduction to a scalar) has an empty dim order: "4;"
 _KERNEL_KEY = re.compile(r"^(default|v1(/\d+;(\d+(,\d+)*)?(\|\d+;(\d+(,\d+)*)?)*)?)$")
+
+
+# Runtime features an image may leave out (firmware/runtime/src/loader.h): a program's list
+# records those it uses as build_features 'runtime:<feature>'. Delegates are selected by their
+# 'delegate:<id>' entries and control flow also by any executorch_prim:: operator (the loop
+# kernels); include_all_non_op_selectives selects every feature.
+RUNTIME_FEATURE = "runtime:"
+RUNTIME_FEATURES = ("delegates", "control_flow", "string_list_values")
 
 
 class OpListError(ValueError):
@@ -96,6 +113,40 @@ def delegate_ids(doc: OpList) -> list[str]:
     )
 
 
+def program_runtime_features(program: Program) -> list[str]:
+    """The runtime features (RUNTIME_FEATURES) a program's plans use, in that order."""
+    used = {
+        "delegates": any(plan.delegates for plan in program.execution_plan),
+        "control_flow": any(
+            isinstance(ins, (MoveCall, JumpFalseCall))
+            for plan in program.execution_plan
+            for chain in plan.chains
+            for ins in chain.instructions
+        ),
+        "string_list_values": any(
+            isinstance(v, (String, TensorList, OptionalTensorList))
+            for plan in program.execution_plan
+            for v in plan.values
+        ),
+    }
+    return [f for f in RUNTIME_FEATURES if used[f]]
+
+
+def runtime_features(doc: OpList) -> list[str]:
+    """The runtime features a list selects (RUNTIME_FEATURES order)."""
+    doc = canonical(doc)
+    if doc["include_all_non_op_selectives"]:
+        return list(RUNTIME_FEATURES)
+    named = {
+        f[len(RUNTIME_FEATURE) :] for f in doc["build_features"] if f.startswith(RUNTIME_FEATURE)
+    }
+    if delegate_ids(doc):
+        named.add("delegates")
+    if any(op.startswith("executorch_prim::") for op in doc["operators"]):
+        named.add("control_flow")
+    return [f for f in RUNTIME_FEATURES if f in named]
+
+
 def from_program(program: Program, model_name: str) -> OpList:
     """The selected-operator list of one program (debug_info names the model)."""
     keys: dict[str, set[str]] = {}
@@ -122,7 +173,8 @@ def from_program(program: Program, model_name: str) -> OpList:
             "include_all_operators": False,
             "operators": operators,
             "et_kernel_metadata": {name: sorted(k) for name, k in keys.items() if k},
-            "build_features": [delegate_feature(d) for d in program_delegates(program)],
+            "build_features": [delegate_feature(d) for d in program_delegates(program)]
+            + [RUNTIME_FEATURE + f for f in program_runtime_features(program) if f != "delegates"],
         }
     )
 
@@ -186,6 +238,15 @@ def canonical(doc: dict[str, Any], where: str = "selected operators") -> OpList:
     out["custom_classes"] = _strings(doc.get("custom_classes"), f"{where}: custom_classes")
     out["build_features"] = _strings(doc.get("build_features"), f"{where}: build_features")
     for feature in out["build_features"]:
+        if feature.startswith(RUNTIME_FEATURE) and feature[len(RUNTIME_FEATURE) :] not in (
+            "control_flow",
+            "string_list_values",
+        ):
+            raise OpListError(
+                f"{where}: build_features: {feature!r} is not a runtime feature "
+                "('runtime:control_flow' or 'runtime:string_list_values'; delegates are "
+                "selected by 'delegate:<backend id>')"
+            )
         if feature.startswith(DELEGATE_FEATURE) and not _BACKEND_ID.match(
             feature[len(DELEGATE_FEATURE) :]
         ):

@@ -28,6 +28,7 @@ from torchmcu.selective.oplist import (
     canonical,
     delegate_ids,
     read_yaml,
+    runtime_features,
     split_key,
 )
 
@@ -137,16 +138,23 @@ def select_delegates(doc: OpList, available: Iterable[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """For CMake: print the selected table operators, ';'-separated (a CMake list); with
-    --delegates, the selected backend ids among those given instead."""
+    --delegates, the selected backend ids among those given instead; with --runtime-features,
+    the runtime features selected (oplist.RUNTIME_FEATURES)."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--yaml", required=True)
     parser.add_argument("--table", help="a kernels.json (default: the operator registry's)")
     parser.add_argument(
         "--delegates", metavar="IDS", help="backend ids the tree offers, ',' or ';' separated"
     )
+    parser.add_argument(
+        "--runtime-features", action="store_true", help="the runtime features the yaml selects"
+    )
     args = parser.parse_args(argv)
     try:
         doc = read_yaml(args.yaml)
+        if args.runtime_features:
+            print(";".join(runtime_features(doc)))
+            return 0
         if args.delegates is not None:
             offered = [d for d in args.delegates.replace(",", ";").split(";") if d]
             print(";".join(select_delegates(doc, offered)))
