@@ -147,14 +147,15 @@ def test_profile_minus_its_marks_is_the_plain_inference(
     profiles: dict, plain_inference: dict, name: str
 ) -> None:
     """What the profile costs is what it reports: the profiled whole inference is the plain
-    image's plus one measured overhead per mark (give or take a few instructions of the
-    executor's code generation around the call: 1 when measured), and the counts without
-    their marks fall short of the plain inference by the executor's entry/exit only (37)."""
+    image's plus one measured overhead per mark, give or take the executor's code generation
+    around the call: at most one instruction per mark (11-31 in all, about one per mark, since
+    the runtime features became compile-time switches). The counts without their marks fall
+    short of the plain inference by the executor's entry/exit only (37)."""
     _, profile = profiles[name]
     (run,) = profile["runs"]
     k, mark = len(run["operators"]), run["overhead"]
     plain = plain_inference[name]
-    assert abs(run["inference"] - (k + 1) * mark - plain) <= 4
+    assert abs(run["inference"] - (k + 1) * mark - plain) <= k + 1
     net = sum(op["count"] - mark for op in run["operators"])
     assert 0 < plain - net <= EXECUTOR_ENTRY_EXIT
 
