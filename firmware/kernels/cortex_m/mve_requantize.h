@@ -114,6 +114,26 @@ static inline int32x4_t tm_mve_requantize_out(int32x4_t acc, tm_mve_requant r, i
   return vminq_s32(q, vdupq_n_s32(act_max));
 }
 
+/* The shifts of an elementwise add's three requantizations split for tm_mve_requantize_n:
+ * the operands' with the add's input headroom (2^input_left_shift) folded into their left
+ * shifts (saturate(x * 2^(h+ls)) equals saturate(saturate(x * 2^h) * 2^ls) while
+ * |x| * 2^h < 2^31). */
+typedef struct {
+  int32_t a_left, a_right, b_left, b_right, out_left, out_right;
+} tm_mve_add_shifts;
+
+static inline tm_mve_add_shifts tm_mve_add_shifts_of(int32_t input_left_shift, int32_t a_shift, int32_t b_shift,
+                                                     int32_t out_shift) {
+  tm_mve_add_shifts s;
+  s.a_left = input_left_shift + (a_shift > 0 ? a_shift : 0);
+  s.a_right = a_shift < 0 ? a_shift : 0;
+  s.b_left = input_left_shift + (b_shift > 0 ? b_shift : 0);
+  s.b_right = b_shift < 0 ? b_shift : 0;
+  s.out_left = out_shift > 0 ? out_shift : 0;
+  s.out_right = out_shift < 0 ? out_shift : 0;
+  return s;
+}
+
 #endif /* TM_KERNELS_USE_MVE */
 
 #endif /* TORCHMCU_KERNELS_MVE_REQUANTIZE_H */

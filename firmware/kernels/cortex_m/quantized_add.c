@@ -23,12 +23,8 @@ typedef struct {
  * A multiplier of INT32_MIN (never produced by quantize_multiplier) is left to the scalar
  * loop: VQRDMULH would saturate where the reference does not, and the int32 sum keeps it.
  */
-typedef struct {
-  int32_t a_left, a_right, b_left, b_right, out_left, out_right;
-} add_shifts;
-
 static inline __attribute__((always_inline)) int32x4_t add4(int32x4_t a, int32x4_t b, const add_params *p,
-                                                            const add_shifts *s) {
+                                                            const tm_mve_add_shifts *s) {
   a = tm_mve_requantize_n(vsubq_n_s32(a, p->a_zp), p->a_mult, s->a_left, s->a_right);
   b = tm_mve_requantize_n(vsubq_n_s32(b, p->b_zp), p->b_mult, s->b_left, s->b_right);
   int32x4_t r = tm_mve_requantize_n(vqaddq_s32(a, b), p->out_mult, s->out_left, s->out_right);
@@ -38,7 +34,7 @@ static inline __attribute__((always_inline)) int32x4_t add4(int32x4_t a, int32x4
 
 /* out[i] = add(a[i], b[i]) for i < n. */
 static void add_row_mve(const int8_t *a, const int8_t *b, int8_t *out, uint32_t n, const add_params *p,
-                        const add_shifts *s) {
+                        const tm_mve_add_shifts *s) {
   for (uint32_t blocks = n / 16u; blocks > 0; --blocks) {
     vstrbq_s32(out, add4(vldrbq_s32(a), vldrbq_s32(b), p, s));
     vstrbq_s32(out + 4, add4(vldrbq_s32(a + 4), vldrbq_s32(b + 4), p, s));
@@ -132,7 +128,7 @@ static inline __attribute__((always_inline)) void add_row_lut_impl(const uint8_t
 }
 
 static void add_row_lut(const int8_t *a, const int8_t *b, int8_t *out, uint32_t n, const int32_t *lut_a,
-                        const int32_t *lut_b, const add_params *p, const add_shifts *s) {
+                        const int32_t *lut_b, const add_params *p, const tm_mve_add_shifts *s) {
   add_out_regs o;
   o.act_min = vdupq_n_s32(p->act_min);
   o.act_max = vdupq_n_s32(p->act_max);
@@ -154,7 +150,7 @@ static void add_row_lut(const int8_t *a, const int8_t *b, int8_t *out, uint32_t 
 /* What a row of the vector paths reads besides its operands. */
 typedef struct {
   const add_params *p;
-  const add_shifts *s;
+  const tm_mve_add_shifts *s;
   const int32_t *lut_a, *lut_b;
 } add_rows;
 
@@ -170,7 +166,8 @@ static void add_row_mve_fn(const int8_t *a, const int8_t *b, int8_t *out, uint32
 
 /* Not inlined: the table loops keep their registers to themselves. */
 static __attribute__((noinline)) void add_lut(const int8_t *a, const int8_t *b, int8_t *out,
-                                              const tm_binary_shape *shape, const add_params *p, const add_shifts *s) {
+                                              const tm_binary_shape *shape, const add_params *p,
+                                              const tm_mve_add_shifts *s) {
   int32_t lut_a[LUT_SIZE];
   int32_t lut_b[LUT_SIZE];
   build_lut(lut_a, p->a_zp, p->a_mult, s->a_left, s->a_right);
@@ -186,13 +183,7 @@ static bool add_mve(const int8_t *a, const int8_t *b, int8_t *out, const tm_bina
   if (p->a_mult == INT32_MIN || p->b_mult == INT32_MIN) {
     return false;
   }
-  add_shifts s;
-  s.a_left = ADD_INPUT_LEFT_SHIFT + (p->a_shift > 0 ? p->a_shift : 0);
-  s.a_right = p->a_shift < 0 ? p->a_shift : 0;
-  s.b_left = ADD_INPUT_LEFT_SHIFT + (p->b_shift > 0 ? p->b_shift : 0);
-  s.b_right = p->b_shift < 0 ? p->b_shift : 0;
-  s.out_left = p->out_shift > 0 ? p->out_shift : 0;
-  s.out_right = p->out_shift < 0 ? p->out_shift : 0;
+  const tm_mve_add_shifts s = tm_mve_add_shifts_of(ADD_INPUT_LEFT_SHIFT, p->a_shift, p->b_shift, p->out_shift);
   if (shape->numel >= LUT_MIN_NUMEL) {
     add_lut(a, b, out, shape, p, &s);
     return true;

@@ -67,10 +67,6 @@ static void add16_scalar(const add16_operand *a, const add16_operand *b, int16_t
  * of INT32_MIN is left to the scalar loop (VQRDMULH would saturate where the reference does
  * not).
  */
-typedef struct {
-  int32_t a_left, a_right, b_left, b_right, out_left, out_right;
-} add16_shifts;
-
 static inline __attribute__((always_inline)) int32x4_t load4(const add16_operand *x, uint32_t i, mve_pred16_t pred) {
   return x->wide ? vldrhq_z_s32((const int16_t *)x->data + i, pred) : vldrbq_z_s32((const int8_t *)x->data + i, pred);
 }
@@ -90,7 +86,7 @@ static inline __attribute__((always_inline)) int32x4_t add16_4(int32x4_t a, int3
 
 static inline __attribute__((always_inline)) void add16_run(const add16_operand *a, const add16_operand *b,
                                                             int16_t *out, uint32_t n, const add16_params *p,
-                                                            const add16_shifts *s) {
+                                                            const tm_mve_add_shifts *s) {
   const add16_regs r = {p->a_zp,   p->a_mult,  s->a_left,  s->a_right,   p->b_zp,   p->b_mult,
                         s->b_left, s->b_right, p->out_mult, s->out_left, s->out_right, p->out_zp};
   const int32x4_t lo = vdupq_n_s32(p->act_min);
@@ -111,13 +107,7 @@ static bool add16_mve(const add16_operand *a, const add16_operand *b, int16_t *o
       shape->b_period != shape->numel) {
     return false;
   }
-  add16_shifts s;
-  s.a_left = ADD16_INPUT_LEFT_SHIFT + (p->a_shift > 0 ? p->a_shift : 0);
-  s.a_right = p->a_shift < 0 ? p->a_shift : 0;
-  s.b_left = ADD16_INPUT_LEFT_SHIFT + (p->b_shift > 0 ? p->b_shift : 0);
-  s.b_right = p->b_shift < 0 ? p->b_shift : 0;
-  s.out_left = p->out_shift > 0 ? p->out_shift : 0;
-  s.out_right = p->out_shift < 0 ? p->out_shift : 0;
+  const tm_mve_add_shifts s = tm_mve_add_shifts_of(ADD16_INPUT_LEFT_SHIFT, p->a_shift, p->b_shift, p->out_shift);
   /* one loop per operand type pair, the loads known at compile time */
   const add16_operand a8 = {a->data, false}, a16 = {a->data, true};
   const add16_operand b8 = {b->data, false}, b16 = {b->data, true};
