@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from torchmcu.ops.intmath import INT16_MAX
+
 # Longest axis a one-axis DEPTHWISE_CONV2D of the global sum spans (Vela's kernel limit is
 # larger; beyond this the transposing form is used).
 STRIP_MAX = 64
@@ -43,7 +45,6 @@ ADD_ROWS_MAX = 32
 # beyond that of its row sums.
 HALVES_MAX = 16
 HALVES_FIRST_MAX = 4
-INT16_MAX = 32767
 _NO_PAD = (0, 0, 0, 0)  # a TOSA window's padding: top, bottom, left, right
 
 

@@ -16,6 +16,8 @@ INT32_MIN = -(1 << 31)
 INT32_MAX = (1 << 31) - 1
 INT8_MIN = -128
 INT8_MAX = 127
+INT16_MIN = -(1 << 15)
+INT16_MAX = (1 << 15) - 1
 
 
 def quantize_multiplier(real: float) -> tuple[int, int]:

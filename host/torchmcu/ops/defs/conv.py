@@ -26,7 +26,7 @@ import numpy as np
 from torchmcu.ops.core import Annotate, Bound, Npu, nhwc_variant, op, pattern
 from torchmcu.ops.defs.linear import bias_of, check_offsets, contiguous, int32_vector
 from torchmcu.ops.global_sum import global_sum
-from torchmcu.ops.intmath import INT8_MAX, INT8_MIN, check_activation, requantize
+from torchmcu.ops.intmath import INT8_MAX, INT8_MIN, INT16_MAX, check_activation, requantize
 from torchmcu.ops.layout import activation_dims, fit_window, is_scratch, pair
 from torchmcu.ops.npu_limits import stride_reason
 from torchmcu.pte import program as pm
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 MAX_DIMS = 6  # TM_MAX_DIMS (firmware/runtime/include/torchmcu/types.h)
-INT16_MAX = 2**15 - 1  # the window arguments' bound in kernel_args.c
 SHIFT_MIN, SHIFT_MAX = -31, 31
 CONV_MVE_COLUMNS = 4  # output pixels the MVE conv computes at once (quantized_conv2d.c)
 

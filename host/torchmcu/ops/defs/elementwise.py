@@ -28,6 +28,8 @@ from torchmcu.ops.defs.activation_table import QUANTIZED_ACTIVATION, activation_
 from torchmcu.ops.intmath import (
     INT8_MAX,
     INT8_MIN,
+    INT16_MAX,
+    INT16_MIN,
     INT32_MAX,
     INT32_MIN,
     check_activation,
@@ -46,7 +48,6 @@ if TYPE_CHECKING:
 MAX_DIMS = 6  # TM_MAX_DIMS (firmware/runtime/include/torchmcu/types.h)
 ADD_INPUT_LEFT_SHIFT = 20  # CMSIS-NN's headroom shift for int8 add
 ADD16_INPUT_LEFT_SHIFT = 15  # and for int16 (arm_elementwise_add_s16)
-INT16_MIN, INT16_MAX = -32768, 32767
 SHIFT_MIN, SHIFT_MAX = -31, 31
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from torchmcu.ops.core import Annotate, Bound, Npu, op, pattern
+from torchmcu.ops.intmath import INT16_MAX
 from torchmcu.ops.layout import NHWC, disjoint, is_channels_last, laid_out_as, pad_dims
 from torchmcu.pte import program as pm
 
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 PAD_DIMS = 4  # pre_pad / post_pad items: the pad dims right-aligned to 4-D
-INT16_MAX = 2**15 - 1  # a pad amount's bound in pad.c
 INT8_MIN, INT8_MAX = -128, 127
 
 # The body of its docs/operators.md section (hand-kept until step 8 generates it from this)

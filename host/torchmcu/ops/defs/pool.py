@@ -48,6 +48,7 @@ from torchmcu.ops.global_sum import global_sum
 from torchmcu.ops.intmath import (
     INT8_MAX,
     INT8_MIN,
+    INT16_MAX,
     INT32_MAX,
     INT32_MIN,
     check_activation,
@@ -63,7 +64,6 @@ from torchmcu.pte import program as pm
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-INT16_MAX = (1 << 15) - 1  # the window arguments' bound (tm_pool_window_args)
 SHIFT_MIN, SHIFT_MAX = -31, 31
 
 

@@ -20,6 +20,7 @@ from torchmcu.ops.defs.portable import (
     optional,
     portable,
 )
+from torchmcu.ops.intmath import INT16_MAX
 from torchmcu.ops.layout import disjoint
 from torchmcu.pte import program as pm
 
@@ -186,7 +187,6 @@ MM = portable(
 )
 
 
-INT16_MAX = 2**15 - 1
 INT32_MAX = 2**31 - 1
 
 
