@@ -129,16 +129,16 @@ TM_MAYBE_UNUSED static void tm_conv_mve(const tm_conv_params *p, uint8_t *scratc
     kbias[oc] = (int32_t)(bias + (uint32_t)p->q.input_offset * wsum);
   }
   const bool one_tap = p->kh == 1 && p->kw == 1;
+  const bool right_only = tm_mve_right_shifts_only(p->q.shifts, cout);
   const int8_t pad = (int8_t)(-p->q.input_offset);
-  const uint32x4_t offsets = vmulq_n_u32(vidupq_n_u32(0u, 1), (uint32_t)cout);
   const int32_t total = p->in_dims[0] * p->out_dims[1] * p->out_dims[2];
   pixel_pos px = {0, 0, 0};
   for (int32_t p0 = 0; p0 < total; p0 += TM_CONV_COLS) {
     const int32_t count = total - p0 < TM_CONV_COLS ? total - p0 : TM_CONV_COLS;
-    const mve_pred16_t store_pred = vctp32q((uint32_t)count);
+    const uint32x4_t offsets = tm_mve_pixel_offsets((uint32_t)cout, count);
     pixel_pos pos[TM_CONV_COLS];
     for (int32_t j = 0; j < TM_CONV_COLS; ++j) {
-      /* Lanes past the last pixel repeat it; they are not stored. */
+      /* Lanes past the last pixel repeat it (stored again at its address). */
       pos[j] = px;
       if (j + 1 < count) {
         pixel_next(&px, p);
@@ -160,7 +160,7 @@ TM_MAYBE_UNUSED static void tm_conv_mve(const tm_conv_params *p, uint8_t *scratc
       }
       const int32_t oc = g * cout_g;
       tm_mve_cols4_channels(cols, p->weight + (size_t)oc * (size_t)k, (size_t)k, k, oc, oc + cout_g, kbias, &p->q,
-                            dst, offsets, store_pred);
+                            dst, offsets, right_only);
     }
   }
 }
