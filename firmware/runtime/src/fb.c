@@ -67,19 +67,16 @@ static bool field_pos(tm_fb *fb, const tm_fb_table *t, unsigned idx, unsigned wi
   return true;
 }
 
-bool tm_fb_scalar(tm_fb *fb, const tm_fb_table *t, unsigned idx, unsigned width, uint64_t def,
-                  uint64_t *out) {
+bool tm_fb_scalar_field(tm_fb *fb, const tm_fb_table *t, unsigned field, uint64_t *out) {
+  const unsigned idx = field & 0xFFu, width = field >> 8;
   uint32_t p;
+  *out = 0;
   if (!field_pos(fb, t, idx, width, &p)) {
     return false;
   }
-  if (p == 0) {
-    *out = def;
-    return true;
+  if (p != 0) {
+    memcpy(out, fb->p + p, width); /* little-endian: low bytes first */
   }
-  uint64_t v = 0;
-  memcpy(&v, fb->p + p, width); /* little-endian: low bytes first */
-  *out = v;
   return true;
 }
 

@@ -75,6 +75,9 @@ static tm_status bad(tm_diag *d, tm_status st, const char *msg, uint32_t pos) {
 
 /* ---- walk state helpers --------------------------------------------------- */
 
+/* A checked read of the walk failed (c->fb holds why and where): tm_walk_plan reports it. */
+#define FB_FAILED TM_ERR_INVALID_PROGRAM
+
 typedef struct {
   tm_program *prog;
   tm_diag *diag;
@@ -91,7 +94,7 @@ static bool value_type(walk_ctx *c, uint32_t idx, uint64_t *type, tm_fb_table *v
   tm_fb_table ev;
   bool present;
   if (!tm_fb_vec_table(&c->fb, &c->values, idx, &ev) ||
-      !tm_fb_scalar(&c->fb, &ev, EVALUE_TYPE, 1, 0, type) ||
+      !tm_fb_scalar(&c->fb, &ev, EVALUE_TYPE, 1, type) ||
       !tm_fb_subtable(&c->fb, &ev, EVALUE_VAL, val, &present)) {
     return false;
   }
@@ -105,7 +108,7 @@ static bool value_type(walk_ctx *c, uint32_t idx, uint64_t *type, tm_fb_table *v
 static tm_status check_indices(walk_ctx *c, const tm_fb_table *t, unsigned field, bool allow_none,
                                tm_fb_vec *out) {
   if (!tm_fb_vector(&c->fb, t, field, 4, out)) {
-    return fb_error(c->diag, &c->fb);
+    return FB_FAILED;
   }
   for (uint32_t k = 0; k < out->len; ++k) {
     int32_t v = tm_fb_i32(&c->fb, out->pos + 4u * k);
@@ -127,15 +130,15 @@ static tm_status constant_data(walk_ctx *c, uint32_t buffer_idx, uint32_t nbytes
   bool present;
   uint64_t seg_index, seg_off, seg_size;
   if (!tm_fb_subtable(fb, &c->program, PROGRAM_CONSTANT_SEGMENT, &cs, &present)) {
-    return fb_error(c->diag, fb);
+    return FB_FAILED;
   }
   if (!present) {
     return bad(c->diag, TM_ERR_UNSUPPORTED, "constant without constant_segment (inline constant_buffer)", pos);
   }
   if (!tm_fb_vector(fb, &cs, SUBSEG_OFFSETS, 8, &offsets) ||
-      !tm_fb_scalar(fb, &cs, SUBSEG_INDEX, 4, 0, &seg_index) ||
+      !tm_fb_scalar(fb, &cs, SUBSEG_INDEX, 4, &seg_index) ||
       !tm_fb_vector(fb, &c->program, PROGRAM_SEGMENTS, 4, &segments)) {
-    return fb_error(c->diag, fb);
+    return FB_FAILED;
   }
   if (buffer_idx >= offsets.len) {
     return bad(c->diag, TM_ERR_INVALID_PROGRAM, "data_buffer_idx beyond constant_segment.offsets", pos);
@@ -144,9 +147,9 @@ static tm_status constant_data(walk_ctx *c, uint32_t buffer_idx, uint32_t nbytes
     return bad(c->diag, TM_ERR_INVALID_PROGRAM, "constant_segment.segment_index out of range", cs.pos);
   }
   if (!tm_fb_vec_table(fb, &segments, (uint32_t)seg_index, &seg) ||
-      !tm_fb_scalar(fb, &seg, SEGMENT_OFFSET, 8, 0, &seg_off) ||
-      !tm_fb_scalar(fb, &seg, SEGMENT_SIZE, 8, 0, &seg_size)) {
-    return fb_error(c->diag, fb);
+      !tm_fb_scalar(fb, &seg, SEGMENT_OFFSET, 8, &seg_off) ||
+      !tm_fb_scalar(fb, &seg, SEGMENT_SIZE, 8, &seg_size)) {
+    return FB_FAILED;
   }
   uint64_t off = tm_fb_u64(fb, offsets.pos + 8u * buffer_idx), end, file_pos;
   /* Segments were checked against the file at load: seg_off + seg_size fits. */
@@ -166,10 +169,10 @@ static tm_status planned_data(walk_ctx *c, const tm_fb_table *alloc, uint32_t nb
                               void **data) {
   tm_fb *fb = &c->fb;
   uint64_t mem_id, low, high;
-  if (!tm_fb_scalar(fb, alloc, ALLOC_MEMORY_ID, 4, 0, &mem_id) ||
-      !tm_fb_scalar(fb, alloc, ALLOC_OFFSET_LOW, 4, 0, &low) ||
-      !tm_fb_scalar(fb, alloc, ALLOC_OFFSET_HIGH, 4, 0, &high)) {
-    return fb_error(c->diag, fb);
+  if (!tm_fb_scalar(fb, alloc, ALLOC_MEMORY_ID, 4, &mem_id) ||
+      !tm_fb_scalar(fb, alloc, ALLOC_OFFSET_LOW, 4, &low) ||
+      !tm_fb_scalar(fb, alloc, ALLOC_OFFSET_HIGH, 4, &high)) {
+    return FB_FAILED;
   }
   if (mem_id == 0 || mem_id >= c->buffer_sizes.len) {
     return bad(c->diag, TM_ERR_INVALID_PROGRAM, "allocation memory_id out of range", alloc->pos);
@@ -198,14 +201,14 @@ static tm_status walk_tensor(walk_ctx *c, const tm_fb_table *t, tm_tensor *out) 
   tm_fb_vec sizes, order;
   tm_fb_table alloc, extra;
   bool has_alloc, has_extra;
-  if (!tm_fb_scalar(fb, t, TENSOR_SCALAR_TYPE, 1, 0, &stype) ||
-      !tm_fb_scalar(fb, t, TENSOR_STORAGE_OFFSET, 4, 0, &storage_offset) ||
+  if (!tm_fb_scalar(fb, t, TENSOR_SCALAR_TYPE, 1, &stype) ||
+      !tm_fb_scalar(fb, t, TENSOR_STORAGE_OFFSET, 4, &storage_offset) ||
       !tm_fb_vector(fb, t, TENSOR_SIZES, 4, &sizes) ||
       !tm_fb_vector(fb, t, TENSOR_DIM_ORDER, 1, &order) ||
-      !tm_fb_scalar(fb, t, TENSOR_DATA_BUFFER_IDX, 4, 0, &buffer_idx) ||
+      !tm_fb_scalar(fb, t, TENSOR_DATA_BUFFER_IDX, 4, &buffer_idx) ||
       !tm_fb_subtable(fb, t, TENSOR_ALLOCATION, &alloc, &has_alloc) ||
       !tm_fb_subtable(fb, t, TENSOR_EXTRA, &extra, &has_extra)) {
-    return fb_error(c->diag, fb);
+    return FB_FAILED;
   }
   uint32_t esize = (uint32_t)tm_element_size((uint32_t)stype); /* stype is a 1-byte field */
   if (esize == 0) {
@@ -222,8 +225,8 @@ static tm_status walk_tensor(walk_ctx *c, const tm_fb_table *t, tm_tensor *out) 
   }
   if (has_extra) {
     uint64_t location;
-    if (!tm_fb_scalar(fb, &extra, EXTRA_LOCATION, 1, 0, &location)) {
-      return fb_error(c->diag, fb);
+    if (!tm_fb_scalar(fb, &extra, EXTRA_LOCATION, 1, &location)) {
+      return FB_FAILED;
     }
     if (location != 0) {
       return bad(c->diag, TM_ERR_UNSUPPORTED, "tensor data stored outside the .pte", t->pos);
@@ -273,7 +276,7 @@ static tm_status walk_tensor(walk_ctx *c, const tm_fb_table *t, tm_tensor *out) 
 static tm_status walk_int_list(walk_ctx *c, const tm_fb_table *t, tm_value *out) {
   tm_fb_vec items;
   if (!tm_fb_vector(&c->fb, t, 0, 8, &items)) {
-    return fb_error(c->diag, &c->fb);
+    return FB_FAILED;
   }
   /* Shared item vectors could make the total quadratic: bound it by the file. */
   if (items.len > c->fb.size / 8u || c->w->num_ints + items.len > c->fb.size / 8u) {
@@ -288,14 +291,14 @@ static tm_status walk_int_list(walk_ctx *c, const tm_fb_table *t, tm_value *out)
       return bad(c->diag, TM_ERR_INVALID_PROGRAM, "int list item is not a value index", items.pos + 8u * k);
     }
     if (!value_type(c, (uint32_t)idx, &type, &val)) {
-      return fb_error(c->diag, &c->fb);
+      return FB_FAILED;
     }
     if (type != KT_INT) {
       return bad(c->diag, TM_ERR_INVALID_PROGRAM, "int list item does not reference an Int", items.pos + 8u * k);
     }
     uint64_t iv;
-    if (!tm_fb_scalar(&c->fb, &val, 0, 8, 0, &iv)) {
-      return fb_error(c->diag, &c->fb);
+    if (!tm_fb_scalar(&c->fb, &val, 0, 8, &iv)) {
+      return FB_FAILED;
     }
     if (dst != NULL) {
       dst[k] = (int64_t)iv;
@@ -320,7 +323,7 @@ static tm_status walk_value(walk_ctx *c, uint32_t i) {
   tm_value *out = w->values != NULL ? &w->values[i] : NULL;
   tm_status st = TM_OK;
   if (!value_type(c, i, &type, &val)) {
-    return fb_error(c->diag, fb);
+    return FB_FAILED;
   }
   if (out != NULL) {
     memset(out, 0, sizeof(*out));
@@ -332,8 +335,8 @@ static tm_status walk_value(walk_ctx *c, uint32_t i) {
     case KT_INT:
     case KT_BOOL:
     case KT_DOUBLE:
-      if (!tm_fb_scalar(fb, &val, 0, type == KT_BOOL ? 1 : 8, 0, &raw)) {
-        return fb_error(c->diag, fb);
+      if (!tm_fb_scalar(fb, &val, 0, type == KT_BOOL ? 1 : 8, &raw)) {
+        return FB_FAILED;
       }
       if (out != NULL) {
         if (type == KT_INT) out->u.i = (int64_t)raw;
@@ -353,7 +356,7 @@ static tm_status walk_value(walk_ctx *c, uint32_t i) {
         return without_feature(c, "string_list_values", val.pos);
       }
       if (!tm_fb_utf8_string(fb, &val, 0, "String.string_val is not UTF-8", &s, &slen)) {
-        return fb_error(c->diag, fb);
+        return FB_FAILED;
       }
       if (out != NULL) {
         out->u.string.chars = s;
@@ -366,7 +369,7 @@ static tm_status walk_value(walk_ctx *c, uint32_t i) {
     case KT_DOUBLE_LIST:
     case KT_BOOL_LIST:
       if (!tm_fb_vector(fb, &val, 0, type == KT_BOOL_LIST ? 1 : 8, &vec)) {
-        return fb_error(c->diag, fb);
+        return FB_FAILED;
       }
       break;
     case KT_TENSOR_LIST:
@@ -392,7 +395,7 @@ static tm_status walk_value(walk_ctx *c, uint32_t i) {
         }
         w->num_list_items++;
         if (idx < 0) continue;
-        if (!value_type(c, (uint32_t)idx, &t2, &v2)) return fb_error(c->diag, fb);
+        if (!value_type(c, (uint32_t)idx, &t2, &v2)) return FB_FAILED;
         if (t2 != KT_TENSOR && !(t2 == KT_NULL && type == KT_OPTIONAL_TENSOR_LIST)) {
           st = bad(c->diag, TM_ERR_INVALID_PROGRAM, "tensor list item is not a tensor", vec.pos + 4u * k);
         }
@@ -410,7 +413,7 @@ static tm_status walk_operators(walk_ctx *c, const tm_fb_table *plan) {
   tm_fb *fb = &c->fb;
   tm_fb_vec ops;
   if (!tm_fb_vector(fb, plan, PLAN_OPERATORS, 4, &ops)) {
-    return fb_error(c->diag, fb);
+    return FB_FAILED;
   }
   for (uint32_t i = 0; i < ops.len; ++i) {
     tm_fb_table op;
@@ -419,7 +422,7 @@ static tm_status walk_operators(walk_ctx *c, const tm_fb_table *plan) {
     if (!tm_fb_vec_table(fb, &ops, i, &op) ||
         !tm_fb_utf8_string(fb, &op, OPERATOR_NAME, "Operator.name is not UTF-8", &name, &nlen) ||
         !tm_fb_utf8_string(fb, &op, OPERATOR_OVERLOAD, "Operator.overload is not UTF-8", &overload, &olen)) {
-      return fb_error(c->diag, fb);
+      return FB_FAILED;
     }
     if (nlen == 0) {
       return bad(c->diag, TM_ERR_INVALID_PROGRAM, "operator without a name", op.pos);
@@ -444,7 +447,7 @@ static tm_status walk_delegates(walk_ctx *c, const tm_fb_table *plan) {
   if (!tm_fb_vector(fb, plan, PLAN_DELEGATES, 4, &dels) ||
       !tm_fb_vector(fb, &c->program, PROGRAM_DELEGATE_DATA, 4, &inline_data) ||
       !tm_fb_vector(fb, &c->program, PROGRAM_SEGMENTS, 4, &segments)) {
-    return fb_error(c->diag, fb);
+    return FB_FAILED;
   }
   if (!TM_FEATURE_DELEGATES && dels.len != 0) {
     /* Refused when a method is initialised (the kernel table is filled), as a backend not
@@ -457,7 +460,7 @@ static tm_status walk_delegates(walk_ctx *c, const tm_fb_table *plan) {
       return TM_OK;
     }
     if (!tm_fb_vec_table(fb, &dels, 0, &d) || !tm_fb_string(fb, &d, DELEGATE_ID, &id, &len)) {
-      return fb_error(c->diag, fb);
+      return FB_FAILED;
     }
     c->diag->delegate = 0;
     c->diag->op_name = id;
@@ -475,14 +478,14 @@ static tm_status walk_delegates(walk_ctx *c, const tm_fb_table *plan) {
         !tm_fb_utf8_string(fb, &d, DELEGATE_ID, "BackendDelegate.id is not UTF-8", &s, &len) ||
         !tm_fb_subtable(fb, &d, DELEGATE_PROCESSED, &ref, &present) ||
         !tm_fb_vector(fb, &d, DELEGATE_COMPILE_SPECS, 4, &specs)) {
-      return fb_error(c->diag, fb);
+      return FB_FAILED;
     }
     if (!present) {
       return bad(c->diag, TM_ERR_INVALID_PROGRAM, "delegate without processed data", d.pos);
     }
-    if (!tm_fb_scalar(fb, &ref, DATAREF_LOCATION, 1, 0, &location) ||
-        !tm_fb_scalar(fb, &ref, DATAREF_INDEX, 4, 0, &index)) {
-      return fb_error(c->diag, fb);
+    if (!tm_fb_scalar(fb, &ref, DATAREF_LOCATION, 1, &location) ||
+        !tm_fb_scalar(fb, &ref, DATAREF_INDEX, 4, &index)) {
+      return FB_FAILED;
     }
     if (location > 1 || index >= (location == 0 ? inline_data.len : segments.len)) {
       return bad(c->diag, TM_ERR_INVALID_PROGRAM, "delegate data reference out of range", ref.pos);
@@ -490,14 +493,14 @@ static tm_status walk_delegates(walk_ctx *c, const tm_fb_table *plan) {
     if (location == 0) { /* inline data: its byte vector must be readable */
       tm_fb_table inl;
       if (!tm_fb_vec_table(fb, &inline_data, (uint32_t)index, &inl) || !tm_fb_vector(fb, &inl, 0, 1, &bytes)) {
-        return fb_error(c->diag, fb);
+        return FB_FAILED;
       }
     }
     for (uint32_t k = 0; k < specs.len; ++k) {
       if (!tm_fb_vec_table(fb, &specs, k, &spec) ||
           !tm_fb_utf8_string(fb, &spec, 0, "CompileSpec.key is not UTF-8", &s, &len) ||
           !tm_fb_vector(fb, &spec, 1, 1, &bytes)) {
-        return fb_error(c->diag, fb);
+        return FB_FAILED;
       }
     }
   }
@@ -520,8 +523,8 @@ tm_status tm_delegate_at(const tm_program *program, const tm_fb_table *plan, uin
       !tm_fb_vec_table(&fb, &dels, index, &d) || !tm_fb_string(&fb, &d, DELEGATE_ID, &info->id, &len) ||
       !tm_fb_subtable(&fb, &d, DELEGATE_PROCESSED, &ref, &present) || !present ||
       !tm_fb_vector(&fb, &d, DELEGATE_COMPILE_SPECS, 4, &specs) ||
-      !tm_fb_scalar(&fb, &ref, DATAREF_LOCATION, 1, 0, &location) ||
-      !tm_fb_scalar(&fb, &ref, DATAREF_INDEX, 4, 0, &ref_index)) {
+      !tm_fb_scalar(&fb, &ref, DATAREF_LOCATION, 1, &location) ||
+      !tm_fb_scalar(&fb, &ref, DATAREF_INDEX, 4, &ref_index)) {
     return TM_ERR_INVALID_PROGRAM;
   }
   info->index = index;
@@ -540,8 +543,8 @@ tm_status tm_delegate_at(const tm_program *program, const tm_fb_table *plan, uin
   }
   if (!tm_fb_vector(&fb, &root, PROGRAM_SEGMENTS, 4, &vec) ||
       !tm_fb_vec_table(&fb, &vec, (uint32_t)ref_index, &seg) ||
-      !tm_fb_scalar(&fb, &seg, SEGMENT_OFFSET, 8, 0, &seg_off) ||
-      !tm_fb_scalar(&fb, &seg, SEGMENT_SIZE, 8, 0, &seg_size)) {
+      !tm_fb_scalar(&fb, &seg, SEGMENT_OFFSET, 8, &seg_off) ||
+      !tm_fb_scalar(&fb, &seg, SEGMENT_SIZE, 8, &seg_size)) {
     return TM_ERR_INVALID_PROGRAM;
   }
   /* check_segments: segment_base + seg_off + seg_size lies inside the file. */
@@ -593,15 +596,15 @@ static tm_status walk_instruction(walk_ctx *c, uint32_t chain, const tm_fb_vec *
   uint64_t type, a = 0, b = 0;
   bool present;
   tm_fb_vec argv = {0, 0};
-  if (!tm_fb_vec_table(fb, instrs, i, &ins) || !tm_fb_scalar(fb, &ins, INSTR_TYPE, 1, 0, &type) ||
+  if (!tm_fb_vec_table(fb, instrs, i, &ins) || !tm_fb_scalar(fb, &ins, INSTR_TYPE, 1, &type) ||
       !tm_fb_subtable(fb, &ins, INSTR_ARGS, &args, &present)) {
-    return fb_error(c->diag, fb);
+    return FB_FAILED;
   }
   if (!present || type < TM_INSTR_KERNEL || type > TM_INSTR_FREE) {
     return bad(c->diag, TM_ERR_INVALID_PROGRAM, "unknown instruction type", ins.pos);
   }
-  if (!tm_fb_scalar(fb, &args, 0, 4, 0, &a) || !tm_fb_scalar(fb, &args, 1, 4, 0, &b)) {
-    return fb_error(c->diag, fb);
+  if (!tm_fb_scalar(fb, &args, 0, 4, &a) || !tm_fb_scalar(fb, &args, 1, 4, &b)) {
+    return FB_FAILED;
   }
   int32_t ia = (int32_t)(uint32_t)a, ib = (int32_t)(uint32_t)b;
   uint32_t nvals = c->values.len;
@@ -612,9 +615,6 @@ static tm_status walk_instruction(walk_ctx *c, uint32_t chain, const tm_fb_vec *
       if (ia < 0 || (uint32_t)ia >= (type == TM_INSTR_KERNEL ? w->num_ops : c->num_delegates)) {
         return bad(c->diag, TM_ERR_INVALID_PROGRAM,
                    type == TM_INSTR_KERNEL ? "op_index out of range" : "delegate_index out of range", args.pos);
-      }
-      if (!tm_fb_vector(fb, &args, 1, 4, &argv)) {
-        return fb_error(c->diag, fb);
       }
       st = check_indices(c, &args, 1, false, &argv);
       break;
@@ -671,7 +671,7 @@ static tm_status walk_chains(walk_ctx *c, const tm_fb_table *plan) {
   tm_fb *fb = &c->fb;
   tm_fb_vec chains;
   if (!tm_fb_vector(fb, plan, PLAN_CHAINS, 4, &chains)) {
-    return fb_error(c->diag, fb);
+    return FB_FAILED;
   }
   c->w->num_chains = chains.len;
   for (uint32_t ci = 0; ci < chains.len; ++ci) {
@@ -679,14 +679,14 @@ static tm_status walk_chains(walk_ctx *c, const tm_fb_table *plan) {
     tm_fb_vec ins, outs, instrs;
     tm_status st;
     if (!tm_fb_vec_table(fb, &chains, ci, &chain)) {
-      return fb_error(c->diag, fb);
+      return FB_FAILED;
     }
     if ((st = check_indices(c, &chain, CHAIN_INPUTS, false, &ins)) != TM_OK ||
         (st = check_indices(c, &chain, CHAIN_OUTPUTS, false, &outs)) != TM_OK) {
       return st;
     }
     if (!tm_fb_vector(fb, &chain, CHAIN_INSTRUCTIONS, 4, &instrs)) {
-      return fb_error(c->diag, fb);
+      return FB_FAILED;
     }
     if (instrs.len > INT32_MAX) {
       return bad(c->diag, TM_ERR_INVALID_PROGRAM, "too many instructions", chain.pos);
@@ -709,7 +709,7 @@ static tm_status walk_chains(walk_ctx *c, const tm_fb_table *plan) {
 
 static tm_status walk_buffer_sizes(walk_ctx *c, const tm_fb_table *plan) {
   if (!tm_fb_vector(&c->fb, plan, PLAN_BUFFER_SIZES, 8, &c->buffer_sizes)) {
-    return fb_error(c->diag, &c->fb);
+    return FB_FAILED;
   }
   uint32_t total = 0;
   for (uint32_t id = 1; id < c->buffer_sizes.len; ++id) {
@@ -733,15 +733,41 @@ static tm_status walk_io(walk_ctx *c, const tm_fb_table *plan) {
       (st = check_indices(c, plan, PLAN_OUTPUTS, false, &outs)) != TM_OK) {
     return st;
   }
-  if (c->w->io != NULL) {
-    for (uint32_t k = 0; k < ins.len; ++k) c->w->io[k] = (uint32_t)tm_fb_i32(&c->fb, ins.pos + 4u * k);
-    for (uint32_t k = 0; k < outs.len; ++k) {
-      c->w->io[ins.len + k] = (uint32_t)tm_fb_i32(&c->fb, outs.pos + 4u * k);
-    }
+  if (c->w->io != NULL) { /* the checked (non-negative) little-endian indices as they are */
+    memcpy(c->w->io, c->fb.p + ins.pos, 4u * ins.len);
+    memcpy(c->w->io + ins.len, c->fb.p + outs.pos, 4u * outs.len);
   }
   c->w->num_inputs = ins.len;
   c->w->num_outputs = outs.len;
   return TM_OK;
+}
+
+static tm_status walk_plan(walk_ctx *c, const tm_fb_table *plan) {
+  tm_diag *diag = c->diag;
+  tm_walk *w = c->w;
+  tm_status st;
+  if (!tm_fb_root(&c->fb, &c->program) || !tm_fb_vector(&c->fb, plan, PLAN_VALUES, 4, &c->values)) {
+    return FB_FAILED;
+  }
+  if (c->values.len > INT32_MAX) {
+    return bad(diag, TM_ERR_INVALID_PROGRAM, "too many values", plan->pos);
+  }
+  w->num_values = c->values.len;
+  if ((st = walk_buffer_sizes(c, plan)) != TM_OK || (st = walk_operators(c, plan)) != TM_OK ||
+      (st = walk_delegates(c, plan)) != TM_OK) {
+    return st;
+  }
+  for (uint32_t i = 0; i < c->values.len; ++i) {
+    diag->value = (int32_t)i;
+    if ((st = walk_value(c, i)) != TM_OK) {
+      return st;
+    }
+  }
+  diag->value = TM_DIAG_NONE;
+  if ((st = walk_io(c, plan)) != TM_OK) {
+    return st;
+  }
+  return walk_chains(c, plan);
 }
 
 tm_status tm_walk_plan(tm_program *program, tm_diag *diag, const tm_fb_table *plan, tm_walk *w) {
@@ -752,32 +778,12 @@ tm_status tm_walk_plan(tm_program *program, tm_diag *diag, const tm_fb_table *pl
   c.fb = tm_program_fb(program);
   c.w = w;
   w->num_tensors = w->num_ints = w->num_list_items = w->num_args = 0;
-  tm_status st;
-  if (!tm_fb_root(&c.fb, &c.program)) {
+  tm_status st = walk_plan(&c, plan);
+  /* Every failed read stops the walk at once: a recorded reader error is the walk's. */
+  if (st != TM_OK && c.fb.err_msg[0] != '\0') {
     return fb_error(diag, &c.fb);
   }
-  if (!tm_fb_vector(&c.fb, plan, PLAN_VALUES, 4, &c.values)) {
-    return fb_error(diag, &c.fb);
-  }
-  if (c.values.len > INT32_MAX) {
-    return bad(diag, TM_ERR_INVALID_PROGRAM, "too many values", plan->pos);
-  }
-  w->num_values = c.values.len;
-  if ((st = walk_buffer_sizes(&c, plan)) != TM_OK || (st = walk_operators(&c, plan)) != TM_OK ||
-      (st = walk_delegates(&c, plan)) != TM_OK) {
-    return st;
-  }
-  for (uint32_t i = 0; i < c.values.len; ++i) {
-    diag->value = (int32_t)i;
-    if ((st = walk_value(&c, i)) != TM_OK) {
-      return st;
-    }
-  }
-  diag->value = TM_DIAG_NONE;
-  if ((st = walk_io(&c, plan)) != TM_OK) {
-    return st;
-  }
-  return walk_chains(&c, plan);
+  return st;
 }
 
 /* ---- program -------------------------------------------------------------- */
@@ -897,8 +903,8 @@ static tm_status check_segments(tm_program *p, tm_fb *fb, const tm_fb_table *roo
   for (uint32_t i = 0; i < segs.len; ++i) {
     tm_fb_table seg;
     uint64_t off, size, end;
-    if (!tm_fb_vec_table(fb, &segs, i, &seg) || !tm_fb_scalar(fb, &seg, SEGMENT_OFFSET, 8, 0, &off) ||
-        !tm_fb_scalar(fb, &seg, SEGMENT_SIZE, 8, 0, &size)) {
+    if (!tm_fb_vec_table(fb, &segs, i, &seg) || !tm_fb_scalar(fb, &seg, SEGMENT_OFFSET, 8, &off) ||
+        !tm_fb_scalar(fb, &seg, SEGMENT_SIZE, 8, &size)) {
       return fb_error(&p->diag, fb);
     }
     if (p->segment_base == 0 || !tm_add_u64(off, size, &end) || end > p->segment_data_size) {
