@@ -37,16 +37,15 @@ static tm_status fb_error(tm_bundled *b, const tm_fb *fb) {
 static tm_status read_value(tm_bundled *b, tm_fb *fb, const tm_fb_table *vt, tm_bundled_value *out) {
   uint64_t tag;
   tm_fb_table body;
-  bool present;
   if (!tm_fb_scalar(fb, vt, VALUE_TYPE, 1, &tag) ||
-      !tm_fb_subtable(fb, vt, VALUE_VAL, &body, &present)) {
+      !tm_fb_subtable(fb, vt, VALUE_VAL, &body)) {
     return fb_error(b, fb);
   }
   memset(out, 0, sizeof(*out));
   if (tag < TM_BUNDLED_TENSOR || tag > TM_BUNDLED_DOUBLE) {
     return bad(b, TM_ERR_INVALID_PROGRAM, "bundled value: unknown union tag", vt->pos);
   }
-  if (!present) {
+  if (body.pos == 0) {
     return bad(b, TM_ERR_INVALID_PROGRAM, "bundled value: union table missing", vt->pos);
   }
   out->kind = (uint8_t)tag;

@@ -98,17 +98,13 @@ static bool ref_field(tm_fb *fb, const tm_fb_table *t, unsigned idx, uint32_t *t
   return true;
 }
 
-bool tm_fb_subtable(tm_fb *fb, const tm_fb_table *t, unsigned idx, tm_fb_table *out, bool *present) {
+bool tm_fb_subtable(tm_fb *fb, const tm_fb_table *t, unsigned idx, tm_fb_table *out) {
   uint32_t tgt;
-  *present = false;
+  out->pos = 0;
   if (!ref_field(fb, t, idx, &tgt)) {
     return false;
   }
-  if (tgt == 0) {
-    return true;
-  }
-  *present = true;
-  return tm_fb_table_at(fb, tgt, out);
+  return tgt == 0 || tm_fb_table_at(fb, tgt, out);
 }
 
 /* Vector header at `pos`: 4-byte length then elements aligned to min(elem, 8). */
@@ -129,7 +125,8 @@ static bool vector_at(tm_fb *fb, uint32_t pos, unsigned elem, tm_fb_vec *out) {
   return true;
 }
 
-bool tm_fb_vector(tm_fb *fb, const tm_fb_table *t, unsigned idx, unsigned elem, tm_fb_vec *out) {
+bool tm_fb_vector_field(tm_fb *fb, const tm_fb_table *t, unsigned field, tm_fb_vec *out) {
+  const unsigned idx = field & 0xFFu, elem = field >> 8;
   uint32_t tgt;
   out->pos = 0;
   out->len = 0;

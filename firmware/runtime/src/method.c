@@ -86,6 +86,11 @@ static bool in_arena(const tm_tensor *t, const uint8_t *arena, size_t arena_byte
  * argument) and the method inputs the caller fills. A constant there would be written
  * through into the program's bytes (flash on a device).
  */
+/* A value run time may write: not a tensor (None, a scalar) or a tensor in planned memory. */
+static bool writable(const tm_value *v, const uint8_t *arena, size_t arena_bytes) {
+  return v == NULL || v->tag != TM_VALUE_TENSOR || in_arena(v->u.tensor, arena, arena_bytes);
+}
+
 static tm_status check_writes(tm_method *m, const tm_walk *w, const uint8_t *arena, size_t arena_bytes) {
   for (uint32_t i = 0; i < w->num_instrs; ++i) {
     const tm_instruction *ins = &w->instrs[i];
@@ -98,7 +103,7 @@ static tm_status check_writes(tm_method *m, const tm_walk *w, const uint8_t *are
     const uint32_t count = list ? ret->u.list.length : 1u;
     for (uint32_t k = 0; k < count; ++k) {
       const tm_value *out = list ? ret->u.list.items[k] : ret;
-      if (out != NULL && out->tag == TM_VALUE_TENSOR && !in_arena(out->u.tensor, arena, arena_bytes)) {
+      if (!writable(out, arena, arena_bytes)) {
         m->diag.instruction = (int32_t)i;
         m->diag.argument = (int32_t)(ins->nargs - 1u);
         m->diag.value = (int32_t)(out - w->values);
@@ -109,7 +114,7 @@ static tm_status check_writes(tm_method *m, const tm_walk *w, const uint8_t *are
   }
   for (uint32_t i = 0; i < w->num_inputs; ++i) {
     const tm_value *in = &w->values[w->io[i]];
-    if (in->tag == TM_VALUE_TENSOR && !in_arena(in->u.tensor, arena, arena_bytes)) {
+    if (!writable(in, arena, arena_bytes)) {
       m->diag.value = (int32_t)w->io[i];
       return fail(m, TM_ERR_INVALID_PROGRAM, "method input tensor is not planned memory (a constant?)",
                   TM_DIAG_NO_OFFSET);

@@ -92,13 +92,12 @@ typedef struct {
 /* Union type of value `idx` (0 when unreadable: the caller reports). */
 static bool value_type(walk_ctx *c, uint32_t idx, uint64_t *type, tm_fb_table *val) {
   tm_fb_table ev;
-  bool present;
   if (!tm_fb_vec_table(&c->fb, &c->values, idx, &ev) ||
       !tm_fb_scalar(&c->fb, &ev, EVALUE_TYPE, 1, type) ||
-      !tm_fb_subtable(&c->fb, &ev, EVALUE_VAL, val, &present)) {
+      !tm_fb_subtable(&c->fb, &ev, EVALUE_VAL, val)) {
     return false;
   }
-  if (!present) {
+  if (val->pos == 0) {
     return tm_fb_fail(&c->fb, ev.pos, "value without payload");
   }
   return true;
@@ -127,12 +126,11 @@ static tm_status constant_data(walk_ctx *c, uint32_t buffer_idx, uint32_t nbytes
   tm_fb *fb = &c->fb;
   tm_fb_table cs, seg;
   tm_fb_vec offsets, segments;
-  bool present;
   uint64_t seg_index, seg_off, seg_size;
-  if (!tm_fb_subtable(fb, &c->program, PROGRAM_CONSTANT_SEGMENT, &cs, &present)) {
+  if (!tm_fb_subtable(fb, &c->program, PROGRAM_CONSTANT_SEGMENT, &cs)) {
     return FB_FAILED;
   }
-  if (!present) {
+  if (cs.pos == 0) {
     return bad(c->diag, TM_ERR_UNSUPPORTED, "constant without constant_segment (inline constant_buffer)", pos);
   }
   if (!tm_fb_vector(fb, &cs, SUBSEG_OFFSETS, 8, &offsets) ||
@@ -200,14 +198,13 @@ static tm_status walk_tensor(walk_ctx *c, const tm_fb_table *t, tm_tensor *out) 
   uint64_t stype, storage_offset, buffer_idx;
   tm_fb_vec sizes, order;
   tm_fb_table alloc, extra;
-  bool has_alloc, has_extra;
   if (!tm_fb_scalar(fb, t, TENSOR_SCALAR_TYPE, 1, &stype) ||
       !tm_fb_scalar(fb, t, TENSOR_STORAGE_OFFSET, 4, &storage_offset) ||
       !tm_fb_vector(fb, t, TENSOR_SIZES, 4, &sizes) ||
       !tm_fb_vector(fb, t, TENSOR_DIM_ORDER, 1, &order) ||
       !tm_fb_scalar(fb, t, TENSOR_DATA_BUFFER_IDX, 4, &buffer_idx) ||
-      !tm_fb_subtable(fb, t, TENSOR_ALLOCATION, &alloc, &has_alloc) ||
-      !tm_fb_subtable(fb, t, TENSOR_EXTRA, &extra, &has_extra)) {
+      !tm_fb_subtable(fb, t, TENSOR_ALLOCATION, &alloc) ||
+      !tm_fb_subtable(fb, t, TENSOR_EXTRA, &extra)) {
     return FB_FAILED;
   }
   uint32_t esize = (uint32_t)tm_element_size((uint32_t)stype); /* stype is a 1-byte field */
@@ -223,7 +220,7 @@ static tm_status walk_tensor(walk_ctx *c, const tm_fb_table *t, tm_tensor *out) 
   if (order.len != 0 && order.len != sizes.len) {
     return bad(c->diag, TM_ERR_INVALID_PROGRAM, "dim_order length differs from rank", t->pos);
   }
-  if (has_extra) {
+  if (extra.pos != 0) {
     uint64_t location;
     if (!tm_fb_scalar(fb, &extra, EXTRA_LOCATION, 1, &location)) {
       return FB_FAILED;
@@ -260,11 +257,11 @@ static tm_status walk_tensor(walk_ctx *c, const tm_fb_table *t, tm_tensor *out) 
   tt->numel = numel;
   tt->nbytes = nbytes;
   tm_status st = TM_OK;
-  if (buffer_idx != 0 && has_alloc) {
+  if (buffer_idx != 0 && alloc.pos != 0) {
     return bad(c->diag, TM_ERR_UNSUPPORTED, "mutable tensor with initial data", t->pos);
   } else if (buffer_idx != 0) {
     st = constant_data(c, (uint32_t)buffer_idx, nbytes, esize, t->pos, &tt->data);
-  } else if (has_alloc) {
+  } else if (alloc.pos != 0) {
     st = planned_data(c, &alloc, nbytes, esize, &tt->data);
   }
   return st;
@@ -278,8 +275,9 @@ static tm_status walk_int_list(walk_ctx *c, const tm_fb_table *t, tm_value *out)
   if (!tm_fb_vector(&c->fb, t, 0, 8, &items)) {
     return FB_FAILED;
   }
-  /* Shared item vectors could make the total quadratic: bound it by the file. */
-  if (items.len > c->fb.size / 8u || c->w->num_ints + items.len > c->fb.size / 8u) {
+  /* Shared item vectors could make the total quadratic: bound it by the file (no overflow: the
+   * vector lies in the file, so items.len <= size / 8, and so does the total so far). */
+  if (c->w->num_ints + items.len > c->fb.size / 8u) {
     return bad(c->diag, TM_ERR_INVALID_PROGRAM, "int lists larger than the program", t->pos);
   }
   int64_t *dst = c->w->ints != NULL ? c->w->ints + c->w->num_ints : NULL;
@@ -378,7 +376,7 @@ static tm_status walk_value(walk_ctx *c, uint32_t i) {
         return without_feature(c, "string_list_values", val.pos);
       }
       st = check_indices(c, &val, 0, type == KT_OPTIONAL_TENSOR_LIST, &vec);
-      if (st == TM_OK && (vec.len > fb->size / 4u || w->num_list_items + vec.len > fb->size / 4u)) {
+      if (st == TM_OK && w->num_list_items + vec.len > fb->size / 4u) { /* bounded as int lists */
         return bad(c->diag, TM_ERR_INVALID_PROGRAM, "tensor list items exceed the file", val.pos);
       }
       if (st == TM_OK && out != NULL) {
@@ -470,17 +468,16 @@ static tm_status walk_delegates(walk_ctx *c, const tm_fb_table *plan) {
   for (uint32_t i = 0; i < dels.len; ++i) {
     tm_fb_table d, ref, spec;
     tm_fb_vec specs, bytes;
-    bool present;
     const char *s;
     uint32_t len;
     uint64_t location, index;
     if (!tm_fb_vec_table(fb, &dels, i, &d) ||
         !tm_fb_utf8_string(fb, &d, DELEGATE_ID, "BackendDelegate.id is not UTF-8", &s, &len) ||
-        !tm_fb_subtable(fb, &d, DELEGATE_PROCESSED, &ref, &present) ||
+        !tm_fb_subtable(fb, &d, DELEGATE_PROCESSED, &ref) ||
         !tm_fb_vector(fb, &d, DELEGATE_COMPILE_SPECS, 4, &specs)) {
       return FB_FAILED;
     }
-    if (!present) {
+    if (ref.pos == 0) {
       return bad(c->diag, TM_ERR_INVALID_PROGRAM, "delegate without processed data", d.pos);
     }
     if (!tm_fb_scalar(fb, &ref, DATAREF_LOCATION, 1, &location) ||
@@ -514,14 +511,13 @@ tm_status tm_delegate_at(const tm_program *program, const tm_fb_table *plan, uin
   tm_fb fb = tm_program_fb(program);
   tm_fb_table root, d, ref, inl, seg;
   tm_fb_vec dels, specs, vec;
-  bool present;
   uint32_t len;
   uint64_t location, ref_index, seg_off, seg_size;
   memset(info, 0, sizeof(*info));
   /* The plan was verified at load (walk_delegates): these reads only fail on a bug. */
   if (!tm_fb_root(&fb, &root) || !tm_fb_vector(&fb, plan, PLAN_DELEGATES, 4, &dels) ||
       !tm_fb_vec_table(&fb, &dels, index, &d) || !tm_fb_string(&fb, &d, DELEGATE_ID, &info->id, &len) ||
-      !tm_fb_subtable(&fb, &d, DELEGATE_PROCESSED, &ref, &present) || !present ||
+      !tm_fb_subtable(&fb, &d, DELEGATE_PROCESSED, &ref) || ref.pos == 0 ||
       !tm_fb_vector(&fb, &d, DELEGATE_COMPILE_SPECS, 4, &specs) ||
       !tm_fb_scalar(&fb, &ref, DATAREF_LOCATION, 1, &location) ||
       !tm_fb_scalar(&fb, &ref, DATAREF_INDEX, 4, &ref_index)) {
@@ -594,60 +590,62 @@ static tm_status walk_instruction(walk_ctx *c, uint32_t chain, const tm_fb_vec *
   tm_walk *w = c->w;
   tm_fb_table ins, args;
   uint64_t type, a = 0, b = 0;
-  bool present;
   tm_fb_vec argv = {0, 0};
   if (!tm_fb_vec_table(fb, instrs, i, &ins) || !tm_fb_scalar(fb, &ins, INSTR_TYPE, 1, &type) ||
-      !tm_fb_subtable(fb, &ins, INSTR_ARGS, &args, &present)) {
+      !tm_fb_subtable(fb, &ins, INSTR_ARGS, &args)) {
     return FB_FAILED;
   }
-  if (!present || type < TM_INSTR_KERNEL || type > TM_INSTR_FREE) {
+  if (args.pos == 0 || type < TM_INSTR_KERNEL || type > TM_INSTR_FREE) {
     return bad(c->diag, TM_ERR_INVALID_PROGRAM, "unknown instruction type", ins.pos);
   }
   if (!tm_fb_scalar(fb, &args, 0, 4, &a) || !tm_fb_scalar(fb, &args, 1, 4, &b)) {
     return FB_FAILED;
   }
   int32_t ia = (int32_t)(uint32_t)a, ib = (int32_t)(uint32_t)b;
-  uint32_t nvals = c->values.len;
-  tm_status st = TM_OK;
+  /* Each kind's indices: a in [0, a_end), and for a move or a jump b in [0, b_end). A negative
+   * index is at or above every end (no end is above 2^31: counts of vectors in the file). */
+  uint32_t a_end = c->values.len, b_end = 1, b_checked = 0;
+  const char *out_of_range = "free value index out of range";
   switch (type) {
     case TM_INSTR_KERNEL:
+      a_end = w->num_ops;
+      out_of_range = "op_index out of range";
+      break;
     case TM_INSTR_DELEGATE:
-      if (ia < 0 || (uint32_t)ia >= (type == TM_INSTR_KERNEL ? w->num_ops : c->num_delegates)) {
-        return bad(c->diag, TM_ERR_INVALID_PROGRAM,
-                   type == TM_INSTR_KERNEL ? "op_index out of range" : "delegate_index out of range", args.pos);
-      }
-      st = check_indices(c, &args, 1, false, &argv);
+      a_end = c->num_delegates;
+      out_of_range = "delegate_index out of range";
       break;
     case TM_INSTR_MOVE:
       if (!TM_FEATURE_CONTROL_FLOW) {
         return without_feature(c, "control_flow", ins.pos);
       }
-      if (ia < 0 || (uint32_t)ia >= nvals || ib < 0 || (uint32_t)ib >= nvals) {
-        return bad(c->diag, TM_ERR_INVALID_PROGRAM, "move value index out of range", args.pos);
-      }
+      b_checked = (uint32_t)ib;
+      b_end = a_end;
+      out_of_range = "move value index out of range";
       break;
     case TM_INSTR_JUMP_FALSE:
       if (!TM_FEATURE_CONTROL_FLOW) {
         return without_feature(c, "control_flow", ins.pos);
       }
       /* destination == the instruction count: the jump ends the method (a cond at the end) */
-      if (ia < 0 || (uint32_t)ia >= nvals || ib < 0 || (uint32_t)ib > instrs->len) {
-        return bad(c->diag, TM_ERR_INVALID_PROGRAM, "jump condition or destination out of range", args.pos);
-      }
+      b_checked = (uint32_t)ib;
+      b_end = instrs->len + 1u;
+      out_of_range = "jump condition or destination out of range";
       break;
     default: /* FreeCall */
-      if (ia < 0 || (uint32_t)ia >= nvals) {
-        return bad(c->diag, TM_ERR_INVALID_PROGRAM, "free value index out of range", args.pos);
-      }
       break;
   }
+  if ((uint32_t)ia >= a_end || b_checked >= b_end) {
+    return bad(c->diag, TM_ERR_INVALID_PROGRAM, out_of_range, args.pos);
+  }
+  tm_status st = type <= TM_INSTR_DELEGATE ? check_indices(c, &args, 1, false, &argv) : TM_OK;
   if (st != TM_OK) {
     return st;
   }
   if (chain != 0) {
     return TM_OK; /* only the first chain is materialised */
   }
-  if (argv.len > fb->size / 4u || w->num_args + argv.len > fb->size / 4u) {
+  if (w->num_args + argv.len > fb->size / 4u) { /* bounded as int lists */
     return bad(c->diag, TM_ERR_INVALID_PROGRAM, "instruction arguments larger than the program", args.pos);
   }
   if (w->instrs != NULL) {
@@ -788,26 +786,6 @@ tm_status tm_walk_plan(tm_program *program, tm_diag *diag, const tm_fb_table *pl
 
 /* ---- program -------------------------------------------------------------- */
 
-tm_status tm_find_plan(tm_program *program, const char *name, tm_fb_table *plan) {
-  tm_fb fb = tm_program_fb(program);
-  tm_fb_table root;
-  tm_fb_vec plans;
-  if (!tm_fb_root(&fb, &root) || !tm_fb_vector(&fb, &root, PROGRAM_EXECUTION_PLAN, 4, &plans)) {
-    return fb_error(&program->diag, &fb);
-  }
-  for (uint32_t i = 0; i < plans.len; ++i) {
-    const char *pname;
-    uint32_t len;
-    if (!tm_fb_vec_table(&fb, &plans, i, plan) || !tm_fb_string(&fb, plan, PLAN_NAME, &pname, &len)) {
-      return fb_error(&program->diag, &fb);
-    }
-    if (name == NULL || strcmp(name, pname) == 0) {
-      return TM_OK;
-    }
-  }
-  return bad(&program->diag, TM_ERR_INVALID_ARGUMENT, "no method with this name", TM_DIAG_NO_OFFSET);
-}
-
 tm_status tm_program_method_name(const tm_program *program, uint32_t index, const char **name) {
   tm_fb fb = tm_program_fb(program);
   tm_fb_table root, plan;
@@ -914,6 +892,51 @@ static tm_status check_segments(tm_program *p, tm_fb *fb, const tm_fb_table *roo
   return TM_OK;
 }
 
+/*
+ * The execution plans, in order: with `verify` (at load) the segments and then every plan are
+ * checked, and the program marked loaded; otherwise *plan is the plan called `name` (NULL: the
+ * first) of the loaded program.
+ */
+static tm_status each_plan(tm_program *program, const char *name, tm_fb_table *plan, bool verify) {
+  tm_fb fb = tm_program_fb(program);
+  tm_fb_table root;
+  tm_fb_vec plans;
+  tm_status st;
+  if (!tm_fb_root(&fb, &root) || !tm_fb_vector(&fb, &root, PROGRAM_EXECUTION_PLAN, 4, &plans)) {
+    return fb_error(&program->diag, &fb);
+  }
+  if (verify && (st = check_segments(program, &fb, &root)) != TM_OK) {
+    return st;
+  }
+  for (uint32_t i = 0; i < plans.len; ++i) {
+    const char *pname;
+    uint32_t len;
+    if (!tm_fb_vec_table(&fb, &plans, i, plan) ||
+        !tm_fb_utf8_string(&fb, plan, PLAN_NAME, "ExecutionPlan.name is not UTF-8", &pname, &len)) {
+      return fb_error(&program->diag, &fb);
+    }
+    if (verify) {
+      tm_walk w;
+      memset(&w, 0, sizeof(w));
+      if ((st = tm_walk_plan(program, &program->diag, plan, &w)) != TM_OK) {
+        return st;
+      }
+    } else if (name == NULL || strcmp(name, pname) == 0) {
+      return TM_OK;
+    }
+  }
+  if (verify) {
+    program->root = root.pos;
+    program->num_methods = plans.len;
+    return TM_OK;
+  }
+  return bad(&program->diag, TM_ERR_INVALID_ARGUMENT, "no method with this name", TM_DIAG_NO_OFFSET);
+}
+
+tm_status tm_find_plan(tm_program *program, const char *name, tm_fb_table *plan) {
+  return each_plan(program, name, plan, false);
+}
+
 tm_status tm_program_load(tm_program *program, const void *data, size_t size) {
   if (program == NULL) {
     return TM_ERR_INVALID_ARGUMENT;
@@ -932,29 +955,6 @@ tm_status tm_program_load(tm_program *program, const void *data, size_t size) {
   if (st != TM_OK) {
     return st;
   }
-  tm_fb fb = tm_program_fb(program);
-  tm_fb_table root, plan;
-  tm_fb_vec plans;
-  if (!tm_fb_root(&fb, &root) || !tm_fb_vector(&fb, &root, PROGRAM_EXECUTION_PLAN, 4, &plans)) {
-    return fb_error(&program->diag, &fb);
-  }
-  if ((st = check_segments(program, &fb, &root)) != TM_OK) {
-    return st;
-  }
-  for (uint32_t i = 0; i < plans.len; ++i) {
-    const char *name;
-    uint32_t len;
-    tm_walk w;
-    memset(&w, 0, sizeof(w));
-    if (!tm_fb_vec_table(&fb, &plans, i, &plan) ||
-        !tm_fb_utf8_string(&fb, &plan, PLAN_NAME, "ExecutionPlan.name is not UTF-8", &name, &len)) {
-      return fb_error(&program->diag, &fb);
-    }
-    if ((st = tm_walk_plan(program, &program->diag, &plan, &w)) != TM_OK) {
-      return st;
-    }
-  }
-  program->root = root.pos;
-  program->num_methods = plans.len;
-  return TM_OK;
+  tm_fb_table plan;
+  return each_plan(program, NULL, &plan, true);
 }
