@@ -102,17 +102,27 @@ TM_MAYBE_UNUSED static void depthwise_scalar(const dw_params *p) {
  */
 #define DW_BLOCK 16
 
-/* Weight sets of a 3x3 block by the kernel rows (all, row 0 zeroed, row 2 zeroed) and
- * columns (column 0 zeroed, all, column 2 zeroed: the three runs of a row, in order). */
+/* Weight sets of a 3x3 block by the kernel rows: all, row 0 zeroed, row 2 zeroed. */
 enum { DW_ROWS_ALL, DW_ROWS_NO_TOP, DW_ROWS_NO_BOTTOM, DW_ROW_SETS };
-enum { DW_COL_SETS = 3 };
 
-/* One weight set: its bias (with the folded input offset of its taps) right before its
- * weights, so one pointer at the centre tap's weights reaches both by immediate offsets. */
+/*
+ * One row set's weights as five tap columns, column-major (tap (ky, kx) of column
+ * kx + 1 at weight[3 * (kx + 1) + ky]), columns 0 and 4 zero. A window of three columns is
+ * a weight set: window 1 the kernel, window 0 (zero, column 0, column 1) a right border
+ * pixel's with its tap pointers one column to the left, window 2 (column 1, column 2,
+ * zero) a left border pixel's with its pointers one column to the right, so every tap
+ * read is inside the image. Window i's bias (with the folded input offset of its taps)
+ * is bias[i], at the same distance from the window as for the others, so one pointer at
+ * the window's centre tap reaches both by immediate offsets.
+ */
 typedef struct {
-  int32_t bias[DW_BLOCK];      /* bias + input_offset * sum(w), accumulator order */
-  int16_t weight[9][DW_BLOCK]; /* zero beyond the channels and in zeroed taps */
+  int16_t weight[15][DW_BLOCK]; /* zero beyond the channels */
+  int32_t bias[3][24];          /* bias + input_offset * sum(w) of the window, accumulator order */
 } __attribute__((aligned(16))) dw_set;
+
+/* Window i's centre tap, and its bias relative to it (DW_ASM_RUN's offsets). */
+#define DW_WINDOW(set, i) ((set)->weight[3 * (i) + 4])
+#define DW_WINDOW_BIAS 176 /* int16 elements: 352 bytes */
 
 typedef struct {
   int16_t act_min[8], act_max[8]; /* clamp bounds in all int16 lanes */
@@ -122,11 +132,11 @@ typedef struct {
   int8_t zero_point[DW_BLOCK]; /* the padding row */
   int16_t output_offset;
   bool right_only; /* all DW_BLOCK lanes' shifts are negative */
-  dw_set set[DW_ROW_SETS][DW_COL_SETS];
+  dw_set set[DW_ROW_SETS];
 } __attribute__((aligned(16))) dw_block_consts;
 
-/* The all-taps bias (any kernel) is set[DW_ROWS_ALL][1]'s. */
-#define DW_BIAS(k) ((k)->set[DW_ROWS_ALL][1].bias)
+/* The all-taps bias (any kernel) is window 1's of set DW_ROWS_ALL. */
+#define DW_BIAS(k) ((k)->set[DW_ROWS_ALL].bias[1])
 
 /* Makes a pointer opaque to the optimiser (once per pixel in the loops below: GCC 12 otherwise hoists
  * every base + offset of the unrolled taps out of the loop and spills them). */
@@ -177,28 +187,37 @@ __attribute__((noinline)) static void dw_prepare_block(const dw_params *p, int32
     }
     return;
   }
-  /* Taps (bit t) of each weight set: by rows, then by columns. */
-  static const uint16_t row_taps[DW_ROW_SETS] = {0x1ff, 0x1f8, 0x03f};
-  static const uint16_t col_taps[DW_COL_SETS] = {0x1b6, 0x1ff, 0x0db};
-  int32_t sets = DW_ROW_SETS * DW_COL_SETS;
-  DW_OPAQUE(sets); /* a loop, not nine unrolled copies of one */
-  for (int32_t i = 0; i < sets; ++i) {
-    dw_set *s = &k->set[i / DW_COL_SETS][i % DW_COL_SETS];
-    const unsigned in = row_taps[i / DW_COL_SETS] & col_taps[i % DW_COL_SETS];
-    int16x8_t suml = vdupq_n_s16(0), sumh = vdupq_n_s16(0);
-    for (int32_t t = 0; t < 9; ++t) {
-      const int8_t *wp = p->weight + (size_t)t * (size_t)c + (size_t)c0;
-      const int16x8_t wl = (in >> t) & 1u ? vldrbq_z_s16(wp, plo) : vdupq_n_s16(0);
-      const int16x8_t wh = (in >> t) & 1u ? vldrbq_z_s16(wp + 8, phi) : vdupq_n_s16(0);
-      vstrhq_s16(s->weight[t], wl);
-      vstrhq_s16(s->weight[t] + 8, wh);
-      suml = vaddq_s16(suml, wl);
-      sumh = vaddq_s16(sumh, wh);
+  const int16x8_t zero = vdupq_n_s16(0);
+  for (int32_t rows = 0; rows < DW_ROW_SETS; ++rows) {
+    dw_set *s = &k->set[rows];
+    for (int32_t t = 0; t < 3; ++t) {
+      vstrhq_s16(s->weight[t], zero);
+      vstrhq_s16(s->weight[t] + 8, zero);
+      vstrhq_s16(s->weight[12 + t], zero);
+      vstrhq_s16(s->weight[12 + t] + 8, zero);
     }
-    vstrwq_s32(s->bias, vmlaq_n_s32(b[0], vmovlbq_s16(suml), off));
-    vstrwq_s32(s->bias + 4, vmlaq_n_s32(b[1], vmovltq_s16(suml), off));
-    vstrwq_s32(s->bias + 8, vmlaq_n_s32(b[2], vmovlbq_s16(sumh), off));
-    vstrwq_s32(s->bias + 12, vmlaq_n_s32(b[3], vmovltq_s16(sumh), off));
+    /* Column sums, int16 lanes (at most 3 * 128). */
+    int16x8_t cl[3], ch[3];
+    for (int32_t kx = 0; kx < 3; ++kx) {
+      cl[kx] = ch[kx] = zero;
+      for (int32_t ky = 0; ky < 3; ++ky) {
+        const int8_t *wp = p->weight + (size_t)(3 * ky + kx) * (size_t)c + (size_t)c0;
+        const bool in = !(rows == DW_ROWS_NO_TOP && ky == 0) && !(rows == DW_ROWS_NO_BOTTOM && ky == 2);
+        const int16x8_t wl = in ? vldrbq_z_s16(wp, plo) : zero, wh = in ? vldrbq_z_s16(wp + 8, phi) : zero;
+        vstrhq_s16(s->weight[3 * (kx + 1) + ky], wl);
+        vstrhq_s16(s->weight[3 * (kx + 1) + ky] + 8, wh);
+        cl[kx] = vaddq_s16(cl[kx], wl);
+        ch[kx] = vaddq_s16(ch[kx], wh);
+      }
+    }
+    for (int32_t i = 0; i < 3; ++i) {
+      const int16x8_t suml = vaddq_s16(vaddq_s16(i < 2 ? cl[0] : zero, cl[1]), i > 0 ? cl[2] : zero);
+      const int16x8_t sumh = vaddq_s16(vaddq_s16(i < 2 ? ch[0] : zero, ch[1]), i > 0 ? ch[2] : zero);
+      vstrwq_s32(s->bias[i], vmlaq_n_s32(b[0], vmovlbq_s16(suml), off));
+      vstrwq_s32(s->bias[i] + 4, vmlaq_n_s32(b[1], vmovltq_s16(suml), off));
+      vstrwq_s32(s->bias[i] + 8, vmlaq_n_s32(b[2], vmovlbq_s16(sumh), off));
+      vstrwq_s32(s->bias[i] + 12, vmlaq_n_s32(b[3], vmovltq_s16(sumh), off));
+    }
   }
 }
 
@@ -321,13 +340,13 @@ TM_MVE_INLINE void dw_store(const dw_block_consts *k, dw_acc a, int8_t *dst, boo
 #define DW_ASM_RUN(REQ)                                                                                          \
   __asm__ volatile("dls lr, lr\n"                                                                          \
                    "1:\n\t"                                                                                  \
-                   "vldrw.32 q0, [%[s], #-192]\n\t"                                                          \
-                   "vldrw.32 q1, [%[s], #-176]\n\t"                                                          \
-                   "vldrw.32 q2, [%[s], #-160]\n\t"                                                          \
-                   "vldrw.32 q3, [%[s], #-144]\n\t"                                                          \
-                   DW_ASM_ROW("%[r0]", "-128", "-112", "-96", "-80", "-64", "-48")                            \
-                   DW_ASM_ROW("%[r1]", "-32", "-16", "0", "16", "32", "48")                                   \
-                   DW_ASM_ROW("%[r2]", "64", "80", "96", "112", "128", "144")                                 \
+                   "vldrw.32 q0, [%[s], #352]\n\t"                                                           \
+                   "vldrw.32 q1, [%[s], #368]\n\t"                                                           \
+                   "vldrw.32 q2, [%[s], #384]\n\t"                                                           \
+                   "vldrw.32 q3, [%[s], #400]\n\t"                                                           \
+                   DW_ASM_ROW("%[r0]", "-128", "-112", "-32", "-16", "64", "80")                              \
+                   DW_ASM_ROW("%[r1]", "-96", "-80", "0", "16", "96", "112")                                  \
+                   DW_ASM_ROW("%[r2]", "-64", "-48", "32", "48", "128", "144")                                \
                    REQ("q0", "96", "32", "160") REQ("q1", "112", "48", "176")                                 \
                    REQ("q2", "128", "64", "192") REQ("q3", "144", "80", "208")                                \
                    "vldrh.16 q6, [%[k]]\n\t"                                                                 \
@@ -359,7 +378,8 @@ _Static_assert(offsetof(dw_block_consts, mult) == 32 && offsetof(dw_block_consts
                    offsetof(dw_block_consts, right_neg) == 160 && offsetof(dw_block_consts, zero_point) == 224 &&
                    offsetof(dw_block_consts, output_offset) == 240,
                "DW_ASM_RUN's offsets into dw_block_consts");
-_Static_assert(offsetof(dw_set, weight) - offsetof(dw_set, bias) == 64 && sizeof(((dw_set *)0)->weight[0]) == 32,
+_Static_assert(offsetof(dw_set, bias) - offsetof(dw_set, weight[4]) == 2 * DW_WINDOW_BIAS &&
+                   sizeof(((dw_set *)0)->weight[0]) == 32 && sizeof(((dw_set *)0)->bias[0]) == 96,
                "DW_ASM_RUN's offsets into dw_set");
 
 /* Column geometry of a 3x3 block, the same for every row: output columns [0, lo) have
@@ -373,9 +393,9 @@ typedef struct {
 } dw_geom;
 
 /* One output row whose kernel rows all read image rows r0..r2 (a row outside the image
- * is given as another row, with weight sets `sets` that zero it): three runs of one
- * loop, the border runs with their outside tap column read at the centre column. */
-TM_MVE_INLINE void dw_row3x3(const dw_block_consts *k, const dw_geom *g, const dw_set *sets, const int8_t *r0,
+ * is given as another row, with the row set `set` that zeroes it): three runs of one
+ * loop - left border, interior, right border - with windows 2, 1 and 0 of the set. */
+TM_MVE_INLINE void dw_row3x3(const dw_block_consts *k, const dw_geom *g, const dw_set *set, const int8_t *r0,
                              const int8_t *r1, const int8_t *r2, int8_t *dst, bool tail, mve_pred16_t plo,
                              mve_pred16_t phi) {
   const ptrdiff_t step = g->step, c = g->c;
@@ -383,11 +403,16 @@ TM_MVE_INLINE void dw_row3x3(const dw_block_consts *k, const dw_geom *g, const d
   r0 += g->first;
   r1 += g->first;
   r2 += g->first;
-  for (int32_t run = 0; run < DW_COL_SETS; ++run) {
-    const int32_t end = run == 0 ? g->lo : (run == 1 ? g->hi : g->ows);
-    const int32_t count = end - (run == 0 ? 0 : (run == 1 ? g->lo : g->hi));
-    const ptrdiff_t cl = run == 0 ? 0 : g->col, cr = run == 2 ? 0 : g->col;
-    const int16_t *w = sets[run].weight[4];
+  for (int32_t run = 0; run < 3; ++run) {
+    const int32_t count = run == 0 ? g->lo : (run == 1 ? g->hi - g->lo : g->ows - g->hi);
+    /* A border run's pointers one column inwards, its zero column read there again:
+     * + col for run 0, back for run 1, - col for run 2. */
+    const ptrdiff_t shift = run == 0 ? g->col : -g->col;
+    const ptrdiff_t cl = run == 2 ? 0 : g->col, cr = run == 0 ? 0 : g->col;
+    const int16_t *w = DW_WINDOW(set, 2 - run);
+    r0 += shift;
+    r1 += shift;
+    r2 += shift;
     if (DW_USE_ASM && !tail) {
       if (count > 0) {
         const int8_t *x;
@@ -399,39 +424,37 @@ TM_MVE_INLINE void dw_row3x3(const dw_block_consts *k, const dw_geom *g, const d
         }
         (void)x;
       }
-      continue;
-    }
-    for (int32_t i = 0; i < count; ++i) {
-      {
-        const dw_set *s = &sets[run];
+    } else {
+      for (int32_t i = 0; i < count; ++i) {
         DW_OPAQUE(k);
-        DW_OPAQUE(s);
-        dw_acc a = dw_acc_init(s->bias);
+        DW_OPAQUE(w);
+        dw_acc a = dw_acc_init((const int32_t *)(const void *)(w + DW_WINDOW_BIAS));
         const int8_t *const rows[3] = {r0, r1, r2};
         for (int32_t t = 0; t < 9; ++t) {
-          const int8_t *x = rows[t / 3] + (t % 3 == 0 ? -cl : (t % 3 == 2 ? cr : 0));
-          dw_tap(&a, x, s->weight[t], true, tail, plo, phi);
+          const int32_t ky = t / 3, kx = t % 3;
+          const int8_t *x = rows[ky] + (kx == 0 ? -cl : (kx == 2 ? cr : 0));
+          dw_tap(&a, x, w + (3 * kx + ky - 4) * DW_BLOCK, true, tail, plo, phi);
         }
         dw_store(k, a, dst, tail, plo, phi);
+        r0 += step;
+        r1 += step;
+        r2 += step;
+        dst += c;
       }
-      r0 += step;
-      r1 += step;
-      r2 += step;
-      dst += c;
     }
   }
 }
 
-__attribute__((noinline)) static void dw_row3x3_full(const dw_block_consts *k, const dw_geom *g, const dw_set *sets,
+__attribute__((noinline)) static void dw_row3x3_full(const dw_block_consts *k, const dw_geom *g, const dw_set *set,
                                                      const int8_t *r0, const int8_t *r1, const int8_t *r2,
                                                      int8_t *dst) {
-  dw_row3x3(k, g, sets, r0, r1, r2, dst, false, 0, 0);
+  dw_row3x3(k, g, set, r0, r1, r2, dst, false, 0, 0);
 }
 
-__attribute__((noinline)) static void dw_row3x3_tail(const dw_block_consts *k, const dw_geom *g, const dw_set *sets,
+__attribute__((noinline)) static void dw_row3x3_tail(const dw_block_consts *k, const dw_geom *g, const dw_set *set,
                                                      const int8_t *r0, const int8_t *r1, const int8_t *r2,
                                                      int8_t *dst, mve_pred16_t plo, mve_pred16_t phi) {
-  dw_row3x3(k, g, sets, r0, r1, r2, dst, true, plo, phi);
+  dw_row3x3(k, g, set, r0, r1, r2, dst, true, plo, phi);
 }
 
 /* Which of the three tap columns of output column ow are inside the row (bit kx). */
@@ -496,11 +519,35 @@ TM_MVE_INLINE void dw_pixel_any(const dw_params *p, const dw_block_consts *k, co
   dw_store(k, a, dst, tail, plo, phi);
 }
 
-/* All output pixels of one channel block; `g` is the geometry of a 3x3 kernel, else NULL. */
-TM_MVE_INLINE void dw_block(const dw_params *p, const dw_geom *g, const dw_block_consts *k, const int8_t *image,
-                            int8_t *out, int32_t c0, bool tail, mve_pred16_t plo, mve_pred16_t phi) {
+/* One output row of any kernel shape, pixel by pixel. */
+TM_MVE_INLINE void dw_row_any(const dw_params *p, const dw_block_consts *k, const int8_t *image, const int8_t *weight,
+                              int8_t *dst, int32_t oh, bool tail, mve_pred16_t plo, mve_pred16_t phi) {
+  for (int32_t ow = 0; ow < p->out_dims[2]; ++ow) {
+    dw_pixel_any(p, k, image, weight, dst + (size_t)ow * (size_t)p->in_dims[3], oh, ow, tail, plo, phi);
+  }
+}
+
+__attribute__((noinline)) static void dw_row_any_full(const dw_params *p, const dw_block_consts *k,
+                                                      const int8_t *image, const int8_t *weight, int8_t *dst,
+                                                      int32_t oh) {
+  dw_row_any(p, k, image, weight, dst, oh, false, 0, 0);
+}
+
+__attribute__((noinline)) static void dw_row_any_tail(const dw_params *p, const dw_block_consts *k,
+                                                      const int8_t *image, const int8_t *weight, int8_t *dst,
+                                                      int32_t oh, mve_pred16_t plo, mve_pred16_t phi) {
+  dw_row_any(p, k, image, weight, dst, oh, true, plo, phi);
+}
+
+/* All output pixels of one channel block (`tail`: its `lanes` < DW_BLOCK); `g` is the
+ * geometry of a 3x3 kernel, else NULL. */
+static void dw_block(const dw_params *p, const dw_geom *g, const dw_block_consts *k, const int8_t *image, int8_t *out,
+                     int32_t c0, int32_t lanes) {
   const int32_t h = p->in_dims[1], w = p->in_dims[2], c = p->in_dims[3];
   const int32_t ohs = p->out_dims[1], ows = p->out_dims[2];
+  const bool tail = lanes < DW_BLOCK;
+  const mve_pred16_t plo = vctp16q((uint32_t)(lanes > 8 ? 8 : lanes));
+  const mve_pred16_t phi = vctp16q((uint32_t)(lanes > 8 ? lanes - 8 : 0));
   image += c0;
   out += c0;
   for (int32_t oh = 0; oh < ohs; ++oh) {
@@ -528,27 +575,19 @@ TM_MVE_INLINE void dw_block(const dw_params *p, const dw_geom *g, const dw_block
       }
       if (rows >= 0) {
         if (tail) {
-          dw_row3x3_tail(k, g, k->set[rows], row[0], row[1], row[2], dst, plo, phi);
+          dw_row3x3_tail(k, g, &k->set[rows], row[0], row[1], row[2], dst, plo, phi);
         } else {
-          dw_row3x3_full(k, g, k->set[rows], row[0], row[1], row[2], dst);
+          dw_row3x3_full(k, g, &k->set[rows], row[0], row[1], row[2], dst);
         }
         continue;
       }
     }
-    for (int32_t ow = 0; ow < ows; ++ow) {
-      dw_pixel_any(p, k, image, p->weight + c0, dst + (size_t)ow * (size_t)c, oh, ow, tail, plo, phi);
+    if (tail) {
+      dw_row_any_tail(p, k, image, p->weight + c0, dst, oh, plo, phi);
+    } else {
+      dw_row_any_full(p, k, image, p->weight + c0, dst, oh);
     }
   }
-}
-
-__attribute__((noinline)) static void dw_block_full(const dw_params *p, const dw_geom *g, const dw_block_consts *k, const int8_t *image,
-                          int8_t *out, int32_t c0) {
-  dw_block(p, g, k, image, out, c0, false, 0, 0);
-}
-
-__attribute__((noinline)) static void dw_block_tail(const dw_params *p, const dw_geom *g, const dw_block_consts *k, const int8_t *image,
-                          int8_t *out, int32_t c0, mve_pred16_t plo, mve_pred16_t phi) {
-  dw_block(p, g, k, image, out, c0, true, plo, phi);
 }
 
 static void depthwise_mve(const dw_params *p) {
@@ -569,12 +608,7 @@ static void depthwise_mve(const dw_params *p) {
     for (int32_t n = 0; n < p->in_dims[0]; ++n) {
       const int8_t *image = p->input + (size_t)n * (size_t)h * (size_t)w * (size_t)c;
       int8_t *out = p->out + (size_t)n * (size_t)p->out_dims[1] * (size_t)p->out_dims[2] * (size_t)c;
-      if (lanes == DW_BLOCK) {
-        dw_block_full(p, k3x3 ? &g : NULL, &k, image, out, c0);
-      } else {
-        dw_block_tail(p, k3x3 ? &g : NULL, &k, image, out, c0, vctp16q((uint32_t)(lanes > 8 ? 8 : lanes)),
-                      vctp16q((uint32_t)(lanes > 8 ? lanes - 8 : 0)));
-      }
+      dw_block(p, k3x3 ? &g : NULL, &k, image, out, c0, lanes);
     }
   }
 }
