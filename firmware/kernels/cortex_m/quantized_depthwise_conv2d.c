@@ -131,7 +131,7 @@ typedef struct {
   int32_t right_neg[DW_BLOCK];
   int8_t zero_point[DW_BLOCK]; /* the padding row */
   int16_t output_offset;
-  bool right_only; /* all DW_BLOCK lanes' shifts are negative */
+  bool right_only; /* all DW_BLOCK lanes' shifts are negative (right shifts) */
   dw_set set[DW_ROW_SETS];
 } __attribute__((aligned(16))) dw_block_consts;
 
@@ -149,8 +149,10 @@ __attribute__((noinline)) static void dw_prepare_block(const dw_params *p, int32
   const mve_pred16_t plo = vctp16q((uint32_t)(lanes > 8 ? 8 : lanes));
   const mve_pred16_t phi = vctp16q((uint32_t)(lanes > 8 ? lanes - 8 : 0));
   const uint32x4_t limit = vdupq_n_u32((uint32_t)lanes);
+  int32x4_t top = vdupq_n_s32(INT32_MIN); /* the largest shift */
   /* Bias and requantization parameters; the bias without the folded term for now. */
   for (int32_t j = 0; j < 4; ++j) {
+    DW_OPAQUE(j); /* a loop, not four unrolled copies */
     /* Accumulator j holds channels base, base + 2, base + 4, base + 6. */
     const uint32x4_t ch = vidupq_n_u32((uint32_t)((j >> 1) * 8 + (j & 1)), 2);
     const mve_pred16_t pj = vcmphiq_u32(limit, ch);
@@ -158,6 +160,7 @@ __attribute__((noinline)) static void dw_prepare_block(const dw_params *p, int32
         p->q.bias != NULL ? vldrwq_gather_shifted_offset_z_s32(p->q.bias + c0, ch, pj) : vdupq_n_s32(0);
     vstrwq_s32(DW_BIAS(k) + 4 * j, b);
     const int32x4_t s = vldrwq_gather_shifted_offset_z_s32(p->q.shifts + c0, ch, pj);
+    top = vmaxq_s32(top, s);
     vstrwq_s32(k->mult + 4 * j, vldrwq_gather_shifted_offset_z_s32(p->q.mults + c0, ch, pj));
     vstrwq_s32(k->left + 4 * j, vmaxq_s32(s, vdupq_n_s32(0)));
     vstrwq_s32(k->right_neg + 4 * j, vminq_s32(s, vdupq_n_s32(0)));
@@ -166,7 +169,7 @@ __attribute__((noinline)) static void dw_prepare_block(const dw_params *p, int32
   vstrhq_s16(k->act_min, vdupq_n_s16((int16_t)p->q.act_min));
   vstrhq_s16(k->act_max, vdupq_n_s16((int16_t)p->q.act_max));
   k->output_offset = (int16_t)p->q.output_offset;
-  k->right_only = lanes == DW_BLOCK && tm_mve_right_shifts_only(p->q.shifts + c0, lanes);
+  k->right_only = lanes == DW_BLOCK && vmaxvq_s32(INT32_MIN, top) < 0;
   /* Weight sums in int16 lanes (at most 9 * 128 for a 3x3 set; int32 beyond 255 taps
    * would not fit, so larger kernels sum in int32 below). */
   const int32_t *b0 = DW_BIAS(k);
@@ -187,36 +190,48 @@ __attribute__((noinline)) static void dw_prepare_block(const dw_params *p, int32
     }
     return;
   }
+  /* 3x3: the three row sets' weights tap by tap, then each window's sum from the column
+   * sums (int16 lanes, at most 9 * 128). */
   const int16x8_t zero = vdupq_n_s16(0);
+  for (int32_t t = 0; t < 9; ++t) {
+    DW_OPAQUE(t); /* a loop, not nine unrolled copies */
+    const int32_t ky = t / 3, at = 3 * (t % 3 + 1) + ky;
+    const int8_t *wp = p->weight + (size_t)t * (size_t)c + (size_t)c0;
+    const int16x8_t wl = vldrbq_z_s16(wp, plo), wh = vldrbq_z_s16(wp + 8, phi);
+    for (int32_t rows = 0; rows < DW_ROW_SETS; ++rows) {
+      const bool out = (rows == DW_ROWS_NO_TOP && ky == 0) || (rows == DW_ROWS_NO_BOTTOM && ky == 2);
+      vstrhq_s16(k->set[rows].weight[at], out ? zero : wl);
+      vstrhq_s16(k->set[rows].weight[at] + 8, out ? zero : wh);
+    }
+  }
   for (int32_t rows = 0; rows < DW_ROW_SETS; ++rows) {
+    DW_OPAQUE(rows);
     dw_set *s = &k->set[rows];
-    for (int32_t t = 0; t < 3; ++t) {
-      vstrhq_s16(s->weight[t], zero);
-      vstrhq_s16(s->weight[t] + 8, zero);
-      vstrhq_s16(s->weight[12 + t], zero);
-      vstrhq_s16(s->weight[12 + t] + 8, zero);
-    }
-    /* Column sums, int16 lanes (at most 3 * 128). */
-    int16x8_t cl[3], ch[3];
-    for (int32_t kx = 0; kx < 3; ++kx) {
-      cl[kx] = ch[kx] = zero;
+    /* Columns 0..4 in turn; window i (columns i..i+2) once column i + 2 is summed. */
+    int16x8_t l1 = zero, h1 = zero, l2 = zero, h2 = zero; /* sums of the two columns before */
+    for (int32_t x = 0; x < 5; ++x) {
+      int16x8_t l = zero, h = zero;
       for (int32_t ky = 0; ky < 3; ++ky) {
-        const int8_t *wp = p->weight + (size_t)(3 * ky + kx) * (size_t)c + (size_t)c0;
-        const bool in = !(rows == DW_ROWS_NO_TOP && ky == 0) && !(rows == DW_ROWS_NO_BOTTOM && ky == 2);
-        const int16x8_t wl = in ? vldrbq_z_s16(wp, plo) : zero, wh = in ? vldrbq_z_s16(wp + 8, phi) : zero;
-        vstrhq_s16(s->weight[3 * (kx + 1) + ky], wl);
-        vstrhq_s16(s->weight[3 * (kx + 1) + ky] + 8, wh);
-        cl[kx] = vaddq_s16(cl[kx], wl);
-        ch[kx] = vaddq_s16(ch[kx], wh);
+        int16_t *wv = s->weight[3 * x + ky];
+        if (x == 0 || x == 4) {
+          vstrhq_s16(wv, zero);
+          vstrhq_s16(wv + 8, zero);
+        }
+        l = vaddq_s16(l, vldrhq_s16(wv));
+        h = vaddq_s16(h, vldrhq_s16(wv + 8));
       }
-    }
-    for (int32_t i = 0; i < 3; ++i) {
-      const int16x8_t suml = vaddq_s16(vaddq_s16(i < 2 ? cl[0] : zero, cl[1]), i > 0 ? cl[2] : zero);
-      const int16x8_t sumh = vaddq_s16(vaddq_s16(i < 2 ? ch[0] : zero, ch[1]), i > 0 ? ch[2] : zero);
-      vstrwq_s32(s->bias[i], vmlaq_n_s32(b[0], vmovlbq_s16(suml), off));
-      vstrwq_s32(s->bias[i] + 4, vmlaq_n_s32(b[1], vmovltq_s16(suml), off));
-      vstrwq_s32(s->bias[i] + 8, vmlaq_n_s32(b[2], vmovlbq_s16(sumh), off));
-      vstrwq_s32(s->bias[i] + 12, vmlaq_n_s32(b[3], vmovltq_s16(sumh), off));
+      if (x >= 2) {
+        const int16x8_t suml = vaddq_s16(vaddq_s16(l2, l1), l), sumh = vaddq_s16(vaddq_s16(h2, h1), h);
+        int32_t *bias = s->bias[x - 2];
+        vstrwq_s32(bias, vmlaq_n_s32(b[0], vmovlbq_s16(suml), off));
+        vstrwq_s32(bias + 4, vmlaq_n_s32(b[1], vmovltq_s16(suml), off));
+        vstrwq_s32(bias + 8, vmlaq_n_s32(b[2], vmovlbq_s16(sumh), off));
+        vstrwq_s32(bias + 12, vmlaq_n_s32(b[3], vmovltq_s16(sumh), off));
+      }
+      l2 = l1;
+      h2 = h1;
+      l1 = l;
+      h1 = h;
     }
   }
 }
@@ -324,7 +339,7 @@ TM_MVE_INLINE void dw_store(const dw_block_consts *k, dw_acc a, int8_t *dst, boo
   "vshr.s32 q5, q5, #31\n\t"                  \
   "vadd.i32 " Q ", " Q ", q5\n\t"             \
   "vrshl.s32 " Q ", " Q ", q4\n\t"
-/* DW_ASM_REQ when every lane's shift is negative (tm_mve_right_shifts_only): no left
+/* DW_ASM_REQ when every lane's shift is negative (k->right_only): no left
  * shift, and the fix-up mask is all ones, so it is the sign of p alone. */
 #define DW_ASM_REQ_R(Q, LEFT, MULT, RNEG)      \
   "vldrw.32 q4, [%[k], #" MULT "]\n\t"        \
@@ -430,10 +445,12 @@ TM_MVE_INLINE void dw_row3x3(const dw_block_consts *k, const dw_geom *g, const d
         DW_OPAQUE(w);
         dw_acc a = dw_acc_init((const int32_t *)(const void *)(w + DW_WINDOW_BIAS));
         const int8_t *const rows[3] = {r0, r1, r2};
-        for (int32_t t = 0; t < 9; ++t) {
-          const int32_t ky = t / 3, kx = t % 3;
-          const int8_t *x = rows[ky] + (kx == 0 ? -cl : (kx == 2 ? cr : 0));
-          dw_tap(&a, x, w + (3 * kx + ky - 4) * DW_BLOCK, true, tail, plo, phi);
+        for (int32_t ky = 0; ky < 3; ++ky) {
+          DW_OPAQUE(ky); /* a loop: tails are rare, their size is not */
+          const int16_t *wy = w + (ky - 4) * DW_BLOCK;
+          dw_tap(&a, rows[ky] - cl, wy, true, tail, plo, phi);
+          dw_tap(&a, rows[ky], wy + 3 * DW_BLOCK, true, tail, plo, phi);
+          dw_tap(&a, rows[ky] + cr, wy + 6 * DW_BLOCK, true, tail, plo, phi);
         }
         dw_store(k, a, dst, tail, plo, phi);
         r0 += step;
@@ -457,8 +474,9 @@ __attribute__((noinline)) static void dw_row3x3_tail(const dw_block_consts *k, c
   dw_row3x3(k, g, set, r0, r1, r2, dst, true, plo, phi);
 }
 
-/* Which of the three tap columns of output column ow are inside the row (bit kx). */
-static unsigned dw_cols(const dw_params *p, int32_t ow) {
+/* Which of the three tap columns of output column ow are inside the row (bit kx). Not
+ * inlined: the geometry calls it once per column, and size is all that matters there. */
+__attribute__((noinline)) static unsigned dw_cols(const dw_params *p, int32_t ow) {
   unsigned m = 0;
   for (int32_t kx = 0; kx < 3; ++kx) {
     const int32_t iw = ow * p->win.stride_w - p->win.pad_w + kx * p->win.dil_w;
@@ -481,10 +499,15 @@ __attribute__((noinline)) static void dw_geometry(const dw_params *p, dw_geom *g
   while (hi > lo && dw_cols(p, hi - 1) != DW_COLS_ALL) {
     --hi;
   }
+  /* Columns lo and hi - 1 have all taps inside, so all between them do (the left tap's
+   * position grows with ow, the right one's too, and the image is an interval): only the
+   * border columns need a check. */
   bool ok = true;
-  for (int32_t ow = 0; ow < ows; ++ow) {
-    const unsigned want = ow < lo ? DW_COLS_NO_LEFT : (ow < hi ? DW_COLS_ALL : DW_COLS_NO_RIGHT);
-    ok = ok && dw_cols(p, ow) == want;
+  for (int32_t ow = 0; ow < lo; ++ow) {
+    ok = ok && dw_cols(p, ow) == DW_COLS_NO_LEFT;
+  }
+  for (int32_t ow = hi; ow < ows; ++ow) {
+    ok = ok && dw_cols(p, ow) == DW_COLS_NO_RIGHT;
   }
   g->lo = lo;
   g->hi = hi;
