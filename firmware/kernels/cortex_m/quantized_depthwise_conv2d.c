@@ -170,8 +170,8 @@ __attribute__((noinline)) static void dw_prepare_block(const dw_params *p, int32
   vstrhq_s16(k->act_max, vdupq_n_s16((int16_t)p->q.act_max));
   k->output_offset = (int16_t)p->q.output_offset;
   k->right_only = lanes == DW_BLOCK && vmaxvq_s32(INT32_MIN, top) < 0;
-  /* Weight sums in int16 lanes (at most 9 * 128 for a 3x3 set; int32 beyond 255 taps
-   * would not fit, so larger kernels sum in int32 below). */
+  /* The folded input offsets: other kernels' tap sums in int32 lanes, 3x3 windows' in
+   * int16 lanes (at most 9 * 128). */
   const int32_t *b0 = DW_BIAS(k);
   const int32x4_t b[4] = {vldrwq_s32(b0), vldrwq_s32(b0 + 4), vldrwq_s32(b0 + 8), vldrwq_s32(b0 + 12)};
   if (!k3x3) {
@@ -207,8 +207,7 @@ __attribute__((noinline)) static void dw_prepare_block(const dw_params *p, int32
   for (int32_t rows = 0; rows < DW_ROW_SETS; ++rows) {
     DW_OPAQUE(rows);
     dw_set *s = &k->set[rows];
-    /* Columns 0..4 in turn; window i (columns i..i+2) once column i + 2 is summed. */
-    int16x8_t l1 = zero, h1 = zero, l2 = zero, h2 = zero; /* sums of the two columns before */
+    int16_t sum[5][DW_BLOCK]; /* column sums; columns 0 and 4 are zero */
     for (int32_t x = 0; x < 5; ++x) {
       int16x8_t l = zero, h = zero;
       for (int32_t ky = 0; ky < 3; ++ky) {
@@ -216,22 +215,23 @@ __attribute__((noinline)) static void dw_prepare_block(const dw_params *p, int32
         if (x == 0 || x == 4) {
           vstrhq_s16(wv, zero);
           vstrhq_s16(wv + 8, zero);
+        } else {
+          l = vaddq_s16(l, vldrhq_s16(wv));
+          h = vaddq_s16(h, vldrhq_s16(wv + 8));
         }
-        l = vaddq_s16(l, vldrhq_s16(wv));
-        h = vaddq_s16(h, vldrhq_s16(wv + 8));
       }
-      if (x >= 2) {
-        const int16x8_t suml = vaddq_s16(vaddq_s16(l2, l1), l), sumh = vaddq_s16(vaddq_s16(h2, h1), h);
-        int32_t *bias = s->bias[x - 2];
-        vstrwq_s32(bias, vmlaq_n_s32(b[0], vmovlbq_s16(suml), off));
-        vstrwq_s32(bias + 4, vmlaq_n_s32(b[1], vmovltq_s16(suml), off));
-        vstrwq_s32(bias + 8, vmlaq_n_s32(b[2], vmovlbq_s16(sumh), off));
-        vstrwq_s32(bias + 12, vmlaq_n_s32(b[3], vmovltq_s16(sumh), off));
-      }
-      l2 = l1;
-      h2 = h1;
-      l1 = l;
-      h1 = h;
+      vstrhq_s16(sum[x], l);
+      vstrhq_s16(sum[x] + 8, h);
+    }
+    for (int32_t i = 0; i < 3; ++i) {
+      DW_OPAQUE(i);
+      const int16x8_t l = vaddq_s16(vaddq_s16(vldrhq_s16(sum[i]), vldrhq_s16(sum[i + 1])), vldrhq_s16(sum[i + 2]));
+      const int16x8_t h =
+          vaddq_s16(vaddq_s16(vldrhq_s16(sum[i] + 8), vldrhq_s16(sum[i + 1] + 8)), vldrhq_s16(sum[i + 2] + 8));
+      vstrwq_s32(s->bias[i], vmlaq_n_s32(b[0], vmovlbq_s16(l), off));
+      vstrwq_s32(s->bias[i] + 4, vmlaq_n_s32(b[1], vmovltq_s16(l), off));
+      vstrwq_s32(s->bias[i] + 8, vmlaq_n_s32(b[2], vmovlbq_s16(h), off));
+      vstrwq_s32(s->bias[i] + 12, vmlaq_n_s32(b[3], vmovltq_s16(h), off));
     }
   }
 }
@@ -302,17 +302,34 @@ TM_MVE_INLINE void dw_store(const dw_block_consts *k, dw_acc a, int8_t *dst, boo
   }
 }
 
+/* dw_store of a tail block, out of line: the tail paths share it. */
+__attribute__((noinline)) static void dw_store_tail(const dw_block_consts *k, dw_acc a, int8_t *dst, mve_pred16_t plo,
+                                                    mve_pred16_t phi) {
+  dw_store(k, a, dst, true, plo, phi);
+}
+
+/* dw_store, inline for a full block. */
+TM_MVE_INLINE void dw_store_any(const dw_block_consts *k, dw_acc a, int8_t *dst, bool tail, mve_pred16_t plo,
+                                mve_pred16_t phi) {
+  if (tail) {
+    dw_store_tail(k, a, dst, plo, phi);
+  } else {
+    dw_store(k, a, dst, false, plo, phi);
+  }
+}
+
 /*
  * One full 16-channel 3x3 pixel in Helium assembly (GCC 12 keeps too few values in
  * registers for the intrinsics form: ~20% more instructions). Fixed registers: q0-q3
- * accumulators, q4-q7 temporaries. `s` points at the weight set's centre tap (bias at
- * -192, tap t's weights at (t - 4) * 32), `k` at dw_block_consts; r0..r2 at the
- * centre tap of the three kernel rows, the side taps `cl` bytes before and `cr` after
- * (0 in a border run: the centre again, with zero weights). Same arithmetic as
- * dw_tap/dw_store.
+ * accumulators, q4-q7 temporaries. `s` points at a window's centre tap (dw_set: tap
+ * (ky, kx) at (3 * kx + ky - 4) * 32, the bias at +352), `k` at dw_block_consts; r0..r2
+ * at the centre tap of the three kernel rows, the side taps `col` bytes before and after.
+ * Same arithmetic as dw_tap/dw_store.
  */
-#if defined(__OPTIMIZE__)
-#define DW_USE_ASM 1 /* five low-register operands: more than -O0's allocator finds */
+/* 12 register operands, five of them low registers: more than the allocators of -O0, -O1
+ * and -Os find, so -O0 and -Os builds take the intrinsics form (-O1 is no build type). */
+#if defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__)
+#define DW_USE_ASM 1
 #else
 #define DW_USE_ASM 0
 #endif
@@ -349,8 +366,8 @@ TM_MVE_INLINE void dw_store(const dw_block_consts *k, dw_acc a, int8_t *dst, boo
   "vldrw.32 q4, [%[k], #" RNEG "]\n\t"        \
   "vrshl.s32 " Q ", " Q ", q4\n\t"
 #define DW_ASM_ROW(R, WL, WL8, WC, WC8, WR, WR8) \
-  "sub %[x], " R ", %[cl]\n\t" DW_ASM_TAP("%[x]", WL, WL8) DW_ASM_TAP(R, WC, WC8) \
-  "add %[x], " R ", %[cr]\n\t" DW_ASM_TAP("%[x]", WR, WR8)
+  "sub %[x], " R ", %[col]\n\t" DW_ASM_TAP("%[x]", WL, WL8) DW_ASM_TAP(R, WC, WC8) \
+  "add %[x], " R ", %[col]\n\t" DW_ASM_TAP("%[x]", WR, WR8)
 /* `n` > 0 pixels of a run: the row pointers and dst walk by `step` and `c` bytes. */
 #define DW_ASM_RUN(REQ)                                                                                          \
   __asm__ volatile("dls lr, lr\n"                                                                          \
@@ -384,7 +401,7 @@ TM_MVE_INLINE void dw_store(const dw_block_consts *k, dw_acc a, int8_t *dst, boo
                    "add %[dst], %[dst], %[c]\n\t"                                                            \
                    "le lr, 1b"                                                                               \
                    : [x] "=&l"(x), [r0] "+l"(r0), [r1] "+l"(r1), [r2] "+l"(r2), [dst] "+l"(dst), "+r"(n)     \
-                   : [cl] "r"(cl), [cr] "r"(cr), [s] "r"(w), [k] "r"(k), [step] "r"(step), [c] "r"(c),       \
+                   : [col] "r"(col), [s] "r"(w), [k] "r"(k), [step] "r"(step), [c] "r"(c),       \
                      [off] "r"(off)                                                                           \
                    : "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "d9", "d10", "d11", "d12", "d13", \
                      "d14", "d15", "memory")
@@ -409,21 +426,21 @@ typedef struct {
 
 /* One output row whose kernel rows all read image rows r0..r2 (a row outside the image
  * is given as another row, with the row set `set` that zeroes it): three runs of one
- * loop - left border, interior, right border - with windows 2, 1 and 0 of the set. */
+ * loop - left border, interior, right border - with windows 2, 1 and 0 of the set; a
+ * border run's pointers move one column inwards, so its zero-weight tap column is the
+ * one beyond its last inside column (dw_geometry checks it is inside too). */
 TM_MVE_INLINE void dw_row3x3(const dw_block_consts *k, const dw_geom *g, const dw_set *set, const int8_t *r0,
                              const int8_t *r1, const int8_t *r2, int8_t *dst, bool tail, mve_pred16_t plo,
                              mve_pred16_t phi) {
-  const ptrdiff_t step = g->step, c = g->c;
+  const ptrdiff_t step = g->step, c = g->c, col = g->col;
   const int32_t off = k->output_offset;
   r0 += g->first;
   r1 += g->first;
   r2 += g->first;
   for (int32_t run = 0; run < 3; ++run) {
     const int32_t count = run == 0 ? g->lo : (run == 1 ? g->hi - g->lo : g->ows - g->hi);
-    /* A border run's pointers one column inwards, its zero column read there again:
-     * + col for run 0, back for run 1, - col for run 2. */
-    const ptrdiff_t shift = run == 0 ? g->col : -g->col;
-    const ptrdiff_t cl = run == 2 ? 0 : g->col, cr = run == 0 ? 0 : g->col;
+    /* + col for run 0, back for run 1, - col for run 2 */
+    const ptrdiff_t shift = run == 0 ? col : -col;
     const int16_t *w = DW_WINDOW(set, 2 - run);
     r0 += shift;
     r1 += shift;
@@ -448,11 +465,11 @@ TM_MVE_INLINE void dw_row3x3(const dw_block_consts *k, const dw_geom *g, const d
         for (int32_t ky = 0; ky < 3; ++ky) {
           DW_OPAQUE(ky); /* a loop: tails are rare, their size is not */
           const int16_t *wy = w + (ky - 4) * DW_BLOCK;
-          dw_tap(&a, rows[ky] - cl, wy, true, tail, plo, phi);
+          dw_tap(&a, rows[ky] - col, wy, true, tail, plo, phi);
           dw_tap(&a, rows[ky], wy + 3 * DW_BLOCK, true, tail, plo, phi);
-          dw_tap(&a, rows[ky] + cr, wy + 6 * DW_BLOCK, true, tail, plo, phi);
+          dw_tap(&a, rows[ky] + col, wy + 6 * DW_BLOCK, true, tail, plo, phi);
         }
-        dw_store(k, a, dst, tail, plo, phi);
+        dw_store_any(k, a, dst, tail, plo, phi);
         r0 += step;
         r1 += step;
         r2 += step;
@@ -474,40 +491,38 @@ __attribute__((noinline)) static void dw_row3x3_tail(const dw_block_consts *k, c
   dw_row3x3(k, g, set, r0, r1, r2, dst, true, plo, phi);
 }
 
-/* Which of the three tap columns of output column ow are inside the row (bit kx). Not
- * inlined: the geometry calls it once per column, and size is all that matters there. */
+/* Which of the tap columns kx = -1..3 of output column ow are inside the row (bit
+ * kx + 1): the kernel's three and the one a border run reads beyond them. Not inlined:
+ * the geometry calls it per column, and size is all that matters there. */
 __attribute__((noinline)) static unsigned dw_cols(const dw_params *p, int32_t ow) {
   unsigned m = 0;
-  for (int32_t kx = 0; kx < 3; ++kx) {
+  for (int32_t kx = -1; kx < 4; ++kx) {
     const int32_t iw = ow * p->win.stride_w - p->win.pad_w + kx * p->win.dil_w;
-    m |= (iw >= 0 && iw < p->in_dims[2]) ? 1u << kx : 0u;
+    m |= (iw >= 0 && iw < p->in_dims[2]) ? 1u << (kx + 1) : 0u;
   }
   return m;
 }
 
-/* Column masks of a 3x3 run (bit kx: that tap column is inside the image). */
-#define DW_COLS_ALL 7u
-#define DW_COLS_NO_LEFT 6u
-#define DW_COLS_NO_RIGHT 3u
-
 __attribute__((noinline)) static void dw_geometry(const dw_params *p, dw_geom *g) {
   const int32_t c = p->in_dims[3], ows = p->out_dims[2];
+  const unsigned all = 0xeu; /* kx = 0..2 inside */
   int32_t lo = 0, hi = ows;
-  while (lo < ows && dw_cols(p, lo) != DW_COLS_ALL) {
+  while (lo < ows && (dw_cols(p, lo) & all) != all) {
     ++lo;
   }
-  while (hi > lo && dw_cols(p, hi - 1) != DW_COLS_ALL) {
+  while (hi > lo && (dw_cols(p, hi - 1) & all) != all) {
     --hi;
   }
   /* Columns lo and hi - 1 have all taps inside, so all between them do (the left tap's
    * position grows with ow, the right one's too, and the image is an interval): only the
-   * border columns need a check. */
+   * border columns need a check, left ones for kx = 1..3 inside and kx = 0 outside,
+   * right ones for kx = -1..1 inside and kx = 2 outside. */
   bool ok = true;
   for (int32_t ow = 0; ow < lo; ++ow) {
-    ok = ok && dw_cols(p, ow) == DW_COLS_NO_LEFT;
+    ok = ok && (dw_cols(p, ow) & 0x1eu) == 0x1cu;
   }
   for (int32_t ow = hi; ow < ows; ++ow) {
-    ok = ok && dw_cols(p, ow) == DW_COLS_NO_RIGHT;
+    ok = ok && (dw_cols(p, ow) & 0x0fu) == 0x07u;
   }
   g->lo = lo;
   g->hi = hi;
@@ -539,7 +554,7 @@ TM_MVE_INLINE void dw_pixel_any(const dw_params *p, const dw_block_consts *k, co
       dw_tap(&a, x, wt, false, tail, plo, phi);
     }
   }
-  dw_store(k, a, dst, tail, plo, phi);
+  dw_store_any(k, a, dst, tail, plo, phi);
 }
 
 /* One output row of any kernel shape, pixel by pixel. */
@@ -680,7 +695,7 @@ static void depthwise_single_channel_mve(const dw_params *p, uint8_t *scratch) {
 
 /* The kernel, or with `prepare` its prepare step (the checks, then the shared scratch of the
  * single-channel form). */
-static tm_status depthwise_entry(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes,
+__attribute__((noinline)) static tm_status depthwise_entry(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes,
                                  bool prepare) {
   tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_QUANTIZED_DEPTHWISE_CONV2D));
   if (st != TM_OK) {
