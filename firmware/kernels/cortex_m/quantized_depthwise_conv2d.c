@@ -85,8 +85,8 @@ TM_MAYBE_UNUSED static void depthwise_scalar(const dw_params *p) {
  *   sum(x * w), so the taps are pure int8 x int8 products. A tap outside the image
  *   either reads a 16-byte row of the input zero point (-input_offset, an int8 by the
  *   argument check), whose products cancel the folded term: (zp + input_offset) * w = 0,
- *   or (3x3 kernels) reads an inside tap of its pixel with a weight set where that tap
- *   is zeroed and a bias without its folded term.
+ *   or (3x3 kernels) is replaced by a tap inside the image with zero weights and a
+ *   bias without its folded term (dw_set).
  * - each tap loads 2 x 8 channels widened to int16 and multiplies them widening into
  *   int32 (VMULLB/VMULLT), so the four int32 accumulators hold channels
  *   {0,2,4,6}, {1,3,5,7}, {8,..,14}, {9,..,15}; bias and requantization parameters are
@@ -94,9 +94,9 @@ TM_MAYBE_UNUSED static void depthwise_scalar(const dw_params *p) {
  *   order.
  * - 3x3 kernels are unrolled; a row of outputs is three runs (left border columns,
  *   interior, right border columns) of one loop with pointers walking by the stride; a
- *   border run reads its outside side taps at the centre column, with that weight
- *   column zeroed. Rows that do not split that way, and other kernel shapes, loop over
- *   their taps per pixel.
+ *   border run's pointers sit one column inwards, with a window of weights whose
+ *   outside column is zero (dw_set). Rows that do not split that way, and other kernel
+ *   shapes, loop over their taps per pixel.
  * Output offset and clamp run on int16 lanes: the int8 argument ranges make the
  * saturating int16 forms give the reference's int32 result.
  */
