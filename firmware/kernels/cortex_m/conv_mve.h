@@ -166,6 +166,7 @@ TM_MAYBE_UNUSED static void tm_conv_mve(const tm_conv_params *p, uint8_t *scratc
     kbias[oc] = (int32_t)(bias + (uint32_t)p->q.input_offset * wsum);
   }
   const bool one_tap = p->kh == 1 && p->kw == 1;
+  const bool right_only = tm_mve_right_shifts_only(p->q.shifts, cout);
   /* Interior pixels copy whole segments (im2col_short_segments) when they are short or whole chunks. */
   const int32_t c_in = p->in_dims[3];
   const bool rows = p->win.dil_w == 1 && p->cin_g == c_in;
@@ -175,27 +176,35 @@ TM_MAYBE_UNUSED static void tm_conv_mve(const tm_conv_params *p, uint8_t *scratc
   const bool chunk_segments = seg % 16 == 0;
   const bool fast_segments = chunk_segments || seg <= 16;
   const int32_t span_h = (p->kh - 1) * p->win.dil_h, span_w = (p->kw - 1) * p->win.dil_w;
-  const bool right_only = tm_mve_right_shifts_only(p->q.shifts, cout);
   const int8_t pad = (int8_t)(-p->q.input_offset);
+  /* A pointwise conv (1x1, stride 1, no padding) is a matrix product: output pixel q reads
+   * input pixel q, with no position to track. */
+  const bool pointwise = one_tap && p->win.stride_h == 1 && p->win.stride_w == 1 && p->win.pad_h == 0 &&
+                         p->win.pad_w == 0 && p->in_dims[1] == p->out_dims[1] && p->in_dims[2] == p->out_dims[2];
   const int32_t total = p->in_dims[0] * p->out_dims[1] * p->out_dims[2];
   pixel_pos px = {0, 0, 0};
+  pixel_pos pos[TM_CONV_COLS] = {{0, 0, 0}};
   for (int32_t p0 = 0; p0 < total; p0 += TM_CONV_COLS) {
     const int32_t count = total - p0 < TM_CONV_COLS ? total - p0 : TM_CONV_COLS;
     const uint32x4_t offsets = tm_mve_pixel_offsets((uint32_t)cout, count);
-    pixel_pos pos[TM_CONV_COLS];
-    for (int32_t j = 0; j < TM_CONV_COLS; ++j) {
-      /* Lanes past the last pixel repeat it (stored again at its address). */
-      pos[j] = px;
-      if (j + 1 < count) {
-        pixel_next(&px, p);
+    if (!pointwise) {
+      for (int32_t j = 0; j < TM_CONV_COLS; ++j) {
+        /* Lanes past the last pixel repeat it (stored again at its address). */
+        pos[j] = px;
+        if (j + 1 < count) {
+          pixel_next(&px, p);
+        }
       }
+      pixel_next(&px, p);
     }
-    pixel_next(&px, p);
     int8_t *dst = p->out + (size_t)p0 * (size_t)cout;
     for (int32_t g = 0; g < p->groups; ++g) {
       for (int32_t j = 0; j < TM_CONV_COLS; ++j) {
         int8_t *slot = cols + 16 * j;
-        if (!one_tap && fast_segments && pixel_interior(p, &pos[j], span_h, span_w)) {
+        if (pointwise) {
+          const size_t q = (size_t)p0 + (size_t)(j < count ? j : count - 1);
+          tm_mve_interleave_col_s8(slot, p->input + q * (size_t)c_in + (size_t)g * (size_t)p->cin_g, k);
+        } else if (!one_tap && fast_segments && pixel_interior(p, &pos[j], span_h, span_w)) {
           const int8_t *src = pixel_origin(p, &pos[j]) + (size_t)g * (size_t)p->cin_g;
           if (chunk_segments && rows) {
             im2col_chunk_segments(slot, src, p->kh, row_step, 1, 0, seg / 16);

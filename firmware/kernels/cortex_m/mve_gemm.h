@@ -134,7 +134,8 @@ TM_MVE_INLINE void tm_mve_interleave_fill_s8(int8_t *dst, int8_t value, int32_t 
   "subs %[n], %[n], #1\n"
 
 /* Dot products of weight rows w0 and w1 with the four interleaved columns: lanes j of
- * *d0 / *d1 are w0 . col_j / w1 . col_j. */
+ * *d0 / *d1 are w0 . col_j / w1 . col_j. k < 16 (pointwise convs of few channels) takes one
+ * predicated block that starts the sums, with no accumulators to clear. */
 TM_MVE_INLINE void tm_mve_dot4x2_il_s8(const int8_t *cols, const int8_t *w0, const int8_t *w1, int32_t k,
                                        int32x4_t *d0, int32x4_t *d1) {
   /* The main loop in assembly: VMLADAVA accumulates only into even registers, and
@@ -166,8 +167,25 @@ TM_MVE_INLINE void tm_mve_dot4x2_il_s8(const int8_t *cols, const int8_t *w0, con
           [b2] "=&r"(b2), [b3] "=&r"(b3), [c] "+r"(pc), [w0] "+r"(pw0), [w1] "+r"(pw1), [n] "+r"(blocks)
         :
         : "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "cc", "memory");
-  } else {
-    a0 = a1 = a2 = a3 = b0 = b1 = b2 = b3 = 0;
+  } else { /* k < 16: the tail alone, starting the sums */
+    const mve_pred16_t p = vctp8q((uint32_t)k);
+    const int8x16_t x0 = vldrbq_z_s8(w0, p);
+    const int8x16_t x1 = vldrbq_z_s8(w1, p);
+    int8x16_t c = vldrbq_s8(cols);
+    a0 = vmladavq_s8(c, x0);
+    b0 = vmladavq_s8(c, x1);
+    c = vldrbq_s8(cols + 16);
+    a1 = vmladavq_s8(c, x0);
+    b1 = vmladavq_s8(c, x1);
+    c = vldrbq_s8(cols + 32);
+    a2 = vmladavq_s8(c, x0);
+    b2 = vmladavq_s8(c, x1);
+    c = vldrbq_s8(cols + 48);
+    a3 = vmladavq_s8(c, x0);
+    b3 = vmladavq_s8(c, x1);
+    *d0 = tm_mve_lanes(a0, a1, a2, a3);
+    *d1 = tm_mve_lanes(b0, b1, b2, b3);
+    return;
   }
   cols = pc;
   w0 = pw0;
