@@ -253,6 +253,19 @@ def _shuffle(p, rng) -> None:
     p.call("cortex_m::transpose", [x, p.ints([0, 2, 1]), out], "256x2x16 -> 256x16x2")
 
 
+def _to_nhwc(c: int, h: int, w: int) -> Callable:
+    """A program input's layout change, NCHW -> NHWC (the transpose before a model's first conv)."""
+
+    def build(p, rng) -> None:
+        from torchmcu.pte import program as pm
+
+        x = p.input(rng.integers(-128, 128, (1, c, h, w), dtype=np.int8), pm.ScalarType.CHAR)
+        out = p.output(pm.ScalarType.CHAR, [1, h, w, c])
+        p.call("cortex_m::transpose", [x, p.ints([0, 2, 3, 1]), out], f"1x{c}x{h}x{w} -> NHWC")
+
+    return build
+
+
 def _batch_matmul(b: int, m: int, k: int, n: int) -> Callable:
     """cortex_m::quantized_batch_matmul of [b, m, k] by [b, n, k]^T, both zero points set."""
 
@@ -338,6 +351,9 @@ SHAPES: dict[str, Shape] = {
     "cat_2x2": Shape("quantized_cat", 256, None, _cat(True, 2, 2), "tm_torchmcu_"),
     "cat_copy_16x16": Shape("quantized_cat", 16384, None, _cat(False, 16, 16), "tm_torchmcu_"),
     "shuffle_16x16x32": Shape("transpose", 8192, None, _shuffle),
+    # issue 19: the input layout change of MobileNetV1 (96x96x3) and ResNet8 (32x32x3)
+    "to_nhwc_mbv1_3x96x96": Shape("transpose", 27648, None, _to_nhwc(3, 96, 96)),
+    "to_nhwc_rn8_3x32x32": Shape("transpose", 3072, None, _to_nhwc(3, 32, 32)),
     # issue 17, shapes of the example architectures; CMSIS-NN figures measured as issue 4's
     # (bench/README.md). Broadcast rows: one CMSIS-NN call per pixel (arm_elementwise_* have
     # no broadcast); flat: one call on the operand expanded beforehand.

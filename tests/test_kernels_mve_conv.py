@@ -297,6 +297,9 @@ def all_cases() -> list[Case]:
     cases.append(conv_case(rng, "conv1d_k3_d2_p2_17to9", 2, 1, 13, 17, 9, 1, 3, (1, 1), (0, 2), (1, 2), nhwc=True))
     cases.append(conv_case(rng, "conv1d_k1_groups4", 1, 1, 25, 32, 32, 1, 1, groups=4))
     cases.append(conv_case(rng, "conv1d_k3_groups2_d3", 1, 1, 20, 12, 8, 1, 3, (1, 1), (0, 3), (1, 3), groups=2))
+    # Interior pixels' whole-chunk taps (issue 19): 16 channels per group, dilated 16 channels.
+    cases.append(conv_case(rng, "conv3x3_g2_cin32_p1", 1, 6, 7, 32, 8, 3, 3, pad=(1, 1), groups=2))
+    cases.append(conv_case(rng, "conv3x3_d2_cin16_p2", 1, 8, 9, 16, 6, 3, 3, pad=(2, 2), dil=(2, 2)))
     cases.append(dw_case(rng, "dw1d_k3_d2_p2_c32", 1, 1, 25, 32, 1, 3, (1, 1), (0, 2), (1, 2)))
     cases.append(dw_case(rng, "dw1d_k9_s2_p4_c19", 1, 1, 30, 19, 1, 9, (1, 2), (0, 4), nhwc=True))
     cases.append(dw_case(rng, "dw3x3_d3_p3_c16", 1, 8, 8, 16, 3, 3, (1, 1), (3, 3), (3, 3)))

@@ -602,6 +602,32 @@ def layer_norm_cases(p: CaseProgram, rng: np.random.Generator) -> None:
         p.call("torchmcu::quantized_layer_norm", args, f"int16 {rows}x{c} eps={eps} shift={shift}")
 
 
+def transpose_cases(p: CaseProgram, rng: np.random.Generator) -> None:
+    """Layout changes (NCHW <-> NHWC) with few and many channels, 2-D and channel-shuffle
+    permutations, channels-last inputs, runs with and without a 16-byte tail (the Helium path's
+    byte-offset and word-offset scatters and gathers) and wider elements (the scalar path)."""
+    to_nhwc = [(3, 20, 19), (3, 5, 33), (1, 7, 9), (16, 5, 5), (17, 3, 40), (64, 4, 4),
+               (7, 1, 100), (18, 2, 3)]  # fmt: skip
+    to_nchw = [(5, 6, 3), (4, 4, 17), (2, 9, 64), (3, 3, 200), (1, 40, 15), (2, 2, 1)]
+    cases = [([1, c, h, w], [0, 2, 3, 1], None) for c, h, w in to_nhwc]
+    cases += [([1, h, w, c], [0, 3, 1, 2], None) for h, w, c in to_nchw]
+    cases += [([a, b], [1, 0], None) for a, b in
+              [(16, 20), (37, 5), (5, 37), (300, 3), (3, 300), (1, 9), (40, 20)]]  # fmt: skip
+    cases += [([64, 4, 8], [0, 2, 1], None), ([10, 2, 16], [0, 2, 1], None),
+              ([40, 3, 2], [0, 2, 1], None), ([2, 5, 3, 8], [3, 1, 0, 2], None)]  # fmt: skip
+    # channels-last inputs
+    cases += [([2, 3, 4, 21], [0, 2, 3, 1], LEGACY), ([1, 20, 6, 5], [0, 2, 3, 1], LEGACY)]
+    for k, (sizes, perm, order) in enumerate(cases):
+        stype = pm.ScalarType.CHAR
+        if k % 9 == 8:
+            stype = pm.ScalarType.SHORT if k % 2 else pm.ScalarType.INT
+        x = rng.integers(-128, 128, sizes).astype(_NP[stype])
+        src = p.input(x, stype, sizes, order, misalign=k % 3)
+        out = p.output(stype, [sizes[d] for d in perm], misalign=(k + 1) % 4)
+        what = f"{sizes} perm={perm} order={order} {stype.name}"
+        p.call("cortex_m::transpose", [src, p.ints(perm), out], what)
+
+
 CASE_BUILDERS = {
     "quantize_per_tensor": quantize_cases,
     "dequantize_per_tensor": dequantize_cases,
@@ -620,6 +646,7 @@ CASE_BUILDERS = {
     "quantized_activation": table_cases,
     "quantized_batch_matmul": batch_matmul_cases,
     "quantized_layer_norm": layer_norm_cases,
+    "transpose": transpose_cases,
 }
 
 
@@ -681,6 +708,7 @@ MVE_KERNELS = {
     "quantized_activation": "vldrbt.u8",
     "quantized_batch_matmul": "vmlava.s8",  # objdump's name of vmladava
     "quantized_layer_norm": ("vmlava.s8", "vmlalva.s16"),  # and the int16 rows' vmlaldava
+    "transpose": "vstrbt.8",  # the byte-offset scatter (predicated)
 }
 
 

@@ -105,6 +105,43 @@ TM_MAYBE_UNUSED static void im2col(const tm_conv_params *p, const pixel_pos *px,
   }
 }
 
+/* All taps of pixel px lie inside the image (span_h / span_w: the kernel's extent minus one). */
+TM_MAYBE_UNUSED static bool pixel_interior(const tm_conv_params *p, const pixel_pos *px, int32_t span_h,
+                                           int32_t span_w) {
+  const int32_t ih = px->oh * p->win.stride_h - p->win.pad_h;
+  const int32_t iw = px->ow * p->win.stride_w - p->win.pad_w;
+  return ih >= 0 && ih + span_h < p->in_dims[1] && iw >= 0 && iw + span_w < p->in_dims[2];
+}
+
+/* An interior pixel's im2col column is KH x segs segments of `seg` contiguous input bytes: a
+ * whole kernel row (segs 1) when the row's taps are adjacent pixels of all channels, else one
+ * tap's channels of the group (segs KW). Segments of at most 16 bytes are copied with one
+ * predicated load and store each (p = vctp8q(seg)) into the staging column; whole 16-byte
+ * chunks go straight into column slot of the interleaved block (chunks 64 bytes apart). src:
+ * the first segment; segments seg_step apart in a row, rows row_step apart. Inlined with a
+ * literal segs of 1 for the row form. */
+TM_MVE_INLINE void im2col_short_segments(int8_t *dst, const int8_t *src, int32_t kh, int32_t row_step, int32_t segs,
+                                         int32_t seg_step, int32_t seg, mve_pred16_t p) {
+  for (int32_t ky = 0; ky < kh; ++ky, src += row_step) {
+    const int8_t *at = src;
+    for (int32_t x = 0; x < segs; ++x, at += seg_step, dst += seg) {
+      vstrbq_p_s8(dst, vldrbq_z_s8(at, p), p);
+    }
+  }
+}
+
+TM_MVE_INLINE void im2col_chunk_segments(int8_t *slot, const int8_t *src, int32_t kh, int32_t row_step, int32_t segs,
+                                         int32_t seg_step, int32_t chunks) {
+  for (int32_t ky = 0; ky < kh; ++ky, src += row_step) {
+    const int8_t *at = src;
+    for (int32_t x = 0; x < segs; ++x, at += seg_step) {
+      for (int32_t c = 0; c < chunks; ++c, slot += 64) {
+        vstrbq_s8(slot, vldrbq_s8(at + 16 * c));
+      }
+    }
+  }
+}
+
 /*
  * Helium path: TM_CONV_COLS output pixels at a time. Their input columns (for 1x1 kernels a
  * pixel's channels, contiguous in NHWC, or the zero point in the padding; otherwise
@@ -129,27 +166,59 @@ TM_MAYBE_UNUSED static void tm_conv_mve(const tm_conv_params *p, uint8_t *scratc
     kbias[oc] = (int32_t)(bias + (uint32_t)p->q.input_offset * wsum);
   }
   const bool one_tap = p->kh == 1 && p->kw == 1;
+  const bool right_only = tm_mve_right_shifts_only(p->q.shifts, cout);
+  /* Interior pixels copy whole segments (im2col_short_segments) when they are short or whole chunks. */
+  const int32_t c_in = p->in_dims[3];
+  const bool rows = p->win.dil_w == 1 && p->cin_g == c_in;
+  const int32_t seg = rows ? p->kw * c_in : p->cin_g, seg_step = p->win.dil_w * c_in;
+  const int32_t row_step = p->win.dil_h * p->in_dims[2] * c_in;
+  const mve_pred16_t seg_pred = vctp8q((uint32_t)seg);
+  const bool chunk_segments = seg % 16 == 0;
+  const bool fast_segments = chunk_segments || seg <= 16;
+  const int32_t span_h = (p->kh - 1) * p->win.dil_h, span_w = (p->kw - 1) * p->win.dil_w;
   const int8_t pad = (int8_t)(-p->q.input_offset);
-  const uint32x4_t offsets = vmulq_n_u32(vidupq_n_u32(0u, 1), (uint32_t)cout);
+  /* A pointwise conv (1x1, stride 1, no padding) is a matrix product: output pixel q reads
+   * input pixel q, with no position to track. */
+  const bool pointwise = one_tap && p->win.stride_h == 1 && p->win.stride_w == 1 && p->win.pad_h == 0 &&
+                         p->win.pad_w == 0 && p->in_dims[1] == p->out_dims[1] && p->in_dims[2] == p->out_dims[2];
   const int32_t total = p->in_dims[0] * p->out_dims[1] * p->out_dims[2];
   pixel_pos px = {0, 0, 0};
+  pixel_pos pos[TM_CONV_COLS] = {{0, 0, 0}};
   for (int32_t p0 = 0; p0 < total; p0 += TM_CONV_COLS) {
     const int32_t count = total - p0 < TM_CONV_COLS ? total - p0 : TM_CONV_COLS;
-    const mve_pred16_t store_pred = vctp32q((uint32_t)count);
-    pixel_pos pos[TM_CONV_COLS];
-    for (int32_t j = 0; j < TM_CONV_COLS; ++j) {
-      /* Lanes past the last pixel repeat it; they are not stored. */
-      pos[j] = px;
-      if (j + 1 < count) {
-        pixel_next(&px, p);
+    const uint32x4_t offsets = tm_mve_pixel_offsets((uint32_t)cout, count);
+    if (!pointwise) {
+      for (int32_t j = 0; j < TM_CONV_COLS; ++j) {
+        /* Lanes past the last pixel repeat it (stored again at its address). */
+        pos[j] = px;
+        if (j + 1 < count) {
+          pixel_next(&px, p);
+        }
       }
+      pixel_next(&px, p);
     }
-    pixel_next(&px, p);
     int8_t *dst = p->out + (size_t)p0 * (size_t)cout;
     for (int32_t g = 0; g < p->groups; ++g) {
       for (int32_t j = 0; j < TM_CONV_COLS; ++j) {
         int8_t *slot = cols + 16 * j;
-        if (!one_tap) {
+        if (pointwise) {
+          const size_t q = (size_t)p0 + (size_t)(j < count ? j : count - 1);
+          tm_mve_interleave_col_s8(slot, p->input + q * (size_t)c_in + (size_t)g * (size_t)p->cin_g, k);
+        } else if (!one_tap && fast_segments && pixel_interior(p, &pos[j], span_h, span_w)) {
+          const int8_t *src = pixel_origin(p, &pos[j]) + (size_t)g * (size_t)p->cin_g;
+          if (chunk_segments && rows) {
+            im2col_chunk_segments(slot, src, p->kh, row_step, 1, 0, seg / 16);
+          } else if (chunk_segments) {
+            im2col_chunk_segments(slot, src, p->kh, row_step, p->kw, seg_step, seg / 16);
+          } else {
+            if (rows) {
+              im2col_short_segments(staging, src, p->kh, row_step, 1, 0, seg, seg_pred);
+            } else {
+              im2col_short_segments(staging, src, p->kh, row_step, p->kw, seg_step, seg, seg_pred);
+            }
+            tm_mve_interleave_col_s8(slot, staging, k);
+          }
+        } else if (!one_tap) {
           im2col(p, &pos[j], g, staging);
           tm_mve_interleave_col_s8(slot, staging, k);
         } else if (pixel_inside(p, &pos[j])) {
@@ -160,7 +229,7 @@ TM_MAYBE_UNUSED static void tm_conv_mve(const tm_conv_params *p, uint8_t *scratc
       }
       const int32_t oc = g * cout_g;
       tm_mve_cols4_channels(cols, p->weight + (size_t)oc * (size_t)k, (size_t)k, k, oc, oc + cout_g, kbias, &p->q,
-                            dst, offsets, store_pred);
+                            dst, offsets, right_only);
     }
   }
 }

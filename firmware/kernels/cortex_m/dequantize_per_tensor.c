@@ -9,6 +9,15 @@
 
 #define A(x) TM_ARG(CORTEX_M_DEQUANTIZE_PER_TENSOR, x)
 
+/* Helium builds: only for scales tm_mve_float_safe_factor rejects. */
+static TM_MVE_FALLBACK void dequantize_scalar(const void *src, float *dst, uint32_t numel, float s, int32_t zp,
+                                              bool from_int8) {
+  for (uint32_t i = 0; i < numel; ++i) {
+    const int32_t q = from_int8 ? ((const int8_t *)src)[i] : ((const int16_t *)src)[i];
+    dst[i] = (float)(q - zp) * s;
+  }
+}
+
 tm_status tm_cortex_m_dequantize_per_tensor_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
   tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_DEQUANTIZE_PER_TENSOR));
   if (st != TM_OK) {
@@ -40,9 +49,6 @@ tm_status tm_cortex_m_dequantize_per_tensor_out(tm_kernel_context *ctx, tm_value
     return TM_OK;
   }
 #endif
-  for (uint32_t i = 0; i < in->numel; ++i) {
-    const int32_t q = dtype == TM_CHAR ? ((const int8_t *)in->data)[i] : ((const int16_t *)in->data)[i];
-    dst[i] = (float)(q - zp) * s;
-  }
+  dequantize_scalar(in->data, dst, in->numel, s, zp, dtype == TM_CHAR);
   return TM_OK;
 }

@@ -434,9 +434,26 @@ tm_status tm_conv_quant_args(tm_kernel_context *ctx, tm_value *const *args, size
   return TM_OK;
 }
 
+uint32_t tm_udiv64_32_wide(uint32_t hi, uint32_t lo, uint32_t d) {
+  /* Long division in chunks of clz(d) >= 1 bits: the remainder stays below d, so shifting it
+   * by that many bits cannot overflow. */
+  const int step = __builtin_clz(d);
+  uint32_t q = 0, r = hi;
+  for (int bits = 32; bits > 0;) {
+    const int t = step < bits ? step : bits;
+    r = (r << t) | (lo >> (32 - t));
+    lo <<= t;
+    q = (q << t) | (r / d);
+    r %= d;
+    bits -= t;
+  }
+  return q;
+}
+
 int32_t tm_conv_out_size(int32_t size, int32_t kernel, int32_t stride, int32_t pad, int32_t dilation) {
   const int64_t span = (int64_t)size + 2 * (int64_t)pad - (int64_t)dilation * (kernel - 1) - 1;
-  return span < 0 ? 0 : (int32_t)(span / stride + 1);
+  /* a non-negative span is below 2^32 (size, pad and dilation are bounded), so 32-bit division */
+  return span < 0 ? 0 : (int32_t)((uint32_t)span / (uint32_t)stride + 1u);
 }
 
 bool tm_scratch_arg(tm_value *const *args, size_t i, size_t needed) {
@@ -447,7 +464,8 @@ bool tm_scratch_arg(tm_value *const *args, size_t i, size_t needed) {
 int32_t tm_pool_out_size(int32_t size, int32_t kernel, int32_t stride, int32_t pad, bool ceil_mode) {
   const int64_t num = (int64_t)size + 2 * (int64_t)pad - kernel + (ceil_mode ? stride - 1 : 0);
   /* floor division: the numerator may be negative when the kernel exceeds the padded input */
-  int64_t out = (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
+  const uint32_t s = (uint32_t)stride; /* |num| < 2^32 for the documented ranges: 32-bit division */
+  int64_t out = (num >= 0 ? (int64_t)((uint32_t)num / s) : -(int64_t)(((uint32_t)-num + s - 1u) / s)) + 1;
   if (ceil_mode && (out - 1) * stride >= (int64_t)size + pad) {
     --out;
   }

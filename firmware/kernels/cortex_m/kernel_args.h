@@ -275,7 +275,8 @@ static inline tm_status tm_prepared(tm_kernel_context *ctx, const tm_tensor *scr
 /* A scratch tensor (1-D bytes) with at least `needed` bytes. */
 bool tm_scratch_arg(tm_value *const *args, size_t i, size_t needed);
 
-/* torch's pooling output size (dilation 1) including its ceil_mode rule; 0 if empty. */
+/* torch's pooling output size (dilation 1) including its ceil_mode rule; 0 if empty. For
+ * kernel >= 1 and pad, stride in [0, INT16_MAX] / [1, INT16_MAX] (what the callers check). */
 int32_t tm_pool_out_size(int32_t size, int32_t kernel, int32_t stride, int32_t pad, bool ceil_mode);
 
 /* torch's adaptive pooling window of output o of `out` over `size`: [lo, hi) with
@@ -285,9 +286,17 @@ int32_t tm_pool_out_size(int32_t size, int32_t kernel, int32_t stride, int32_t p
 tm_status tm_adaptive_pool_args(tm_kernel_context *ctx, tm_value *const *args, size_t i_input, size_t i_out,
                                 int32_t in_dims[4], int32_t out_dims[4], const int8_t **in, int8_t **out);
 
+/* n / d for 0 < d < 2^31 and a quotient that fits 32 bits (n >> 32 < d), by 32-bit divisions:
+ * a 64-bit division would link libgcc's (about 900 bytes) for these few quotients. */
+uint32_t tm_udiv64_32_wide(uint32_t hi, uint32_t lo, uint32_t d);
+static inline uint32_t tm_udiv64_32(uint64_t n, uint32_t d) {
+  const uint32_t hi = (uint32_t)(n >> 32);
+  return hi == 0 ? (uint32_t)n / d : tm_udiv64_32_wide(hi, (uint32_t)n, d);
+}
+
 static inline void tm_adaptive_span(int32_t o, int32_t out, int32_t size, int32_t *lo, int32_t *hi) {
-  *lo = (int32_t)(((int64_t)o * size) / out);
-  *hi = (int32_t)(((int64_t)(o + 1) * size + out - 1) / out);
+  *lo = (int32_t)tm_udiv64_32((uint64_t)(uint32_t)o * (uint32_t)size, (uint32_t)out);
+  *hi = (int32_t)tm_udiv64_32((uint64_t)(uint32_t)(o + 1) * (uint32_t)size + (uint32_t)out - 1u, (uint32_t)out);
 }
 
 #endif /* TORCHMCU_KERNELS_KERNEL_ARGS_H */

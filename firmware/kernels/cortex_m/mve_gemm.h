@@ -17,16 +17,19 @@
 #if TM_KERNELS_USE_MVE
 
 #include <arm_mve.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define TM_MVE_INLINE static inline __attribute__((always_inline))
 
-/* Four int32 scalars as one vector (lane i = vi). */
+/* Four int32 scalars as one vector (lane i = vi): two dual-lane moves (VMOV Qd[i], Qd[i+2],
+ * Rt, Rt2, which no intrinsic offers; vsetq_lane takes four instructions and a VDUP). */
 TM_MVE_INLINE int32x4_t tm_mve_lanes(int32_t v0, int32_t v1, int32_t v2, int32_t v3) {
-  int32x4_t v = vdupq_n_s32(v0);
-  v = vsetq_lane_s32(v1, v, 1);
-  v = vsetq_lane_s32(v2, v, 2);
-  return vsetq_lane_s32(v3, v, 3);
+  int32x4_t v;
+  __asm__("vmov %q0[2], %q0[0], %1, %3\n\tvmov %q0[3], %q0[1], %2, %4"
+          : "=w"(v)
+          : "r"(v0), "r"(v1), "r"(v2), "r"(v3));
+  return v;
 }
 
 /* (a . b0, a . b1, a . b2, a . b3) over k int8 items: a is loaded once per 16 bytes. */
@@ -111,49 +114,78 @@ TM_MVE_INLINE void tm_mve_interleave_fill_s8(int8_t *dst, int8_t value, int32_t 
   }
 }
 
+/* One 16-byte block of tm_mve_dot4x2_il_s8's loop: six loads, eight multiply-accumulates with
+ * `op` (vmladav starts the sums, vmladava adds to them). */
+#define TM_DOT4X2_IL_BLOCK(op)               \
+  "vldrb.u8 q0, [%[w0]], #16\n"              \
+  "vldrb.u8 q1, [%[w1]], #16\n"              \
+  "vldrb.u8 q2, [%[c], #16]\n"               \
+  "vldrb.u8 q3, [%[c]], #64\n"               \
+  op ".s8 %[a1], q2, q0\n"                    \
+  op ".s8 %[b1], q2, q1\n"                    \
+  "vldrb.u8 q2, [%[c], #-32]\n"              \
+  op ".s8 %[a0], q3, q0\n"                    \
+  op ".s8 %[b0], q3, q1\n"                    \
+  "vldrb.u8 q3, [%[c], #-16]\n"              \
+  op ".s8 %[a2], q2, q0\n"                    \
+  op ".s8 %[b2], q2, q1\n"                    \
+  op ".s8 %[a3], q3, q0\n"                    \
+  op ".s8 %[b3], q3, q1\n"                    \
+  "subs %[n], %[n], #1\n"
+
 /* Dot products of weight rows w0 and w1 with the four interleaved columns: lanes j of
- * *d0 / *d1 are w0 . col_j / w1 . col_j. */
+ * *d0 / *d1 are w0 . col_j / w1 . col_j. k < 16 (pointwise convs of few channels) takes one
+ * predicated block that starts the sums, with no accumulators to clear. */
 TM_MVE_INLINE void tm_mve_dot4x2_il_s8(const int8_t *cols, const int8_t *w0, const int8_t *w1, int32_t k,
                                        int32x4_t *d0, int32x4_t *d1) {
   /* The main loop in assembly: VMLADAVA accumulates only into even registers, and
    * GCC 12 shuffles the eight sums and spills pointers inside the loop (25 instructions
    * instead of these 16 per 128 MACs). The sums take the eight even registers (lr
-   * among them), so the loop counts down r9 instead of using LE. */
-  register int32_t a0 __asm__("r0") = 0;
-  register int32_t a1 __asm__("r2") = 0;
-  register int32_t a2 __asm__("r4") = 0;
-  register int32_t a3 __asm__("r6") = 0;
-  register int32_t b0 __asm__("r8") = 0;
-  register int32_t b1 __asm__("r10") = 0;
-  register int32_t b2 __asm__("r12") = 0;
-  register int32_t b3 __asm__("lr") = 0;
+   * among them), so the loop counts down r9 instead of using LE. The first block starts
+   * the sums with VMLADAV (no accumulate), which saves zeroing eight registers. */
+  register int32_t a0 __asm__("r0");
+  register int32_t a1 __asm__("r2");
+  register int32_t a2 __asm__("r4");
+  register int32_t a3 __asm__("r6");
+  register int32_t b0 __asm__("r8");
+  register int32_t b1 __asm__("r10");
+  register int32_t b2 __asm__("r12");
+  register int32_t b3 __asm__("lr");
   register const int8_t *pc __asm__("r1") = cols;
   register const int8_t *pw0 __asm__("r3") = w0;
   register const int8_t *pw1 __asm__("r5") = w1;
   register int32_t blocks __asm__("r9") = k >> 4;
   if (blocks > 0) {
     __asm__ volatile(
+        TM_DOT4X2_IL_BLOCK("vmladav")
+        "beq 2f\n"
         "1:\n"
-        "vldrb.u8 q0, [%[w0]], #16\n"
-        "vldrb.u8 q1, [%[w1]], #16\n"
-        "vldrb.u8 q2, [%[c], #16]\n"
-        "vldrb.u8 q3, [%[c]], #64\n"
-        "vmladava.s8 %[a1], q2, q0\n"
-        "vmladava.s8 %[b1], q2, q1\n"
-        "vldrb.u8 q2, [%[c], #-32]\n"
-        "vmladava.s8 %[a0], q3, q0\n"
-        "vmladava.s8 %[b0], q3, q1\n"
-        "vldrb.u8 q3, [%[c], #-16]\n"
-        "vmladava.s8 %[a2], q2, q0\n"
-        "vmladava.s8 %[b2], q2, q1\n"
-        "vmladava.s8 %[a3], q3, q0\n"
-        "vmladava.s8 %[b3], q3, q1\n"
-        "subs %[n], %[n], #1\n"
+        TM_DOT4X2_IL_BLOCK("vmladava")
         "bne 1b\n"
-        : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [b0] "+r"(b0), [b1] "+r"(b1),
-          [b2] "+r"(b2), [b3] "+r"(b3), [c] "+r"(pc), [w0] "+r"(pw0), [w1] "+r"(pw1), [n] "+r"(blocks)
+        "2:\n"
+        : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [b0] "=&r"(b0), [b1] "=&r"(b1),
+          [b2] "=&r"(b2), [b3] "=&r"(b3), [c] "+r"(pc), [w0] "+r"(pw0), [w1] "+r"(pw1), [n] "+r"(blocks)
         :
         : "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "cc", "memory");
+  } else { /* k < 16: the tail alone, starting the sums */
+    const mve_pred16_t p = vctp8q((uint32_t)k);
+    const int8x16_t x0 = vldrbq_z_s8(w0, p);
+    const int8x16_t x1 = vldrbq_z_s8(w1, p);
+    int8x16_t c = vldrbq_s8(cols);
+    a0 = vmladavq_s8(c, x0);
+    b0 = vmladavq_s8(c, x1);
+    c = vldrbq_s8(cols + 16);
+    a1 = vmladavq_s8(c, x0);
+    b1 = vmladavq_s8(c, x1);
+    c = vldrbq_s8(cols + 32);
+    a2 = vmladavq_s8(c, x0);
+    b2 = vmladavq_s8(c, x1);
+    c = vldrbq_s8(cols + 48);
+    a3 = vmladavq_s8(c, x0);
+    b3 = vmladavq_s8(c, x1);
+    *d0 = tm_mve_lanes(a0, a1, a2, a3);
+    *d1 = tm_mve_lanes(b0, b1, b2, b3);
+    return;
   }
   cols = pc;
   w0 = pw0;
@@ -203,35 +235,78 @@ TM_MVE_INLINE int32x4_t tm_mve_dot4x1_il_s8(const int8_t *cols, const int8_t *w0
   return tm_mve_lanes(a0, a1, a2, a3);
 }
 
+/* Scatter offsets of four output pixels `stride` bytes apart of which the first `count` (1..4)
+ * exist: lane j at min(j, count - 1) * stride. Lanes past the last pixel repeat it (the columns
+ * do), so they store its value again at its own address and no predicate is needed. */
+TM_MVE_INLINE uint32x4_t tm_mve_pixel_offsets(uint32_t stride, int32_t count) {
+  return vmulq_n_u32(vminq_u32(vidupq_n_u32(0u, 1), vdupq_n_u32((uint32_t)count - 1u)), stride);
+}
+
+/* clamp(requantize(acc + kterm, mult, shift) + q's output offset): four pixels' int8 outputs
+ * of one channel, in int32 lanes. With right_only the caller knows shift < 0: no left shift,
+ * and the rounding fix-up applies to every negative lane (tm_mve_requantize_n's general form
+ * selects it by the shift's sign). */
+TM_MVE_INLINE int32x4_t tm_mve_channel_out(int32x4_t acc, int32_t kterm, int32_t mult, int32_t shift, bool right_only,
+                                           const tm_conv_quant *q, int32x4_t act_min, int32x4_t act_max) {
+  int32x4_t v;
+  if (right_only) {
+    const int32x4_t p = vqrdmulhq_n_s32(vaddq_n_s32(acc, kterm), mult);
+    v = vrshlq_n_s32(vaddq_s32(p, vshrq_n_s32(p, 31)), shift);
+  } else {
+    v = tm_mve_requantize_n(vaddq_n_s32(acc, kterm), mult, shift > 0 ? shift : 0, shift < 0 ? shift : 0);
+  }
+  return vminq_s32(vmaxq_s32(vqaddq_n_s32(v, q->output_offset), act_min), act_max);
+}
+
+/* Every shift of channels [0, n) is negative (a right shift): tm_mve_channel_out's right_only. */
+TM_MVE_INLINE bool tm_mve_right_shifts_only(const int32_t *shifts, int32_t n) {
+  int32_t top = INT32_MIN;
+  for (int32_t c = 0; c < n; ++c) {
+    top = shifts[c] > top ? shifts[c] : top;
+  }
+  return top < 0;
+}
+
+/* Output channels [oc, end) of four interleaved columns: tm_mve_cols4_channels, with the
+ * requantization's form fixed (right_only: tm_mve_channel_out). */
+TM_MVE_INLINE void tm_mve_cols4_channels_as(const int8_t *cols, const int8_t *w, size_t wstride, int32_t k,
+                                            int32_t oc, int32_t end, const int32_t *kbias, const tm_conv_quant *q,
+                                            int8_t *dst, uint32x4_t offsets, bool right_only) {
+  const int32x4_t act_min = vdupq_n_s32(q->act_min), act_max = vdupq_n_s32(q->act_max);
+  const int32_t *mults = q->mults, *shifts = q->shifts;
+  for (; oc + 1 < end; oc += 2) {
+    int32x4_t acc0, acc1;
+    tm_mve_dot4x2_il_s8(cols, w, w + wstride, k, &acc0, &acc1);
+    w += 2u * wstride;
+    vstrbq_scatter_offset_s32(
+        dst + oc, offsets, tm_mve_channel_out(acc0, kbias[oc], mults[oc], shifts[oc], right_only, q, act_min, act_max));
+    vstrbq_scatter_offset_s32(dst + oc + 1, offsets,
+                              tm_mve_channel_out(acc1, kbias[oc + 1], mults[oc + 1], shifts[oc + 1], right_only, q,
+                                                 act_min, act_max));
+  }
+  if (oc < end) {
+    const int32x4_t acc = tm_mve_dot4x1_il_s8(cols, w, k);
+    vstrbq_scatter_offset_s32(
+        dst + oc, offsets, tm_mve_channel_out(acc, kbias[oc], mults[oc], shifts[oc], right_only, q, act_min, act_max));
+  }
+}
+
 /*
  * Output channels [oc, end) of four interleaved columns (k items each): channel c's weight
  * row is w + (c - oc) * wstride, its constant term (bias + input_offset * sum of the row)
  * kbias[c]. Each channel's four dot products (two channels at a time,
  * tm_mve_dot4x2_il_s8) are requantized with q's parameters of c, offset and clamped, and
- * stored by one scatter: column j's byte at dst + c + offsets[j], for the lanes pred
- * enables.
+ * stored by one scatter: column j's byte at dst + c + offsets[j] (tm_mve_pixel_offsets).
+ * right_only: tm_mve_right_shifts_only of q's shifts (for all of the layer's channels,
+ * computed once per call), which takes the shorter requantization.
  */
 TM_MVE_INLINE void tm_mve_cols4_channels(const int8_t *cols, const int8_t *w, size_t wstride, int32_t k, int32_t oc,
                                          int32_t end, const int32_t *kbias, const tm_conv_quant *q, int8_t *dst,
-                                         uint32x4_t offsets, mve_pred16_t pred) {
-  const int32x4_t act_min = vdupq_n_s32(q->act_min), act_max = vdupq_n_s32(q->act_max);
-  for (; oc < end; oc += 2) {
-    int32x4_t acc[2];
-    const int32_t n = end - oc < 2 ? 1 : 2;
-    if (n == 2) {
-      tm_mve_dot4x2_il_s8(cols, w, w + wstride, k, &acc[0], &acc[1]);
-    } else {
-      acc[0] = tm_mve_dot4x1_il_s8(cols, w, k);
-    }
-    w += 2u * wstride;
-    for (int32_t i = 0; i < n; ++i) {
-      const int32_t c = oc + i;
-      const int32_t shift = q->shifts[c];
-      int32x4_t v = tm_mve_requantize_n(vaddq_n_s32(acc[i], kbias[c]), q->mults[c], shift > 0 ? shift : 0,
-                                        shift < 0 ? shift : 0);
-      v = vminq_s32(vmaxq_s32(vqaddq_n_s32(v, q->output_offset), act_min), act_max);
-      vstrbq_scatter_offset_p_s32(dst + c, offsets, v, pred);
-    }
+                                         uint32x4_t offsets, bool right_only) {
+  if (right_only) {
+    tm_mve_cols4_channels_as(cols, w, wstride, k, oc, end, kbias, q, dst, offsets, true);
+  } else {
+    tm_mve_cols4_channels_as(cols, w, wstride, k, oc, end, kbias, q, dst, offsets, false);
   }
 }
 

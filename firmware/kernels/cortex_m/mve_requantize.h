@@ -37,6 +37,14 @@
 /* For scalar functions that MVE builds keep only as a fallback (or not at all). */
 #define TM_MAYBE_UNUSED __attribute__((unused))
 
+/* A scalar fallback that Helium builds reach only in rare cases (absurd scales, huge windows):
+ * out of line and optimized for size there; a plain function in scalar builds. */
+#if TM_KERNELS_USE_MVE
+#define TM_MVE_FALLBACK __attribute__((noinline, cold))
+#else
+#define TM_MVE_FALLBACK
+#endif
+
 #if TM_KERNELS_USE_MVE
 
 #include <arm_mve.h>

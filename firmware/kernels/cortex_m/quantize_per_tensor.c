@@ -23,6 +23,26 @@ static int32_t round_half_even(float v) {
   return i;
 }
 
+/* The exact loop: every element in a portable build; in a Helium one only for scales
+ * tm_mve_float_safe_factor rejects, so it is kept small there (one loop for both types). */
+static TM_MVE_FALLBACK void quantize_scalar(const float *src, void *dst, uint32_t numel, float inv, int32_t zp,
+                                         int32_t qmin, int32_t qmax, bool to_int8) {
+  const float limit = 16777216.0f; /* 2^24: beyond it every value saturates anyway */
+  for (uint32_t i = 0; i < numel; ++i) {
+    float v = src[i] * inv;
+    if (v != v) {
+      v = 0.0f; /* NaN maps to the zero point */
+    }
+    v = v < -limit ? -limit : (v > limit ? limit : v);
+    const int64_t q = tm_clamp64((int64_t)round_half_even(v) + zp, qmin, qmax);
+    if (to_int8) {
+      ((int8_t *)dst)[i] = (int8_t)q;
+    } else {
+      ((int16_t *)dst)[i] = (int16_t)q;
+    }
+  }
+}
+
 tm_status tm_cortex_m_quantize_per_tensor_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
   tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_QUANTIZE_PER_TENSOR));
   if (st != TM_OK) {
@@ -56,19 +76,6 @@ tm_status tm_cortex_m_quantize_per_tensor_out(tm_kernel_context *ctx, tm_value *
     return TM_OK;
   }
 #endif
-  const float limit = 16777216.0f; /* 2^24: beyond it every value saturates anyway */
-  for (uint32_t i = 0; i < in->numel; ++i) {
-    float v = src[i] * inv;
-    if (v != v) {
-      v = 0.0f; /* NaN maps to the zero point */
-    }
-    v = v < -limit ? -limit : (v > limit ? limit : v);
-    const int64_t q = tm_clamp64((int64_t)round_half_even(v) + zp, qmin, qmax);
-    if (dtype == TM_CHAR) {
-      ((int8_t *)out->data)[i] = (int8_t)q;
-    } else {
-      ((int16_t *)out->data)[i] = (int16_t)q;
-    }
-  }
+  quantize_scalar(src, out->data, in->numel, inv, zp, qmin, qmax, dtype == TM_CHAR);
   return TM_OK;
 }

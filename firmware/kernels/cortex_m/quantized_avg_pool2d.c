@@ -67,7 +67,7 @@ static void avg_divisor_set(avg_divisor *dv, int32_t count) {
   dv->count = count;
   dv->half = count / 2;
   dv->right_neg = -j;
-  dv->mult = (uint32_t)((num + (uint64_t)count - 1u) / (uint64_t)count);
+  dv->mult = tm_udiv64_32(num + (uint64_t)count - 1u, (uint32_t)count); /* < 2^32: count > 2^j */
 }
 
 /* 8 int16 window sums -> 8 averages, stored as int8 (truncating store of |avg| <= 128). */
@@ -208,7 +208,8 @@ static bool avg_pool_mve(const pool_params *p) {
 }
 #endif
 
-static void avg_pool_scalar(const pool_params *p) {
+/* Helium builds: only windows of more than AVG_MVE_MAX_COUNT taps. */
+static TM_MVE_FALLBACK void avg_pool_scalar(const pool_params *p) {
   const int32_t h = p->in_dims[1], w = p->in_dims[2], c = p->in_dims[3];
   int8_t *dst = p->out;
   for (int32_t n = 0; n < p->in_dims[0]; ++n) {

@@ -168,7 +168,7 @@ static void tconv_tiled_mve(const tconv_params *p, int32_t *kterm, int8_t *cols)
   const int32_t cout4 = (int32_t)round_up((size_t)cout, 4u);
   const size_t wrow = (size_t)p->kh * (size_t)p->kw * (size_t)c;
   tconv_kterms(p, kterm, true);
-  const uint32x4_t offsets = vmulq_n_u32(vidupq_n_u32(0u, 1), (uint32_t)(p->kw * cout));
+  const bool right_only = tm_mve_right_shifts_only(p->q.shifts, cout);
   for (int32_t n = 0; n < p->in_dims[0]; ++n) {
     for (int32_t iy = 0; iy < h; ++iy) {
       const int8_t *row = p->input + ((size_t)n * (size_t)h + (size_t)iy) * (size_t)w * (size_t)c;
@@ -178,14 +178,14 @@ static void tconv_tiled_mve(const tconv_params *p, int32_t *kterm, int8_t *cols)
           const int32_t x = ix + (j < count ? j : count - 1);
           tm_mve_interleave_col_s8(cols + 16 * j, row + (size_t)x * (size_t)c, c);
         }
-        const mve_pred16_t pred = vctp32q((uint32_t)count);
+        const uint32x4_t offsets = tm_mve_pixel_offsets((uint32_t)(p->kw * cout), count);
         for (int32_t ky = 0; ky < p->kh; ++ky) {
           const size_t oy = ((size_t)n * (size_t)p->out_dims[1] + (size_t)iy * (size_t)p->kh + (size_t)ky);
           for (int32_t kx = 0; kx < p->kw; ++kx) {
             const int32_t t = ky * p->kw + kx;
             int8_t *dst = p->out + (oy * (size_t)ow + (size_t)ix * (size_t)p->kw + (size_t)kx) * (size_t)cout;
             tm_mve_cols4_channels(cols, p->weight + (size_t)t * (size_t)c, wrow, c, 0, cout, kterm + t * cout4,
-                                  &p->q, dst, offsets, pred);
+                                  &p->q, dst, offsets, right_only);
           }
         }
       }

@@ -37,35 +37,34 @@ static tm_status fb_error(tm_bundled *b, const tm_fb *fb) {
 static tm_status read_value(tm_bundled *b, tm_fb *fb, const tm_fb_table *vt, tm_bundled_value *out) {
   uint64_t tag;
   tm_fb_table body;
-  bool present;
-  if (!tm_fb_scalar(fb, vt, VALUE_TYPE, 1, 0, &tag) ||
-      !tm_fb_subtable(fb, vt, VALUE_VAL, &body, &present)) {
+  if (!tm_fb_scalar(fb, vt, VALUE_TYPE, 1, &tag) ||
+      !tm_fb_subtable(fb, vt, VALUE_VAL, &body)) {
     return fb_error(b, fb);
   }
   memset(out, 0, sizeof(*out));
   if (tag < TM_BUNDLED_TENSOR || tag > TM_BUNDLED_DOUBLE) {
     return bad(b, TM_ERR_INVALID_PROGRAM, "bundled value: unknown union tag", vt->pos);
   }
-  if (!present) {
+  if (body.pos == 0) {
     return bad(b, TM_ERR_INVALID_PROGRAM, "bundled value: union table missing", vt->pos);
   }
   out->kind = (uint8_t)tag;
   uint64_t raw;
   switch (tag) {
     case TM_BUNDLED_INT:
-      if (!tm_fb_scalar(fb, &body, 0, 8, 0, &raw)) {
+      if (!tm_fb_scalar(fb, &body, 0, 8, &raw)) {
         return fb_error(b, fb);
       }
       out->int_val = (int64_t)raw;
       return TM_OK;
     case TM_BUNDLED_BOOL:
-      if (!tm_fb_scalar(fb, &body, 0, 1, 0, &raw)) {
+      if (!tm_fb_scalar(fb, &body, 0, 1, &raw)) {
         return fb_error(b, fb);
       }
       out->bool_val = raw != 0;
       return TM_OK;
     case TM_BUNDLED_DOUBLE:
-      if (!tm_fb_scalar(fb, &body, 0, 8, 0, &raw)) {
+      if (!tm_fb_scalar(fb, &body, 0, 8, &raw)) {
         return fb_error(b, fb);
       }
       memcpy(&out->double_val, &raw, 8);
@@ -74,7 +73,7 @@ static tm_status read_value(tm_bundled *b, tm_fb *fb, const tm_fb_table *vt, tm_
       break;
   }
   tm_fb_vec sizes, data, order;
-  if (!tm_fb_scalar(fb, &body, TENSOR_SCALAR_TYPE, 1, 0, &raw) ||
+  if (!tm_fb_scalar(fb, &body, TENSOR_SCALAR_TYPE, 1, &raw) ||
       !tm_fb_vector(fb, &body, TENSOR_SIZES, 4, &sizes) ||
       !tm_fb_vector(fb, &body, TENSOR_DATA, 1, &data) ||
       !tm_fb_vector(fb, &body, TENSOR_DIM_ORDER, 1, &order)) {
@@ -158,7 +157,7 @@ tm_status tm_bundled_load(tm_bundled *bundle, const void *data, size_t size) {
   tm_fb_table root;
   uint64_t version;
   tm_fb_vec suites, program;
-  if (!tm_fb_root(&fb, &root) || !tm_fb_scalar(&fb, &root, BP_VERSION, 4, 0, &version) ||
+  if (!tm_fb_root(&fb, &root) || !tm_fb_scalar(&fb, &root, BP_VERSION, 4, &version) ||
       !tm_fb_vector(&fb, &root, BP_SUITES, 4, &suites) ||
       !tm_fb_vector(&fb, &root, BP_PROGRAM, 1, &program)) {
     return fb_error(bundle, &fb);

@@ -67,19 +67,16 @@ static bool field_pos(tm_fb *fb, const tm_fb_table *t, unsigned idx, unsigned wi
   return true;
 }
 
-bool tm_fb_scalar(tm_fb *fb, const tm_fb_table *t, unsigned idx, unsigned width, uint64_t def,
-                  uint64_t *out) {
+bool tm_fb_scalar_field(tm_fb *fb, const tm_fb_table *t, unsigned field, uint64_t *out) {
+  const unsigned idx = field & 0xFFu, width = field >> 8;
   uint32_t p;
+  *out = 0;
   if (!field_pos(fb, t, idx, width, &p)) {
     return false;
   }
-  if (p == 0) {
-    *out = def;
-    return true;
+  if (p != 0) {
+    memcpy(out, fb->p + p, width); /* little-endian: low bytes first */
   }
-  uint64_t v = 0;
-  memcpy(&v, fb->p + p, width); /* little-endian: low bytes first */
-  *out = v;
   return true;
 }
 
@@ -101,17 +98,13 @@ static bool ref_field(tm_fb *fb, const tm_fb_table *t, unsigned idx, uint32_t *t
   return true;
 }
 
-bool tm_fb_subtable(tm_fb *fb, const tm_fb_table *t, unsigned idx, tm_fb_table *out, bool *present) {
+bool tm_fb_subtable(tm_fb *fb, const tm_fb_table *t, unsigned idx, tm_fb_table *out) {
   uint32_t tgt;
-  *present = false;
+  out->pos = 0;
   if (!ref_field(fb, t, idx, &tgt)) {
     return false;
   }
-  if (tgt == 0) {
-    return true;
-  }
-  *present = true;
-  return tm_fb_table_at(fb, tgt, out);
+  return tgt == 0 || tm_fb_table_at(fb, tgt, out);
 }
 
 /* Vector header at `pos`: 4-byte length then elements aligned to min(elem, 8). */
@@ -132,7 +125,8 @@ static bool vector_at(tm_fb *fb, uint32_t pos, unsigned elem, tm_fb_vec *out) {
   return true;
 }
 
-bool tm_fb_vector(tm_fb *fb, const tm_fb_table *t, unsigned idx, unsigned elem, tm_fb_vec *out) {
+bool tm_fb_vector_field(tm_fb *fb, const tm_fb_table *t, unsigned field, tm_fb_vec *out) {
+  const unsigned idx = field & 0xFFu, elem = field >> 8;
   uint32_t tgt;
   out->pos = 0;
   out->len = 0;

@@ -13,36 +13,32 @@
 #define META_ALIGN 8u
 #define ARENA_ALIGN 16u
 
-typedef struct {
-  size_t values, tensors, instrs, argv, ints, lists, ops, io, delegates, verified, total;
-} meta_layout;
+/* Regions of the metadata buffer, in order. */
+enum { M_VALUES, M_TENSORS, M_INSTRS, M_ARGV, M_INTS, M_LISTS, M_OPS, M_IO, M_DELEGATES, M_VERIFIED, M_TOTAL };
+typedef size_t meta_layout[M_TOTAL + 1];
 
 static size_t align_up(size_t n, size_t a) { return (n + a - 1u) & ~(a - 1u); }
 
 /* Offsets of each region in the metadata buffer (sizes are bounded by the file size). */
-static void layout(const tm_walk *w, meta_layout *m) {
+static void layout(const tm_walk *w, meta_layout m) {
+  const size_t bytes[M_TOTAL] = {
+      (size_t)w->num_values * sizeof(tm_value),
+      (size_t)w->num_tensors * sizeof(tm_tensor),
+      (size_t)w->num_instrs * sizeof(tm_instruction),
+      (size_t)w->num_args * sizeof(tm_value *),
+      (size_t)w->num_ints * sizeof(int64_t),
+      (size_t)w->num_list_items * sizeof(tm_value *),
+      (size_t)w->num_ops * sizeof(const tm_kernel_entry *),
+      ((size_t)w->num_inputs + w->num_outputs) * sizeof(uint32_t),
+      (size_t)w->num_delegates * sizeof(tm_delegate_slot), /* backend + its state per delegate */
+      ((size_t)w->num_instrs + 7u) / 8u, /* one bit per instruction: arguments already accepted */
+  };
   size_t at = 0;
-  m->values = at;
-  at = align_up(at + (size_t)w->num_values * sizeof(tm_value), META_ALIGN);
-  m->tensors = at;
-  at = align_up(at + (size_t)w->num_tensors * sizeof(tm_tensor), META_ALIGN);
-  m->instrs = at;
-  at = align_up(at + (size_t)w->num_instrs * sizeof(tm_instruction), META_ALIGN);
-  m->argv = at;
-  at = align_up(at + (size_t)w->num_args * sizeof(tm_value *), META_ALIGN);
-  m->ints = at;
-  at = align_up(at + (size_t)w->num_ints * sizeof(int64_t), META_ALIGN);
-  m->lists = at;
-  at = align_up(at + (size_t)w->num_list_items * sizeof(tm_value *), META_ALIGN);
-  m->ops = at;
-  at = align_up(at + (size_t)w->num_ops * sizeof(const tm_kernel_entry *), META_ALIGN);
-  m->io = at;
-  at = align_up(at + ((size_t)w->num_inputs + w->num_outputs) * sizeof(uint32_t), META_ALIGN);
-  m->delegates = at; /* backend + TM_DELEGATE_STATE_BYTES of state per delegate */
-  at = align_up(at + (size_t)w->num_delegates * sizeof(tm_delegate_slot), META_ALIGN);
-  m->verified = at; /* one bit per instruction: arguments already accepted by its kernel */
-  at = align_up(at + ((size_t)w->num_instrs + 7u) / 8u, META_ALIGN);
-  m->total = at;
+  for (unsigned k = 0; k < M_TOTAL; ++k) {
+    m[k] = at;
+    at = align_up(at + bytes[k], META_ALIGN);
+  }
+  m[M_TOTAL] = at;
 }
 
 static tm_status count(tm_program *program, const char *name, tm_fb_table *plan, tm_walk *w) {
@@ -66,8 +62,8 @@ tm_status tm_method_required_memory(tm_program *program, const char *method_name
     return st;
   }
   meta_layout m;
-  layout(&w, &m);
-  *meta_bytes = m.total;
+  layout(&w, m);
+  *meta_bytes = m[M_TOTAL];
   *arena_bytes = w.arena_bytes;
   return TM_OK;
 }
@@ -90,6 +86,11 @@ static bool in_arena(const tm_tensor *t, const uint8_t *arena, size_t arena_byte
  * argument) and the method inputs the caller fills. A constant there would be written
  * through into the program's bytes (flash on a device).
  */
+/* A value run time may write: not a tensor (None, a scalar) or a tensor in planned memory. */
+static bool writable(const tm_value *v, const uint8_t *arena, size_t arena_bytes) {
+  return v == NULL || v->tag != TM_VALUE_TENSOR || in_arena(v->u.tensor, arena, arena_bytes);
+}
+
 static tm_status check_writes(tm_method *m, const tm_walk *w, const uint8_t *arena, size_t arena_bytes) {
   for (uint32_t i = 0; i < w->num_instrs; ++i) {
     const tm_instruction *ins = &w->instrs[i];
@@ -102,7 +103,7 @@ static tm_status check_writes(tm_method *m, const tm_walk *w, const uint8_t *are
     const uint32_t count = list ? ret->u.list.length : 1u;
     for (uint32_t k = 0; k < count; ++k) {
       const tm_value *out = list ? ret->u.list.items[k] : ret;
-      if (out != NULL && out->tag == TM_VALUE_TENSOR && !in_arena(out->u.tensor, arena, arena_bytes)) {
+      if (!writable(out, arena, arena_bytes)) {
         m->diag.instruction = (int32_t)i;
         m->diag.argument = (int32_t)(ins->nargs - 1u);
         m->diag.value = (int32_t)(out - w->values);
@@ -113,7 +114,7 @@ static tm_status check_writes(tm_method *m, const tm_walk *w, const uint8_t *are
   }
   for (uint32_t i = 0; i < w->num_inputs; ++i) {
     const tm_value *in = &w->values[w->io[i]];
-    if (in->tag == TM_VALUE_TENSOR && !in_arena(in->u.tensor, arena, arena_bytes)) {
+    if (!writable(in, arena, arena_bytes)) {
       m->diag.value = (int32_t)w->io[i];
       return fail(m, TM_ERR_INVALID_PROGRAM, "method input tensor is not planned memory (a constant?)",
                   TM_DIAG_NO_OFFSET);
@@ -446,10 +447,7 @@ tm_status tm_method_init(tm_method *method, tm_program *program, const char *met
     return TM_ERR_INVALID_ARGUMENT;
   }
   memset(method, 0, sizeof(*method));
-  method->diag.message = "";
-  method->diag.instruction = method->diag.value = method->diag.argument = TM_DIAG_NONE;
-  method->diag.delegate = TM_DIAG_NONE;
-  method->diag.byte_offset = TM_DIAG_NO_OFFSET;
+  tm_diag_clear(&method->diag);
   tm_fb_table plan;
   tm_walk w;
   tm_status st = count(program, method_name, &plan, &w);
@@ -464,13 +462,13 @@ tm_status tm_method_init(tm_method *method, tm_program *program, const char *met
     return fail(method, TM_ERR_UNSUPPORTED, "more than one chain", plan.pos);
   }
   meta_layout m;
-  layout(&w, &m);
-  if (registry == NULL || (meta == NULL && m.total != 0) || ((uintptr_t)meta & (META_ALIGN - 1u)) != 0 ||
+  layout(&w, m);
+  if (registry == NULL || (meta == NULL && m[M_TOTAL] != 0) || ((uintptr_t)meta & (META_ALIGN - 1u)) != 0 ||
       (arena == NULL && w.arena_bytes != 0) || ((uintptr_t)arena & (ARENA_ALIGN - 1u)) != 0) {
     return fail(method, TM_ERR_INVALID_ARGUMENT, "missing registry or buffer, or buffer misaligned",
                 TM_DIAG_NO_OFFSET);
   }
-  if (meta_size < m.total) {
+  if (meta_size < m[M_TOTAL]) {
     return fail(method, TM_ERR_OUT_OF_MEMORY, "metadata buffer too small", TM_DIAG_NO_OFFSET);
   }
   if (arena_size < w.arena_bytes) {
@@ -479,14 +477,14 @@ tm_status tm_method_init(tm_method *method, tm_program *program, const char *met
   uint8_t *base = meta;
   tm_walk fill;
   memset(&fill, 0, sizeof(fill));
-  fill.values = (tm_value *)(void *)(base + m.values);
-  fill.tensors = (tm_tensor *)(void *)(base + m.tensors);
-  fill.instrs = (tm_instruction *)(void *)(base + m.instrs);
-  fill.argv = (tm_value **)(void *)(base + m.argv);
-  fill.ints = (int64_t *)(void *)(base + m.ints);
-  fill.list_items = (const tm_value **)(void *)(base + m.lists);
-  fill.ops = (const tm_kernel_entry **)(void *)(base + m.ops);
-  fill.io = (uint32_t *)(void *)(base + m.io);
+  fill.values = (tm_value *)(void *)(base + m[M_VALUES]);
+  fill.tensors = (tm_tensor *)(void *)(base + m[M_TENSORS]);
+  fill.instrs = (tm_instruction *)(void *)(base + m[M_INSTRS]);
+  fill.argv = (tm_value **)(void *)(base + m[M_ARGV]);
+  fill.ints = (int64_t *)(void *)(base + m[M_INTS]);
+  fill.list_items = (const tm_value **)(void *)(base + m[M_LISTS]);
+  fill.ops = (const tm_kernel_entry **)(void *)(base + m[M_OPS]);
+  fill.io = (uint32_t *)(void *)(base + m[M_IO]);
   fill.arena = arena;
   fill.registry = registry;
   st = tm_walk_plan(program, &method->diag, &plan, &fill);
@@ -502,15 +500,15 @@ tm_status tm_method_init(tm_method *method, tm_program *program, const char *met
        (st = check_control_flow(method, &fill, arena, w.arena_bytes)) != TM_OK)) {
     return st;
   }
-  tm_delegate_slot *slots = (tm_delegate_slot *)(void *)(base + m.delegates);
+  tm_delegate_slot *slots = (tm_delegate_slot *)(void *)(base + m[M_DELEGATES]);
   if (TM_FEATURE_DELEGATES &&
       ((st = init_delegates(method, program, &plan, registry, slots, w.num_delegates)) != TM_OK ||
        (st = prepare_delegate_calls(method, &fill, slots, arena, w.arena_bytes)) != TM_OK)) {
     return st;
   }
-  uint8_t *verified = base + m.verified;
-  if (m.total > m.verified) {
-    memset(verified, 0, m.total - m.verified); /* no call has succeeded yet */
+  uint8_t *verified = base + m[M_VERIFIED];
+  if (m[M_TOTAL] > m[M_VERIFIED]) {
+    memset(verified, 0, m[M_TOTAL] - m[M_VERIFIED]); /* no call has succeeded yet */
   }
   prepare_kernel_calls(method, &fill, verified);
   const size_t planned = align_up(w.arena_bytes, ARENA_ALIGN);

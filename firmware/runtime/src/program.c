@@ -75,6 +75,9 @@ static tm_status bad(tm_diag *d, tm_status st, const char *msg, uint32_t pos) {
 
 /* ---- walk state helpers --------------------------------------------------- */
 
+/* A checked read of the walk failed (c->fb holds why and where): tm_walk_plan reports it. */
+#define FB_FAILED TM_ERR_INVALID_PROGRAM
+
 typedef struct {
   tm_program *prog;
   tm_diag *diag;
@@ -89,13 +92,12 @@ typedef struct {
 /* Union type of value `idx` (0 when unreadable: the caller reports). */
 static bool value_type(walk_ctx *c, uint32_t idx, uint64_t *type, tm_fb_table *val) {
   tm_fb_table ev;
-  bool present;
   if (!tm_fb_vec_table(&c->fb, &c->values, idx, &ev) ||
-      !tm_fb_scalar(&c->fb, &ev, EVALUE_TYPE, 1, 0, type) ||
-      !tm_fb_subtable(&c->fb, &ev, EVALUE_VAL, val, &present)) {
+      !tm_fb_scalar(&c->fb, &ev, EVALUE_TYPE, 1, type) ||
+      !tm_fb_subtable(&c->fb, &ev, EVALUE_VAL, val)) {
     return false;
   }
-  if (!present) {
+  if (val->pos == 0) {
     return tm_fb_fail(&c->fb, ev.pos, "value without payload");
   }
   return true;
@@ -105,7 +107,7 @@ static bool value_type(walk_ctx *c, uint32_t idx, uint64_t *type, tm_fb_table *v
 static tm_status check_indices(walk_ctx *c, const tm_fb_table *t, unsigned field, bool allow_none,
                                tm_fb_vec *out) {
   if (!tm_fb_vector(&c->fb, t, field, 4, out)) {
-    return fb_error(c->diag, &c->fb);
+    return FB_FAILED;
   }
   for (uint32_t k = 0; k < out->len; ++k) {
     int32_t v = tm_fb_i32(&c->fb, out->pos + 4u * k);
@@ -124,18 +126,17 @@ static tm_status constant_data(walk_ctx *c, uint32_t buffer_idx, uint32_t nbytes
   tm_fb *fb = &c->fb;
   tm_fb_table cs, seg;
   tm_fb_vec offsets, segments;
-  bool present;
   uint64_t seg_index, seg_off, seg_size;
-  if (!tm_fb_subtable(fb, &c->program, PROGRAM_CONSTANT_SEGMENT, &cs, &present)) {
-    return fb_error(c->diag, fb);
+  if (!tm_fb_subtable(fb, &c->program, PROGRAM_CONSTANT_SEGMENT, &cs)) {
+    return FB_FAILED;
   }
-  if (!present) {
+  if (cs.pos == 0) {
     return bad(c->diag, TM_ERR_UNSUPPORTED, "constant without constant_segment (inline constant_buffer)", pos);
   }
   if (!tm_fb_vector(fb, &cs, SUBSEG_OFFSETS, 8, &offsets) ||
-      !tm_fb_scalar(fb, &cs, SUBSEG_INDEX, 4, 0, &seg_index) ||
+      !tm_fb_scalar(fb, &cs, SUBSEG_INDEX, 4, &seg_index) ||
       !tm_fb_vector(fb, &c->program, PROGRAM_SEGMENTS, 4, &segments)) {
-    return fb_error(c->diag, fb);
+    return FB_FAILED;
   }
   if (buffer_idx >= offsets.len) {
     return bad(c->diag, TM_ERR_INVALID_PROGRAM, "data_buffer_idx beyond constant_segment.offsets", pos);
@@ -144,9 +145,9 @@ static tm_status constant_data(walk_ctx *c, uint32_t buffer_idx, uint32_t nbytes
     return bad(c->diag, TM_ERR_INVALID_PROGRAM, "constant_segment.segment_index out of range", cs.pos);
   }
   if (!tm_fb_vec_table(fb, &segments, (uint32_t)seg_index, &seg) ||
-      !tm_fb_scalar(fb, &seg, SEGMENT_OFFSET, 8, 0, &seg_off) ||
-      !tm_fb_scalar(fb, &seg, SEGMENT_SIZE, 8, 0, &seg_size)) {
-    return fb_error(c->diag, fb);
+      !tm_fb_scalar(fb, &seg, SEGMENT_OFFSET, 8, &seg_off) ||
+      !tm_fb_scalar(fb, &seg, SEGMENT_SIZE, 8, &seg_size)) {
+    return FB_FAILED;
   }
   uint64_t off = tm_fb_u64(fb, offsets.pos + 8u * buffer_idx), end, file_pos;
   /* Segments were checked against the file at load: seg_off + seg_size fits. */
@@ -166,10 +167,10 @@ static tm_status planned_data(walk_ctx *c, const tm_fb_table *alloc, uint32_t nb
                               void **data) {
   tm_fb *fb = &c->fb;
   uint64_t mem_id, low, high;
-  if (!tm_fb_scalar(fb, alloc, ALLOC_MEMORY_ID, 4, 0, &mem_id) ||
-      !tm_fb_scalar(fb, alloc, ALLOC_OFFSET_LOW, 4, 0, &low) ||
-      !tm_fb_scalar(fb, alloc, ALLOC_OFFSET_HIGH, 4, 0, &high)) {
-    return fb_error(c->diag, fb);
+  if (!tm_fb_scalar(fb, alloc, ALLOC_MEMORY_ID, 4, &mem_id) ||
+      !tm_fb_scalar(fb, alloc, ALLOC_OFFSET_LOW, 4, &low) ||
+      !tm_fb_scalar(fb, alloc, ALLOC_OFFSET_HIGH, 4, &high)) {
+    return FB_FAILED;
   }
   if (mem_id == 0 || mem_id >= c->buffer_sizes.len) {
     return bad(c->diag, TM_ERR_INVALID_PROGRAM, "allocation memory_id out of range", alloc->pos);
@@ -197,15 +198,14 @@ static tm_status walk_tensor(walk_ctx *c, const tm_fb_table *t, tm_tensor *out) 
   uint64_t stype, storage_offset, buffer_idx;
   tm_fb_vec sizes, order;
   tm_fb_table alloc, extra;
-  bool has_alloc, has_extra;
-  if (!tm_fb_scalar(fb, t, TENSOR_SCALAR_TYPE, 1, 0, &stype) ||
-      !tm_fb_scalar(fb, t, TENSOR_STORAGE_OFFSET, 4, 0, &storage_offset) ||
+  if (!tm_fb_scalar(fb, t, TENSOR_SCALAR_TYPE, 1, &stype) ||
+      !tm_fb_scalar(fb, t, TENSOR_STORAGE_OFFSET, 4, &storage_offset) ||
       !tm_fb_vector(fb, t, TENSOR_SIZES, 4, &sizes) ||
       !tm_fb_vector(fb, t, TENSOR_DIM_ORDER, 1, &order) ||
-      !tm_fb_scalar(fb, t, TENSOR_DATA_BUFFER_IDX, 4, 0, &buffer_idx) ||
-      !tm_fb_subtable(fb, t, TENSOR_ALLOCATION, &alloc, &has_alloc) ||
-      !tm_fb_subtable(fb, t, TENSOR_EXTRA, &extra, &has_extra)) {
-    return fb_error(c->diag, fb);
+      !tm_fb_scalar(fb, t, TENSOR_DATA_BUFFER_IDX, 4, &buffer_idx) ||
+      !tm_fb_subtable(fb, t, TENSOR_ALLOCATION, &alloc) ||
+      !tm_fb_subtable(fb, t, TENSOR_EXTRA, &extra)) {
+    return FB_FAILED;
   }
   uint32_t esize = (uint32_t)tm_element_size((uint32_t)stype); /* stype is a 1-byte field */
   if (esize == 0) {
@@ -220,10 +220,10 @@ static tm_status walk_tensor(walk_ctx *c, const tm_fb_table *t, tm_tensor *out) 
   if (order.len != 0 && order.len != sizes.len) {
     return bad(c->diag, TM_ERR_INVALID_PROGRAM, "dim_order length differs from rank", t->pos);
   }
-  if (has_extra) {
+  if (extra.pos != 0) {
     uint64_t location;
-    if (!tm_fb_scalar(fb, &extra, EXTRA_LOCATION, 1, 0, &location)) {
-      return fb_error(c->diag, fb);
+    if (!tm_fb_scalar(fb, &extra, EXTRA_LOCATION, 1, &location)) {
+      return FB_FAILED;
     }
     if (location != 0) {
       return bad(c->diag, TM_ERR_UNSUPPORTED, "tensor data stored outside the .pte", t->pos);
@@ -257,11 +257,11 @@ static tm_status walk_tensor(walk_ctx *c, const tm_fb_table *t, tm_tensor *out) 
   tt->numel = numel;
   tt->nbytes = nbytes;
   tm_status st = TM_OK;
-  if (buffer_idx != 0 && has_alloc) {
+  if (buffer_idx != 0 && alloc.pos != 0) {
     return bad(c->diag, TM_ERR_UNSUPPORTED, "mutable tensor with initial data", t->pos);
   } else if (buffer_idx != 0) {
     st = constant_data(c, (uint32_t)buffer_idx, nbytes, esize, t->pos, &tt->data);
-  } else if (has_alloc) {
+  } else if (alloc.pos != 0) {
     st = planned_data(c, &alloc, nbytes, esize, &tt->data);
   }
   return st;
@@ -273,10 +273,11 @@ static tm_status walk_tensor(walk_ctx *c, const tm_fb_table *t, tm_tensor *out) 
 static tm_status walk_int_list(walk_ctx *c, const tm_fb_table *t, tm_value *out) {
   tm_fb_vec items;
   if (!tm_fb_vector(&c->fb, t, 0, 8, &items)) {
-    return fb_error(c->diag, &c->fb);
+    return FB_FAILED;
   }
-  /* Shared item vectors could make the total quadratic: bound it by the file. */
-  if (items.len > c->fb.size / 8u || c->w->num_ints + items.len > c->fb.size / 8u) {
+  /* Shared item vectors could make the total quadratic: bound it by the file (no overflow: the
+   * vector lies in the file, so items.len <= size / 8, and so does the total so far). */
+  if (c->w->num_ints + items.len > c->fb.size / 8u) {
     return bad(c->diag, TM_ERR_INVALID_PROGRAM, "int lists larger than the program", t->pos);
   }
   int64_t *dst = c->w->ints != NULL ? c->w->ints + c->w->num_ints : NULL;
@@ -288,14 +289,14 @@ static tm_status walk_int_list(walk_ctx *c, const tm_fb_table *t, tm_value *out)
       return bad(c->diag, TM_ERR_INVALID_PROGRAM, "int list item is not a value index", items.pos + 8u * k);
     }
     if (!value_type(c, (uint32_t)idx, &type, &val)) {
-      return fb_error(c->diag, &c->fb);
+      return FB_FAILED;
     }
     if (type != KT_INT) {
       return bad(c->diag, TM_ERR_INVALID_PROGRAM, "int list item does not reference an Int", items.pos + 8u * k);
     }
     uint64_t iv;
-    if (!tm_fb_scalar(&c->fb, &val, 0, 8, 0, &iv)) {
-      return fb_error(c->diag, &c->fb);
+    if (!tm_fb_scalar(&c->fb, &val, 0, 8, &iv)) {
+      return FB_FAILED;
     }
     if (dst != NULL) {
       dst[k] = (int64_t)iv;
@@ -320,7 +321,7 @@ static tm_status walk_value(walk_ctx *c, uint32_t i) {
   tm_value *out = w->values != NULL ? &w->values[i] : NULL;
   tm_status st = TM_OK;
   if (!value_type(c, i, &type, &val)) {
-    return fb_error(c->diag, fb);
+    return FB_FAILED;
   }
   if (out != NULL) {
     memset(out, 0, sizeof(*out));
@@ -332,8 +333,8 @@ static tm_status walk_value(walk_ctx *c, uint32_t i) {
     case KT_INT:
     case KT_BOOL:
     case KT_DOUBLE:
-      if (!tm_fb_scalar(fb, &val, 0, type == KT_BOOL ? 1 : 8, 0, &raw)) {
-        return fb_error(c->diag, fb);
+      if (!tm_fb_scalar(fb, &val, 0, type == KT_BOOL ? 1 : 8, &raw)) {
+        return FB_FAILED;
       }
       if (out != NULL) {
         if (type == KT_INT) out->u.i = (int64_t)raw;
@@ -353,7 +354,7 @@ static tm_status walk_value(walk_ctx *c, uint32_t i) {
         return without_feature(c, "string_list_values", val.pos);
       }
       if (!tm_fb_utf8_string(fb, &val, 0, "String.string_val is not UTF-8", &s, &slen)) {
-        return fb_error(c->diag, fb);
+        return FB_FAILED;
       }
       if (out != NULL) {
         out->u.string.chars = s;
@@ -366,7 +367,7 @@ static tm_status walk_value(walk_ctx *c, uint32_t i) {
     case KT_DOUBLE_LIST:
     case KT_BOOL_LIST:
       if (!tm_fb_vector(fb, &val, 0, type == KT_BOOL_LIST ? 1 : 8, &vec)) {
-        return fb_error(c->diag, fb);
+        return FB_FAILED;
       }
       break;
     case KT_TENSOR_LIST:
@@ -375,7 +376,7 @@ static tm_status walk_value(walk_ctx *c, uint32_t i) {
         return without_feature(c, "string_list_values", val.pos);
       }
       st = check_indices(c, &val, 0, type == KT_OPTIONAL_TENSOR_LIST, &vec);
-      if (st == TM_OK && (vec.len > fb->size / 4u || w->num_list_items + vec.len > fb->size / 4u)) {
+      if (st == TM_OK && w->num_list_items + vec.len > fb->size / 4u) { /* bounded as int lists */
         return bad(c->diag, TM_ERR_INVALID_PROGRAM, "tensor list items exceed the file", val.pos);
       }
       if (st == TM_OK && out != NULL) {
@@ -392,7 +393,7 @@ static tm_status walk_value(walk_ctx *c, uint32_t i) {
         }
         w->num_list_items++;
         if (idx < 0) continue;
-        if (!value_type(c, (uint32_t)idx, &t2, &v2)) return fb_error(c->diag, fb);
+        if (!value_type(c, (uint32_t)idx, &t2, &v2)) return FB_FAILED;
         if (t2 != KT_TENSOR && !(t2 == KT_NULL && type == KT_OPTIONAL_TENSOR_LIST)) {
           st = bad(c->diag, TM_ERR_INVALID_PROGRAM, "tensor list item is not a tensor", vec.pos + 4u * k);
         }
@@ -410,7 +411,7 @@ static tm_status walk_operators(walk_ctx *c, const tm_fb_table *plan) {
   tm_fb *fb = &c->fb;
   tm_fb_vec ops;
   if (!tm_fb_vector(fb, plan, PLAN_OPERATORS, 4, &ops)) {
-    return fb_error(c->diag, fb);
+    return FB_FAILED;
   }
   for (uint32_t i = 0; i < ops.len; ++i) {
     tm_fb_table op;
@@ -419,7 +420,7 @@ static tm_status walk_operators(walk_ctx *c, const tm_fb_table *plan) {
     if (!tm_fb_vec_table(fb, &ops, i, &op) ||
         !tm_fb_utf8_string(fb, &op, OPERATOR_NAME, "Operator.name is not UTF-8", &name, &nlen) ||
         !tm_fb_utf8_string(fb, &op, OPERATOR_OVERLOAD, "Operator.overload is not UTF-8", &overload, &olen)) {
-      return fb_error(c->diag, fb);
+      return FB_FAILED;
     }
     if (nlen == 0) {
       return bad(c->diag, TM_ERR_INVALID_PROGRAM, "operator without a name", op.pos);
@@ -444,7 +445,7 @@ static tm_status walk_delegates(walk_ctx *c, const tm_fb_table *plan) {
   if (!tm_fb_vector(fb, plan, PLAN_DELEGATES, 4, &dels) ||
       !tm_fb_vector(fb, &c->program, PROGRAM_DELEGATE_DATA, 4, &inline_data) ||
       !tm_fb_vector(fb, &c->program, PROGRAM_SEGMENTS, 4, &segments)) {
-    return fb_error(c->diag, fb);
+    return FB_FAILED;
   }
   if (!TM_FEATURE_DELEGATES && dels.len != 0) {
     /* Refused when a method is initialised (the kernel table is filled), as a backend not
@@ -457,7 +458,7 @@ static tm_status walk_delegates(walk_ctx *c, const tm_fb_table *plan) {
       return TM_OK;
     }
     if (!tm_fb_vec_table(fb, &dels, 0, &d) || !tm_fb_string(fb, &d, DELEGATE_ID, &id, &len)) {
-      return fb_error(c->diag, fb);
+      return FB_FAILED;
     }
     c->diag->delegate = 0;
     c->diag->op_name = id;
@@ -467,22 +468,21 @@ static tm_status walk_delegates(walk_ctx *c, const tm_fb_table *plan) {
   for (uint32_t i = 0; i < dels.len; ++i) {
     tm_fb_table d, ref, spec;
     tm_fb_vec specs, bytes;
-    bool present;
     const char *s;
     uint32_t len;
     uint64_t location, index;
     if (!tm_fb_vec_table(fb, &dels, i, &d) ||
         !tm_fb_utf8_string(fb, &d, DELEGATE_ID, "BackendDelegate.id is not UTF-8", &s, &len) ||
-        !tm_fb_subtable(fb, &d, DELEGATE_PROCESSED, &ref, &present) ||
+        !tm_fb_subtable(fb, &d, DELEGATE_PROCESSED, &ref) ||
         !tm_fb_vector(fb, &d, DELEGATE_COMPILE_SPECS, 4, &specs)) {
-      return fb_error(c->diag, fb);
+      return FB_FAILED;
     }
-    if (!present) {
+    if (ref.pos == 0) {
       return bad(c->diag, TM_ERR_INVALID_PROGRAM, "delegate without processed data", d.pos);
     }
-    if (!tm_fb_scalar(fb, &ref, DATAREF_LOCATION, 1, 0, &location) ||
-        !tm_fb_scalar(fb, &ref, DATAREF_INDEX, 4, 0, &index)) {
-      return fb_error(c->diag, fb);
+    if (!tm_fb_scalar(fb, &ref, DATAREF_LOCATION, 1, &location) ||
+        !tm_fb_scalar(fb, &ref, DATAREF_INDEX, 4, &index)) {
+      return FB_FAILED;
     }
     if (location > 1 || index >= (location == 0 ? inline_data.len : segments.len)) {
       return bad(c->diag, TM_ERR_INVALID_PROGRAM, "delegate data reference out of range", ref.pos);
@@ -490,14 +490,14 @@ static tm_status walk_delegates(walk_ctx *c, const tm_fb_table *plan) {
     if (location == 0) { /* inline data: its byte vector must be readable */
       tm_fb_table inl;
       if (!tm_fb_vec_table(fb, &inline_data, (uint32_t)index, &inl) || !tm_fb_vector(fb, &inl, 0, 1, &bytes)) {
-        return fb_error(c->diag, fb);
+        return FB_FAILED;
       }
     }
     for (uint32_t k = 0; k < specs.len; ++k) {
       if (!tm_fb_vec_table(fb, &specs, k, &spec) ||
           !tm_fb_utf8_string(fb, &spec, 0, "CompileSpec.key is not UTF-8", &s, &len) ||
           !tm_fb_vector(fb, &spec, 1, 1, &bytes)) {
-        return fb_error(c->diag, fb);
+        return FB_FAILED;
       }
     }
   }
@@ -511,17 +511,16 @@ tm_status tm_delegate_at(const tm_program *program, const tm_fb_table *plan, uin
   tm_fb fb = tm_program_fb(program);
   tm_fb_table root, d, ref, inl, seg;
   tm_fb_vec dels, specs, vec;
-  bool present;
   uint32_t len;
   uint64_t location, ref_index, seg_off, seg_size;
   memset(info, 0, sizeof(*info));
   /* The plan was verified at load (walk_delegates): these reads only fail on a bug. */
   if (!tm_fb_root(&fb, &root) || !tm_fb_vector(&fb, plan, PLAN_DELEGATES, 4, &dels) ||
       !tm_fb_vec_table(&fb, &dels, index, &d) || !tm_fb_string(&fb, &d, DELEGATE_ID, &info->id, &len) ||
-      !tm_fb_subtable(&fb, &d, DELEGATE_PROCESSED, &ref, &present) || !present ||
+      !tm_fb_subtable(&fb, &d, DELEGATE_PROCESSED, &ref) || ref.pos == 0 ||
       !tm_fb_vector(&fb, &d, DELEGATE_COMPILE_SPECS, 4, &specs) ||
-      !tm_fb_scalar(&fb, &ref, DATAREF_LOCATION, 1, 0, &location) ||
-      !tm_fb_scalar(&fb, &ref, DATAREF_INDEX, 4, 0, &ref_index)) {
+      !tm_fb_scalar(&fb, &ref, DATAREF_LOCATION, 1, &location) ||
+      !tm_fb_scalar(&fb, &ref, DATAREF_INDEX, 4, &ref_index)) {
     return TM_ERR_INVALID_PROGRAM;
   }
   info->index = index;
@@ -540,8 +539,8 @@ tm_status tm_delegate_at(const tm_program *program, const tm_fb_table *plan, uin
   }
   if (!tm_fb_vector(&fb, &root, PROGRAM_SEGMENTS, 4, &vec) ||
       !tm_fb_vec_table(&fb, &vec, (uint32_t)ref_index, &seg) ||
-      !tm_fb_scalar(&fb, &seg, SEGMENT_OFFSET, 8, 0, &seg_off) ||
-      !tm_fb_scalar(&fb, &seg, SEGMENT_SIZE, 8, 0, &seg_size)) {
+      !tm_fb_scalar(&fb, &seg, SEGMENT_OFFSET, 8, &seg_off) ||
+      !tm_fb_scalar(&fb, &seg, SEGMENT_SIZE, 8, &seg_size)) {
     return TM_ERR_INVALID_PROGRAM;
   }
   /* check_segments: segment_base + seg_off + seg_size lies inside the file. */
@@ -591,63 +590,62 @@ static tm_status walk_instruction(walk_ctx *c, uint32_t chain, const tm_fb_vec *
   tm_walk *w = c->w;
   tm_fb_table ins, args;
   uint64_t type, a = 0, b = 0;
-  bool present;
   tm_fb_vec argv = {0, 0};
-  if (!tm_fb_vec_table(fb, instrs, i, &ins) || !tm_fb_scalar(fb, &ins, INSTR_TYPE, 1, 0, &type) ||
-      !tm_fb_subtable(fb, &ins, INSTR_ARGS, &args, &present)) {
-    return fb_error(c->diag, fb);
+  if (!tm_fb_vec_table(fb, instrs, i, &ins) || !tm_fb_scalar(fb, &ins, INSTR_TYPE, 1, &type) ||
+      !tm_fb_subtable(fb, &ins, INSTR_ARGS, &args)) {
+    return FB_FAILED;
   }
-  if (!present || type < TM_INSTR_KERNEL || type > TM_INSTR_FREE) {
+  if (args.pos == 0 || type < TM_INSTR_KERNEL || type > TM_INSTR_FREE) {
     return bad(c->diag, TM_ERR_INVALID_PROGRAM, "unknown instruction type", ins.pos);
   }
-  if (!tm_fb_scalar(fb, &args, 0, 4, 0, &a) || !tm_fb_scalar(fb, &args, 1, 4, 0, &b)) {
-    return fb_error(c->diag, fb);
+  if (!tm_fb_scalar(fb, &args, 0, 4, &a) || !tm_fb_scalar(fb, &args, 1, 4, &b)) {
+    return FB_FAILED;
   }
   int32_t ia = (int32_t)(uint32_t)a, ib = (int32_t)(uint32_t)b;
-  uint32_t nvals = c->values.len;
-  tm_status st = TM_OK;
+  /* Each kind's indices: a in [0, a_end), and for a move or a jump b in [0, b_end). A negative
+   * index is at or above every end (no end is above 2^31: counts of vectors in the file). */
+  uint32_t a_end = c->values.len, b_end = 1, b_checked = 0;
+  const char *out_of_range = "free value index out of range";
   switch (type) {
     case TM_INSTR_KERNEL:
+      a_end = w->num_ops;
+      out_of_range = "op_index out of range";
+      break;
     case TM_INSTR_DELEGATE:
-      if (ia < 0 || (uint32_t)ia >= (type == TM_INSTR_KERNEL ? w->num_ops : c->num_delegates)) {
-        return bad(c->diag, TM_ERR_INVALID_PROGRAM,
-                   type == TM_INSTR_KERNEL ? "op_index out of range" : "delegate_index out of range", args.pos);
-      }
-      if (!tm_fb_vector(fb, &args, 1, 4, &argv)) {
-        return fb_error(c->diag, fb);
-      }
-      st = check_indices(c, &args, 1, false, &argv);
+      a_end = c->num_delegates;
+      out_of_range = "delegate_index out of range";
       break;
     case TM_INSTR_MOVE:
       if (!TM_FEATURE_CONTROL_FLOW) {
         return without_feature(c, "control_flow", ins.pos);
       }
-      if (ia < 0 || (uint32_t)ia >= nvals || ib < 0 || (uint32_t)ib >= nvals) {
-        return bad(c->diag, TM_ERR_INVALID_PROGRAM, "move value index out of range", args.pos);
-      }
+      b_checked = (uint32_t)ib;
+      b_end = a_end;
+      out_of_range = "move value index out of range";
       break;
     case TM_INSTR_JUMP_FALSE:
       if (!TM_FEATURE_CONTROL_FLOW) {
         return without_feature(c, "control_flow", ins.pos);
       }
       /* destination == the instruction count: the jump ends the method (a cond at the end) */
-      if (ia < 0 || (uint32_t)ia >= nvals || ib < 0 || (uint32_t)ib > instrs->len) {
-        return bad(c->diag, TM_ERR_INVALID_PROGRAM, "jump condition or destination out of range", args.pos);
-      }
+      b_checked = (uint32_t)ib;
+      b_end = instrs->len + 1u;
+      out_of_range = "jump condition or destination out of range";
       break;
     default: /* FreeCall */
-      if (ia < 0 || (uint32_t)ia >= nvals) {
-        return bad(c->diag, TM_ERR_INVALID_PROGRAM, "free value index out of range", args.pos);
-      }
       break;
   }
+  if ((uint32_t)ia >= a_end || b_checked >= b_end) {
+    return bad(c->diag, TM_ERR_INVALID_PROGRAM, out_of_range, args.pos);
+  }
+  tm_status st = type <= TM_INSTR_DELEGATE ? check_indices(c, &args, 1, false, &argv) : TM_OK;
   if (st != TM_OK) {
     return st;
   }
   if (chain != 0) {
     return TM_OK; /* only the first chain is materialised */
   }
-  if (argv.len > fb->size / 4u || w->num_args + argv.len > fb->size / 4u) {
+  if (w->num_args + argv.len > fb->size / 4u) { /* bounded as int lists */
     return bad(c->diag, TM_ERR_INVALID_PROGRAM, "instruction arguments larger than the program", args.pos);
   }
   if (w->instrs != NULL) {
@@ -671,7 +669,7 @@ static tm_status walk_chains(walk_ctx *c, const tm_fb_table *plan) {
   tm_fb *fb = &c->fb;
   tm_fb_vec chains;
   if (!tm_fb_vector(fb, plan, PLAN_CHAINS, 4, &chains)) {
-    return fb_error(c->diag, fb);
+    return FB_FAILED;
   }
   c->w->num_chains = chains.len;
   for (uint32_t ci = 0; ci < chains.len; ++ci) {
@@ -679,14 +677,14 @@ static tm_status walk_chains(walk_ctx *c, const tm_fb_table *plan) {
     tm_fb_vec ins, outs, instrs;
     tm_status st;
     if (!tm_fb_vec_table(fb, &chains, ci, &chain)) {
-      return fb_error(c->diag, fb);
+      return FB_FAILED;
     }
     if ((st = check_indices(c, &chain, CHAIN_INPUTS, false, &ins)) != TM_OK ||
         (st = check_indices(c, &chain, CHAIN_OUTPUTS, false, &outs)) != TM_OK) {
       return st;
     }
     if (!tm_fb_vector(fb, &chain, CHAIN_INSTRUCTIONS, 4, &instrs)) {
-      return fb_error(c->diag, fb);
+      return FB_FAILED;
     }
     if (instrs.len > INT32_MAX) {
       return bad(c->diag, TM_ERR_INVALID_PROGRAM, "too many instructions", chain.pos);
@@ -709,7 +707,7 @@ static tm_status walk_chains(walk_ctx *c, const tm_fb_table *plan) {
 
 static tm_status walk_buffer_sizes(walk_ctx *c, const tm_fb_table *plan) {
   if (!tm_fb_vector(&c->fb, plan, PLAN_BUFFER_SIZES, 8, &c->buffer_sizes)) {
-    return fb_error(c->diag, &c->fb);
+    return FB_FAILED;
   }
   uint32_t total = 0;
   for (uint32_t id = 1; id < c->buffer_sizes.len; ++id) {
@@ -733,15 +731,41 @@ static tm_status walk_io(walk_ctx *c, const tm_fb_table *plan) {
       (st = check_indices(c, plan, PLAN_OUTPUTS, false, &outs)) != TM_OK) {
     return st;
   }
-  if (c->w->io != NULL) {
-    for (uint32_t k = 0; k < ins.len; ++k) c->w->io[k] = (uint32_t)tm_fb_i32(&c->fb, ins.pos + 4u * k);
-    for (uint32_t k = 0; k < outs.len; ++k) {
-      c->w->io[ins.len + k] = (uint32_t)tm_fb_i32(&c->fb, outs.pos + 4u * k);
-    }
+  if (c->w->io != NULL) { /* the checked (non-negative) little-endian indices as they are */
+    memcpy(c->w->io, c->fb.p + ins.pos, 4u * ins.len);
+    memcpy(c->w->io + ins.len, c->fb.p + outs.pos, 4u * outs.len);
   }
   c->w->num_inputs = ins.len;
   c->w->num_outputs = outs.len;
   return TM_OK;
+}
+
+static tm_status walk_plan(walk_ctx *c, const tm_fb_table *plan) {
+  tm_diag *diag = c->diag;
+  tm_walk *w = c->w;
+  tm_status st;
+  if (!tm_fb_root(&c->fb, &c->program) || !tm_fb_vector(&c->fb, plan, PLAN_VALUES, 4, &c->values)) {
+    return FB_FAILED;
+  }
+  if (c->values.len > INT32_MAX) {
+    return bad(diag, TM_ERR_INVALID_PROGRAM, "too many values", plan->pos);
+  }
+  w->num_values = c->values.len;
+  if ((st = walk_buffer_sizes(c, plan)) != TM_OK || (st = walk_operators(c, plan)) != TM_OK ||
+      (st = walk_delegates(c, plan)) != TM_OK) {
+    return st;
+  }
+  for (uint32_t i = 0; i < c->values.len; ++i) {
+    diag->value = (int32_t)i;
+    if ((st = walk_value(c, i)) != TM_OK) {
+      return st;
+    }
+  }
+  diag->value = TM_DIAG_NONE;
+  if ((st = walk_io(c, plan)) != TM_OK) {
+    return st;
+  }
+  return walk_chains(c, plan);
 }
 
 tm_status tm_walk_plan(tm_program *program, tm_diag *diag, const tm_fb_table *plan, tm_walk *w) {
@@ -752,55 +776,15 @@ tm_status tm_walk_plan(tm_program *program, tm_diag *diag, const tm_fb_table *pl
   c.fb = tm_program_fb(program);
   c.w = w;
   w->num_tensors = w->num_ints = w->num_list_items = w->num_args = 0;
-  tm_status st;
-  if (!tm_fb_root(&c.fb, &c.program)) {
+  tm_status st = walk_plan(&c, plan);
+  /* Every failed read stops the walk at once: a recorded reader error is the walk's. */
+  if (st != TM_OK && c.fb.err_msg[0] != '\0') {
     return fb_error(diag, &c.fb);
   }
-  if (!tm_fb_vector(&c.fb, plan, PLAN_VALUES, 4, &c.values)) {
-    return fb_error(diag, &c.fb);
-  }
-  if (c.values.len > INT32_MAX) {
-    return bad(diag, TM_ERR_INVALID_PROGRAM, "too many values", plan->pos);
-  }
-  w->num_values = c.values.len;
-  if ((st = walk_buffer_sizes(&c, plan)) != TM_OK || (st = walk_operators(&c, plan)) != TM_OK ||
-      (st = walk_delegates(&c, plan)) != TM_OK) {
-    return st;
-  }
-  for (uint32_t i = 0; i < c.values.len; ++i) {
-    diag->value = (int32_t)i;
-    if ((st = walk_value(&c, i)) != TM_OK) {
-      return st;
-    }
-  }
-  diag->value = TM_DIAG_NONE;
-  if ((st = walk_io(&c, plan)) != TM_OK) {
-    return st;
-  }
-  return walk_chains(&c, plan);
+  return st;
 }
 
 /* ---- program -------------------------------------------------------------- */
-
-tm_status tm_find_plan(tm_program *program, const char *name, tm_fb_table *plan) {
-  tm_fb fb = tm_program_fb(program);
-  tm_fb_table root;
-  tm_fb_vec plans;
-  if (!tm_fb_root(&fb, &root) || !tm_fb_vector(&fb, &root, PROGRAM_EXECUTION_PLAN, 4, &plans)) {
-    return fb_error(&program->diag, &fb);
-  }
-  for (uint32_t i = 0; i < plans.len; ++i) {
-    const char *pname;
-    uint32_t len;
-    if (!tm_fb_vec_table(&fb, &plans, i, plan) || !tm_fb_string(&fb, plan, PLAN_NAME, &pname, &len)) {
-      return fb_error(&program->diag, &fb);
-    }
-    if (name == NULL || strcmp(name, pname) == 0) {
-      return TM_OK;
-    }
-  }
-  return bad(&program->diag, TM_ERR_INVALID_ARGUMENT, "no method with this name", TM_DIAG_NO_OFFSET);
-}
 
 tm_status tm_program_method_name(const tm_program *program, uint32_t index, const char **name) {
   tm_fb fb = tm_program_fb(program);
@@ -897,8 +881,8 @@ static tm_status check_segments(tm_program *p, tm_fb *fb, const tm_fb_table *roo
   for (uint32_t i = 0; i < segs.len; ++i) {
     tm_fb_table seg;
     uint64_t off, size, end;
-    if (!tm_fb_vec_table(fb, &segs, i, &seg) || !tm_fb_scalar(fb, &seg, SEGMENT_OFFSET, 8, 0, &off) ||
-        !tm_fb_scalar(fb, &seg, SEGMENT_SIZE, 8, 0, &size)) {
+    if (!tm_fb_vec_table(fb, &segs, i, &seg) || !tm_fb_scalar(fb, &seg, SEGMENT_OFFSET, 8, &off) ||
+        !tm_fb_scalar(fb, &seg, SEGMENT_SIZE, 8, &size)) {
       return fb_error(&p->diag, fb);
     }
     if (p->segment_base == 0 || !tm_add_u64(off, size, &end) || end > p->segment_data_size) {
@@ -906,6 +890,51 @@ static tm_status check_segments(tm_program *p, tm_fb *fb, const tm_fb_table *roo
     }
   }
   return TM_OK;
+}
+
+/*
+ * The execution plans, in order: with `verify` (at load) the segments and then every plan are
+ * checked, and the program marked loaded; otherwise *plan is the plan called `name` (NULL: the
+ * first) of the loaded program.
+ */
+static tm_status each_plan(tm_program *program, const char *name, tm_fb_table *plan, bool verify) {
+  tm_fb fb = tm_program_fb(program);
+  tm_fb_table root;
+  tm_fb_vec plans;
+  tm_status st;
+  if (!tm_fb_root(&fb, &root) || !tm_fb_vector(&fb, &root, PROGRAM_EXECUTION_PLAN, 4, &plans)) {
+    return fb_error(&program->diag, &fb);
+  }
+  if (verify && (st = check_segments(program, &fb, &root)) != TM_OK) {
+    return st;
+  }
+  for (uint32_t i = 0; i < plans.len; ++i) {
+    const char *pname;
+    uint32_t len;
+    if (!tm_fb_vec_table(&fb, &plans, i, plan) ||
+        !tm_fb_utf8_string(&fb, plan, PLAN_NAME, "ExecutionPlan.name is not UTF-8", &pname, &len)) {
+      return fb_error(&program->diag, &fb);
+    }
+    if (verify) {
+      tm_walk w;
+      memset(&w, 0, sizeof(w));
+      if ((st = tm_walk_plan(program, &program->diag, plan, &w)) != TM_OK) {
+        return st;
+      }
+    } else if (name == NULL || strcmp(name, pname) == 0) {
+      return TM_OK;
+    }
+  }
+  if (verify) {
+    program->root = root.pos;
+    program->num_methods = plans.len;
+    return TM_OK;
+  }
+  return bad(&program->diag, TM_ERR_INVALID_ARGUMENT, "no method with this name", TM_DIAG_NO_OFFSET);
+}
+
+tm_status tm_find_plan(tm_program *program, const char *name, tm_fb_table *plan) {
+  return each_plan(program, name, plan, false);
 }
 
 tm_status tm_program_load(tm_program *program, const void *data, size_t size) {
@@ -926,29 +955,6 @@ tm_status tm_program_load(tm_program *program, const void *data, size_t size) {
   if (st != TM_OK) {
     return st;
   }
-  tm_fb fb = tm_program_fb(program);
-  tm_fb_table root, plan;
-  tm_fb_vec plans;
-  if (!tm_fb_root(&fb, &root) || !tm_fb_vector(&fb, &root, PROGRAM_EXECUTION_PLAN, 4, &plans)) {
-    return fb_error(&program->diag, &fb);
-  }
-  if ((st = check_segments(program, &fb, &root)) != TM_OK) {
-    return st;
-  }
-  for (uint32_t i = 0; i < plans.len; ++i) {
-    const char *name;
-    uint32_t len;
-    tm_walk w;
-    memset(&w, 0, sizeof(w));
-    if (!tm_fb_vec_table(&fb, &plans, i, &plan) ||
-        !tm_fb_utf8_string(&fb, &plan, PLAN_NAME, "ExecutionPlan.name is not UTF-8", &name, &len)) {
-      return fb_error(&program->diag, &fb);
-    }
-    if ((st = tm_walk_plan(program, &program->diag, &plan, &w)) != TM_OK) {
-      return st;
-    }
-  }
-  program->root = root.pos;
-  program->num_methods = plans.len;
-  return TM_OK;
+  tm_fb_table plan;
+  return each_plan(program, NULL, &plan, true);
 }
