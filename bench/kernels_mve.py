@@ -72,6 +72,9 @@ SHAPES: dict[str, tuple[tuple, int]] = {
     "conv_first_rn8": (("conv", 1, 32, 32, 3, 16, 3, 3, (1, 1), (1, 1)), 0),
     "conv_first_mbv1": (("conv", 1, 96, 96, 3, 8, 3, 3, (2, 2), (1, 1)), 0),
     "conv1x1_k8_mbv1": (("conv", 1, 48, 48, 8, 16, 1, 1, (1, 1), (0, 0)), 0),
+    "dwconv3x3_c8_mbv1": (("dw", 1, 48, 48, 8, 3, 3, (1, 1), (1, 1)), 0),
+    "dwconv3x3_6x6x128_mbv1": (("dw", 1, 6, 6, 128, 3, 3, (1, 1), (1, 1)), 0),
+    "dwconv3x3_3x3x256_mbv1": (("dw", 1, 3, 3, 256, 3, 3, (1, 1), (1, 1)), 0),
     "tconv3x3_s2_unet": (("tconv", 1, 8, 8, 16, 8, 3, 3, (2, 2), (1, 1), (1, 1)), 0),
     # CMSIS-NN arm_transpose_conv_s8, measured as issue 4's figures (bench/README.md)
     "tconv2x2_s2": (("tconv", 1, 8, 8, 32, 16, 2, 2, (2, 2), (0, 0), (0, 0)), 182_313),
