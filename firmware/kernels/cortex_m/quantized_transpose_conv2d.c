@@ -206,9 +206,18 @@ static void tconv_mve(const tconv_params *p, int32_t *kterm) {
     for (int32_t oy = 0; oy < p->out_dims[1]; ++oy) {
       int32_t rows_k[TCONV_MAX_TAPS], rows_i[TCONV_MAX_TAPS];
       const int32_t nrows = tconv_taps(oy, p->kh, p->win.stride_h, p->win.pad_h, p->win.dil_h, h, rows_k, rows_i);
+      /* The taps' input offsets and kernel-row bases once per row / pixel, not per channel quad. */
+      const int8_t *row_at[TCONV_MAX_TAPS];
+      for (int32_t r = 0; r < nrows; ++r) {
+        row_at[r] = image + (size_t)rows_i[r] * (size_t)w * (size_t)c;
+        rows_k[r] *= p->kw;
+      }
       for (int32_t ox = 0; ox < p->out_dims[2]; ++ox, dst += cout) {
         int32_t cols_k[TCONV_MAX_TAPS], cols_i[TCONV_MAX_TAPS];
         const int32_t ncols = tconv_taps(ox, p->kw, p->win.stride_w, p->win.pad_w, p->win.dil_w, w, cols_k, cols_i);
+        for (int32_t q = 0; q < ncols; ++q) {
+          cols_i[q] *= c;
+        }
         for (int32_t oc = 0; oc < cout; oc += 4) {
           const int32_t lanes = cout - oc < 4 ? cout - oc : 4;
           const mve_pred16_t pred = vctp32q((uint32_t)lanes);
@@ -218,11 +227,11 @@ static void tconv_mve(const tconv_params *p, int32_t *kterm) {
           const int8_t *w3 = lanes > 3 ? w0 + 3u * wrow : w2;
           int32x4_t acc = p->q.bias != NULL ? vldrwq_z_s32(p->q.bias + oc, pred) : vdupq_n_s32(0);
           for (int32_t r = 0; r < nrows; ++r) {
-            const int8_t *row = image + (size_t)rows_i[r] * (size_t)w * (size_t)c;
+            const int8_t *row = row_at[r];
             for (int32_t q = 0; q < ncols; ++q) {
-              const int32_t t = rows_k[r] * p->kw + cols_k[q];
+              const int32_t t = rows_k[r] + cols_k[q];
               const size_t at = (size_t)t * (size_t)c;
-              const int8_t *px = row + (size_t)cols_i[q] * (size_t)c;
+              const int8_t *px = row + cols_i[q];
               acc = vaddq_s32(acc, tm_mve_dot4_s8(px, w0 + at, w1 + at, w2 + at, w3 + at, c));
               acc = vaddq_s32(acc, vldrwq_s32(kterm + t * cout4 + oc));
             }
