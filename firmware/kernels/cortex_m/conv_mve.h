@@ -63,13 +63,6 @@ TM_MAYBE_UNUSED static const int8_t *pixel_origin(const tm_conv_params *p, const
   return p->input + at;
 }
 
-/* The single tap of a 1x1 kernel at pixel px lies inside the image. */
-TM_MAYBE_UNUSED static bool pixel_inside(const tm_conv_params *p, const pixel_pos *px) {
-  const int32_t ih = px->oh * p->win.stride_h - p->win.pad_h;
-  const int32_t iw = px->ow * p->win.stride_w - p->win.pad_w;
-  return ih >= 0 && ih < p->in_dims[1] && iw >= 0 && iw < p->in_dims[2];
-}
-
 /*
  * The im2col column of pixel px for channel group g: KH*KW*Cin_g bytes in weight order
  * (OHWI). Taps outside the image hold the input zero point (-input_offset, an int8 by
@@ -105,7 +98,8 @@ TM_MAYBE_UNUSED static void im2col(const tm_conv_params *p, const pixel_pos *px,
   }
 }
 
-/* All taps of pixel px lie inside the image (span_h / span_w: the kernel's extent minus one). */
+/* All taps of pixel px lie inside the image (span_h / span_w: the kernel's extent minus one,
+ * 0 for a 1x1 kernel). */
 TM_MAYBE_UNUSED static bool pixel_interior(const tm_conv_params *p, const pixel_pos *px, int32_t span_h,
                                            int32_t span_w) {
   const int32_t ih = px->oh * p->win.stride_h - p->win.pad_h;
@@ -221,7 +215,7 @@ TM_MAYBE_UNUSED static void tm_conv_mve(const tm_conv_params *p, uint8_t *scratc
         } else if (!one_tap) {
           im2col(p, &pos[j], g, staging);
           tm_mve_interleave_col_s8(slot, staging, k);
-        } else if (pixel_inside(p, &pos[j])) {
+        } else if (pixel_interior(p, &pos[j], 0, 0)) { /* a 1x1 tap */
           tm_mve_interleave_col_s8(slot, pixel_origin(p, &pos[j]) + (size_t)g * (size_t)p->cin_g, k);
         } else {
           tm_mve_interleave_fill_s8(slot, pad, k); /* a 1x1 tap in the padding */

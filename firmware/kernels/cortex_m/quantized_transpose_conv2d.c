@@ -206,7 +206,8 @@ static void tconv_mve(const tconv_params *p, int32_t *kterm) {
     for (int32_t oy = 0; oy < p->out_dims[1]; ++oy) {
       int32_t rows_k[TCONV_MAX_TAPS], rows_i[TCONV_MAX_TAPS];
       const int32_t nrows = tconv_taps(oy, p->kh, p->win.stride_h, p->win.pad_h, p->win.dil_h, h, rows_k, rows_i);
-      /* The taps' input offsets and kernel-row bases once per row / pixel, not per channel quad. */
+      /* The taps' offsets once per row / pixel, not per channel quad: row_at[r] is kernel row r's
+       * input row, rows_k[r] becomes its first tap (ky * KW) and, below, cols_i[q] a byte offset. */
       const int8_t *row_at[TCONV_MAX_TAPS];
       for (int32_t r = 0; r < nrows; ++r) {
         row_at[r] = image + (size_t)rows_i[r] * (size_t)w * (size_t)c;

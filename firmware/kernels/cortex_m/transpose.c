@@ -23,11 +23,6 @@ static void logical_strides(const tm_tensor *t, int64_t strides[TM_MAX_DIMS]) {
 }
 
 #if TM_KERNELS_USE_MVE
-/* One run of `run` int8 elements, source `ss` and destination `ds` elements apart, on Helium:
- * each side loaded/stored contiguously when its step is 1, else gathered/scattered, 16 lanes
- * with byte offsets when 15 steps of both sides fit in a byte, else 4 lanes with word
- * offsets. Layout changes around a model (NCHW <-> NHWC) have one side contiguous:
- * MobileNet's 3x96x96 input 5.5 -> 0.7 instructions per byte. */
 /* The run's loop with LANES lanes of element type T (intrinsic suffix SFX, lane predicate VCTP). */
 #define TRANSPOSE_RUN_LOOP(LANES, T, SFX, VCTP)                                                      \
   do {                                                                                             \
@@ -44,6 +39,11 @@ static void logical_strides(const tm_tensor *t, int64_t strides[TM_MAX_DIMS]) {
     }                                                                                              \
   } while (0)
 
+/* One run of `run` int8 elements, source `ss` and destination `ds` elements apart, on Helium:
+ * each side loaded/stored contiguously when its step is 1, else gathered/scattered, 16 lanes
+ * with byte offsets when 15 steps of both sides fit in a byte, else 4 lanes with word
+ * offsets. Layout changes around a model (NCHW <-> NHWC) have one side contiguous:
+ * MobileNet's 3x96x96 input 5.5 -> 0.7 instructions per byte. */
 static void transpose_run_s8(uint8_t *dst, const uint8_t *src, int32_t run, int32_t ss, int32_t ds) {
   if (ss * 15 <= 255 && ds * 15 <= 255) {
     TRANSPOSE_RUN_LOOP(16, uint8x16_t, u8, vctp8q);

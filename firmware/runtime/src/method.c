@@ -81,16 +81,16 @@ static bool in_arena(const tm_tensor *t, const uint8_t *arena, size_t arena_byte
                             t->nbytes <= arena_bytes - (size_t)(p - arena));
 }
 
-/*
- * Everything written at run time must be planned memory: a kernel's out tensor (its last
- * argument) and the method inputs the caller fills. A constant there would be written
- * through into the program's bytes (flash on a device).
- */
 /* A value run time may write: not a tensor (None, a scalar) or a tensor in planned memory. */
 static bool writable(const tm_value *v, const uint8_t *arena, size_t arena_bytes) {
   return v == NULL || v->tag != TM_VALUE_TENSOR || in_arena(v->u.tensor, arena, arena_bytes);
 }
 
+/*
+ * Everything written at run time must be planned memory: a kernel's out tensor (its last
+ * argument) and the method inputs the caller fills. A constant there would be written
+ * through into the program's bytes (flash on a device).
+ */
 static tm_status check_writes(tm_method *m, const tm_walk *w, const uint8_t *arena, size_t arena_bytes) {
   for (uint32_t i = 0; i < w->num_instrs; ++i) {
     const tm_instruction *ins = &w->instrs[i];
