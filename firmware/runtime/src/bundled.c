@@ -7,6 +7,7 @@
 
 #include <string.h>
 
+#include "str_equal.h"
 #include "fb.h"
 #include "loader.h"
 
@@ -226,7 +227,7 @@ tm_status tm_bundled_find_suite(tm_bundled *bundle, const char *method_name, uin
         !tm_fb_vector(&fb, &t, SUITE_TEST_CASES, 4, &cases)) {
       return fb_error(bundle, &fb);
     }
-    if (strcmp(name, method_name) == 0) {
+    if (tm_str_equal(name, method_name)) {
       *suite = s;
       *num_cases = cases.len;
       return TM_OK;

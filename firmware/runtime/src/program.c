@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "str_equal.h"
 #include "loader.h"
 
 /* Field slots of program.fbs tables (a union takes two slots: type, value). */
@@ -578,7 +579,7 @@ tm_status tm_delegate_find_compile_spec(const tm_delegate_info *info, const char
     if (st != TM_OK) {
       return st;
     }
-    if (strcmp(spec->key, key) == 0) {
+    if (tm_str_equal(spec->key, key)) {
       return TM_OK;
     }
   }
@@ -921,7 +922,7 @@ static tm_status each_plan(tm_program *program, const char *name, tm_fb_table *p
       if ((st = tm_walk_plan(program, &program->diag, plan, &w)) != TM_OK) {
         return st;
       }
-    } else if (name == NULL || strcmp(name, pname) == 0) {
+    } else if (name == NULL || tm_str_equal(name, pname)) {
       return TM_OK;
     }
   }

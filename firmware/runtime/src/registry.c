@@ -1,6 +1,5 @@
 /* Kernel lookup and status names: the small pieces shared by the loader and host tools. */
-#include <string.h>
-
+#include "str_equal.h"
 #include "torchmcu/backend.h"
 
 const char *tm_status_name(tm_status status) {
@@ -26,7 +25,7 @@ const tm_kernel_entry *tm_registry_entry(const tm_kernel_registry *registry, con
   }
   for (size_t i = 0; i < registry->count; ++i) {
     const tm_kernel_entry *e = &registry->entries[i];
-    if (e->fn != NULL && strcmp(e->name, name) == 0 && strcmp(e->overload, overload) == 0) {
+    if (e->fn != NULL && tm_str_equal(e->name, name) && tm_str_equal(e->overload, overload)) {
       return e;
     }
   }
@@ -45,7 +44,7 @@ const tm_backend *tm_registry_find_backend(const tm_kernel_registry *registry, c
   }
   for (size_t i = 0; i < registry->num_backends; ++i) {
     const tm_backend *b = registry->backends[i];
-    if (b != NULL && b->id != NULL && strcmp(b->id, id) == 0) {
+    if (b != NULL && b->id != NULL && tm_str_equal(b->id, id)) {
       return b;
     }
   }
