@@ -8,8 +8,25 @@
 # place), and generates the registry `tm_all_kernels` holding exactly the selected kernels and
 # the selected delegate backends among those registered with tm_register_backend (the libraries
 # to link come back in the fourth variable). Only the translation units
-# of selected kernels (and the table's common sources) are returned for compiling.
+# of selected kernels (and the table's common sources) are returned for compiling, and
+# TM_KERNEL_VARIANT_DEFINES holds the defines of the kernel variants the selection leaves out.
 set(TORCHMCU_OPS_YAML "" CACHE FILEPATH "selected_operators.yaml: compile and register only its kernels")
+
+# _tm_selective_query(<out var> <what> <args...>): `python -m torchmcu.selective --yaml <the
+# selection's yaml> <args...>` (the yaml interpreted in one place), its output in <out var>; a
+# failure stops the configure naming <what>. Called inside tm_selective_kernels, whose _yaml it
+# reads.
+function(_tm_selective_query out what)
+  execute_process(
+    COMMAND ${Python3_EXECUTABLE} -m torchmcu.selective --yaml "${_yaml}" ${ARGN}
+    RESULT_VARIABLE _rc OUTPUT_VARIABLE _output ERROR_VARIABLE _err
+    OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT _rc EQUAL 0)
+    message(FATAL_ERROR "resolving ${what} failed (${Python3_EXECUTABLE} -m torchmcu.selective):\n"
+                        "${_err}")
+  endif()
+  set(${out} "${_output}" PARENT_SCOPE)
+endfunction()
 
 function(tm_selective_kernels table out_sources out_registry)
   set(_dir "${CMAKE_CURRENT_SOURCE_DIR}")
@@ -77,14 +94,7 @@ function(tm_selective_kernels table out_sources out_registry)
     endif()
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${_yaml}")
     find_package(Python3 COMPONENTS Interpreter REQUIRED)
-    execute_process(
-      COMMAND ${Python3_EXECUTABLE} -m torchmcu.selective --yaml "${_yaml}" --table "${table}"
-      RESULT_VARIABLE _rc OUTPUT_VARIABLE _selected ERROR_VARIABLE _err
-      OUTPUT_STRIP_TRAILING_WHITESPACE)
-    if(NOT _rc EQUAL 0)
-      message(FATAL_ERROR "resolving the kernels selected by ${_yaml} failed (${Python3_EXECUTABLE} "
-                          "-m torchmcu.selective):\n${_err}")
-    endif()
+    _tm_selective_query(_selected "the kernels selected by ${_yaml}" --table "${table}")
     set(_what "selected by ${_yaml}")
   else()
     set(_selected "${_all_ops}")
@@ -126,28 +136,15 @@ function(tm_selective_kernels table out_sources out_registry)
   get_property(_backend_ids GLOBAL PROPERTY TM_BACKEND_IDS)
   if(TORCHMCU_OPS_YAML)
     string(REPLACE ";" "," _offered "${_backend_ids}")
-    execute_process(
-      COMMAND ${Python3_EXECUTABLE} -m torchmcu.selective --yaml "${_yaml}" --delegates "${_offered}"
-      RESULT_VARIABLE _rc OUTPUT_VARIABLE _backend_ids ERROR_VARIABLE _err
-      OUTPUT_STRIP_TRAILING_WHITESPACE)
-    if(NOT _rc EQUAL 0)
-      message(FATAL_ERROR "resolving the delegates selected by ${_yaml} for ${TORCHMCU_BOARD} "
-                          "failed (${Python3_EXECUTABLE} -m torchmcu.selective):\n${_err}")
-    endif()
+    _tm_selective_query(_backend_ids "the delegates selected by ${_yaml} for ${TORCHMCU_BOARD}"
+                        "--delegates=${_offered}") # one word: the list may be empty
   endif()
   # Runtime features (firmware/runtime/src/loader.h): every one without a yaml, else those the
   # yaml selects (torchmcu.selective.oplist.runtime_features); a program using one the image
   # lacks is refused at load, naming it.
   set(_features "delegates;control_flow;string_list_values")
   if(TORCHMCU_OPS_YAML)
-    execute_process(
-      COMMAND ${Python3_EXECUTABLE} -m torchmcu.selective --yaml "${_yaml}" --runtime-features
-      RESULT_VARIABLE _rc OUTPUT_VARIABLE _features ERROR_VARIABLE _err
-      OUTPUT_STRIP_TRAILING_WHITESPACE)
-    if(NOT _rc EQUAL 0)
-      message(FATAL_ERROR "resolving the runtime features selected by ${_yaml} failed "
-                          "(${Python3_EXECUTABLE} -m torchmcu.selective):\n${_err}")
-    endif()
+    _tm_selective_query(_features "the runtime features selected by ${_yaml}" --runtime-features)
   endif()
   foreach(_f delegates control_flow string_list_values)
     string(TOUPPER "${_f}" _F)
@@ -157,6 +154,16 @@ function(tm_selective_kernels table out_sources out_registry)
       target_compile_definitions(tm_runtime PRIVATE TM_FEATURE_${_F}=0)
     endif()
   endforeach()
+  # Kernel variants (torchmcu.selective.variants): every one without a yaml, else the defines
+  # (TM_VARIANT_...=0) of those the yaml's programs never take; the kernel refuses a call whose
+  # path was left out (TM_ERR_UNSUPPORTED at method init) and `torchmcu build` names it first.
+  set(_variant_defines "")
+  if(TORCHMCU_OPS_YAML)
+    _tm_selective_query(_variant_defines "the kernel variants selected by ${_yaml}"
+                        --kernel-variants)
+  endif()
+  set(TM_KERNEL_VARIANT_DEFINES "${_variant_defines}" PARENT_SCOPE)
+  list(LENGTH _variant_defines _nleft_out)
   set(_backend_decls "")
   set(_backend_entries "")
   set(_nbackends 0)
@@ -193,7 +200,8 @@ const tm_kernel_registry tm_all_kernels = {kSelectedKernels, @_count@, kBackends
 ]=])
   list(LENGTH _sources _nsources)
   message(STATUS "torchmcu kernels: ${_count} registered, ${_nsources} translation units (${_what}); "
-                 "delegate backends: ${_nbackends} (${_backend_ids}); runtime features: ${_features}")
+                 "delegate backends: ${_nbackends} (${_backend_ids}); runtime features: ${_features}; "
+                 "kernel variants left out: ${_nleft_out}")
   set(${out_sources} "${_sources}" PARENT_SCOPE)
   set(${out_registry} "${_registry}" PARENT_SCOPE)
 endfunction()

@@ -144,7 +144,12 @@ def test_build_checks_every_program_against_the_yaml(exported, root, capsys) -> 
         device.build([res, cnn], BOARD, root / "fw-refuse", ops_yaml=res_yaml)
     message = str(err.value)
     assert message.startswith(f"{cnn} needs operators that {res_yaml.resolve()} does not select: ")
-    assert "cortex_m::pad.out, cortex_m::quantized_depthwise_conv2d.out (merge" in message
+    assert "cortex_m::pad.out, cortex_m::quantized_depthwise_conv2d.out; " in message
+    # and the path its pointwise convolutions take, which ResNet8 (3x3 and strided 1x1) never does
+    assert f"{cnn} takes kernel paths that {res_yaml.resolve()} leaves out: " in message
+    assert "kernel:cortex_m::quantized_conv2d/pointwise" in message and message.endswith(
+        "(merge the programs' selected_operators.yaml into it: torchmcu ops merge)"
+    )
     assert str(res) not in message
     assert not (root / "fw-refuse" / "CMakeCache.txt").exists()
     code = cli_main(

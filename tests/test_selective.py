@@ -253,15 +253,17 @@ def _delegated_linear(*backend_ids: str):
 
 def test_delegates_are_build_features_torchgen_reads(tmp_path: Path) -> None:
     doc = from_program(_delegated_linear("EthosUBackend"), "npu")
-    assert doc["build_features"] == ["delegate:EthosUBackend"]
+    # the delegate, and the path its one linear call takes (a kernel variant, selective.variants)
+    linear_path = "kernel:cortex_m::quantized_linear/kernel_sum"
+    assert doc["build_features"] == ["delegate:EthosUBackend", linear_path]
     assert program_delegates(_delegated_linear("B", "A", "B")) == ["A", "B"]
     text = (write_yaml(doc, tmp_path / "selected_operators.yaml")).read_text()
-    assert "build_features:\n- delegate:EthosUBackend\n" in text
+    assert f"build_features:\n- delegate:EthosUBackend\n- {linear_path}\n" in text
     builder = SelectiveBuilder.from_yaml_dict(yaml.safe_load(text))  # ExecuTorch/torchgen reader
-    assert builder.build_features == {"delegate:EthosUBackend"}
+    assert builder.build_features == {"delegate:EthosUBackend", linear_path}
     assert builder.is_operator_selected("cortex_m::quantized_linear.out")
     plain = from_program(linear_program(), "cpu")
-    assert plain["build_features"] == []
+    assert plain["build_features"] == [linear_path]
     # merge: the union of the lists' delegates, as torchgen combines build features
     other = from_program(_delegated_linear("OtherBackend"), "other")
     merged = merge([plain, doc, other])
@@ -347,7 +349,8 @@ def test_runtime_features_recorded_and_selected() -> None:
     program = _with_control_flow_and_string()
     assert program_runtime_features(program) == ["control_flow", "string_list_values"]
     doc = from_program(program, "cf")
-    assert doc["build_features"] == ["runtime:control_flow", "runtime:string_list_values"]
+    runtime = [f for f in doc["build_features"] if not f.startswith("kernel:")]
+    assert runtime == ["runtime:control_flow", "runtime:string_list_values"]
     assert runtime_features(doc) == ["control_flow", "string_list_values"]
     # torchgen reads them as build features, and merge unions them
     assert SelectiveBuilder.from_yaml_dict(doc).build_features == set(doc["build_features"])

@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import torch
 import torchmcu
 from torchmcu import device, native
 from torchmcu.device.run import EXIT_MISSING_OPERATOR
@@ -234,3 +235,69 @@ def test_runtime_features_follow_the_yaml(tmp_path: Path) -> None:
         assert line.startswith("TM_ERROR load status=UNSUPPORTED")
         assert f"message=runtime feature '{missing}' not in this image" in line
         assert "TM_RUN" not in result.console
+
+
+class _VariantNet(torch.nn.Module):
+    """Depthwise layers on 24 channels (not a multiple of the 16-channel block: the tail) down
+    to a 1x1 image, where a 3x3 window's centre row is the only one inside (the per-pixel form)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 24, 3, stride=2, padding=1)
+        self.dw = torch.nn.Sequential(
+            *(torch.nn.Conv2d(24, 24, 3, stride=s, padding=1, groups=24) for s in (2, 2, 1))
+        )
+        self.head = torch.nn.Linear(24, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.relu(self.dw(torch.relu(self.stem(x)))).flatten(1))
+
+
+def test_kernel_variants_follow_the_yaml(tmp_path: Path) -> None:
+    """An image holds only the kernel paths its yaml records (selective.variants): the program's
+    own image runs bit-exact with the full image; built (host check bypassed) from a yaml that
+    leaves out the depthwise channel tail, the tail's code is absent and the program is refused
+    at method init (the depthwise call, TM_ERR_UNSUPPORTED), never run; the host check names
+    the missing path before any build."""
+    from torchmcu.device.run import EXIT_KERNEL_ERROR, EXIT_LOAD_ERROR
+    from torchmcu.selective import write_yaml
+
+    torch.manual_seed(0)
+    cal = [(torch.randn(1, 3, 8, 8),) for _ in range(4)]
+    exp = torchmcu.export(_VariantNet().eval(), cal[0], calibration=cal)
+    pte = exp.save(tmp_path / "net", name="net")
+    own = pte.parent / "selected_operators.yaml"
+    doc = read_yaml(own)
+    tail = "kernel:cortex_m::quantized_depthwise_conv2d/tail"
+    dw = [f for f in doc["build_features"] if "depthwise" in f]
+    assert dw == [
+        "kernel:cortex_m::quantized_depthwise_conv2d/3x3",
+        "kernel:cortex_m::quantized_depthwise_conv2d/3x3_pixel",
+        tail,
+    ]
+    info = native.program_info(pte.read_bytes())
+    blob = device.write_io_blob(info, [[x.numpy() for x in cal[1]]])
+    full = device.build(pte, BOARD, tmp_path / "fw-full", inputs=blob)
+    assert {"dw_row3x3_tail", "dw_pixel3x3_full"} <= _symbols(full.elf)
+    sel = device.build(pte, BOARD, tmp_path / "fw-sel", inputs=blob, ops_yaml=own)
+    assert {"dw_row3x3_tail", "dw_pixel3x3_full"} <= _symbols(sel.elf)
+    assert device.run(sel.elf, BOARD, 120).check().raw_outputs == (
+        device.run(full.elf, BOARD, 120).check().raw_outputs
+    )
+    lacking = write_yaml(
+        {**doc, "build_features": [f for f in doc["build_features"] if f != tail]},
+        tmp_path / "no-tail.yaml",
+    )
+    with pytest.raises(device.FirmwareBuildError, match=f"leaves out: {tail} "):
+        device.build(pte, BOARD, tmp_path / "fw-refuse", ops_yaml=lacking)
+    assert not (tmp_path / "fw-refuse" / "CMakeCache.txt").exists()
+    image = device.build(
+        pte, BOARD, tmp_path / "fw-stale", inputs=blob, defines={"TORCHMCU_OPS_YAML": str(lacking)}
+    )
+    symbols = _symbols(image.elf)
+    assert "dw_row3x3_tail" not in symbols and "dw_pixel3x3_tail" not in symbols
+    result = device.run(image.elf, BOARD, 120)
+    assert result.exit_code in (EXIT_LOAD_ERROR, EXIT_KERNEL_ERROR), result.console
+    (line,) = [ln for ln in result.console.splitlines() if ln.startswith("TM_ERROR")]
+    assert "status=UNSUPPORTED" in line and "op=cortex_m::quantized_depthwise_conv2d" in line
+    assert "TM_RUN" not in result.console

@@ -22,6 +22,34 @@ typedef struct {
   tm_conv_quant q;
 } tm_conv_params;
 
+/* The paths of tm_conv_mve an including translation unit compiles (its kernel variants,
+ * TM_VARIANT_*; all unless it says otherwise): the pointwise matrix product, the im2col
+ * windows and their copy of whole 16-byte chunks (without it such windows take the general
+ * im2col: the same result, slower), and the requantization for right shifts only and the
+ * general one. */
+#ifndef TM_CONV_MVE_WINDOW_CHUNKS
+#define TM_CONV_MVE_WINDOW_CHUNKS 1
+#endif
+#ifndef TM_CONV_MVE_POINTWISE
+#define TM_CONV_MVE_POINTWISE 1
+#endif
+#ifndef TM_CONV_MVE_WINDOW
+#define TM_CONV_MVE_WINDOW 1
+#endif
+#ifndef TM_CONV_MVE_SHIFT_RIGHT
+#define TM_CONV_MVE_SHIFT_RIGHT 1
+#endif
+#ifndef TM_CONV_MVE_SHIFT_ANY
+#define TM_CONV_MVE_SHIFT_ANY 1
+#endif
+
+/* A pointwise conv (1x1, stride 1, no padding) is a matrix product: output pixel q reads input
+ * pixel q, with no position to track. */
+static inline bool tm_conv_pointwise(const tm_conv_params *p) {
+  return p->kh == 1 && p->kw == 1 && p->win.stride_h == 1 && p->win.stride_w == 1 && p->win.pad_h == 0 &&
+         p->win.pad_w == 0 && p->in_dims[1] == p->out_dims[1] && p->in_dims[2] == p->out_dims[2];
+}
+
 /* Columns (output pixels) the Helium path computes at once. */
 #define TM_CONV_COLS 4
 
@@ -160,21 +188,19 @@ TM_MAYBE_UNUSED static void tm_conv_mve(const tm_conv_params *p, uint8_t *scratc
     kbias[oc] = (int32_t)(bias + (uint32_t)p->q.input_offset * wsum);
   }
   const bool one_tap = p->kh == 1 && p->kw == 1;
-  const bool right_only = tm_mve_right_shifts_only(p->q.shifts, cout);
+  /* With one requantization form compiled, the call's check has made sure it applies. */
+  const bool right_only = TM_CONV_MVE_SHIFT_RIGHT && (!TM_CONV_MVE_SHIFT_ANY || tm_mve_right_shifts_only(p->q.shifts, cout));
   /* Interior pixels copy whole segments (im2col_short_segments) when they are short or whole chunks. */
   const int32_t c_in = p->in_dims[3];
   const bool rows = p->win.dil_w == 1 && p->cin_g == c_in;
   const int32_t seg = rows ? p->kw * c_in : p->cin_g, seg_step = p->win.dil_w * c_in;
   const int32_t row_step = p->win.dil_h * p->in_dims[2] * c_in;
   const mve_pred16_t seg_pred = vctp8q((uint32_t)seg);
-  const bool chunk_segments = seg % 16 == 0;
+  const bool chunk_segments = TM_CONV_MVE_WINDOW_CHUNKS && seg % 16 == 0;
   const bool fast_segments = chunk_segments || seg <= 16;
   const int32_t span_h = (p->kh - 1) * p->win.dil_h, span_w = (p->kw - 1) * p->win.dil_w;
   const int8_t pad = (int8_t)(-p->q.input_offset);
-  /* A pointwise conv (1x1, stride 1, no padding) is a matrix product: output pixel q reads
-   * input pixel q, with no position to track. */
-  const bool pointwise = one_tap && p->win.stride_h == 1 && p->win.stride_w == 1 && p->win.pad_h == 0 &&
-                         p->win.pad_w == 0 && p->in_dims[1] == p->out_dims[1] && p->in_dims[2] == p->out_dims[2];
+  const bool pointwise = !TM_CONV_MVE_WINDOW || (TM_CONV_MVE_POINTWISE && tm_conv_pointwise(p));
   const int32_t total = p->in_dims[0] * p->out_dims[1] * p->out_dims[2];
   pixel_pos px = {0, 0, 0};
   pixel_pos pos[TM_CONV_COLS] = {{0, 0, 0}};
@@ -222,8 +248,12 @@ TM_MAYBE_UNUSED static void tm_conv_mve(const tm_conv_params *p, uint8_t *scratc
         }
       }
       const int32_t oc = g * cout_g;
-      tm_mve_cols4_channels(cols, p->weight + (size_t)oc * (size_t)k, (size_t)k, k, oc, oc + cout_g, kbias, &p->q,
-                            dst, offsets, right_only);
+      const int8_t *w = p->weight + (size_t)oc * (size_t)k;
+      if (right_only) {
+        tm_mve_cols4_channels_as(cols, w, (size_t)k, k, oc, oc + cout_g, kbias, &p->q, dst, offsets, true);
+      } else {
+        tm_mve_cols4_channels_as(cols, w, (size_t)k, k, oc, oc + cout_g, kbias, &p->q, dst, offsets, false);
+      }
     }
   }
 }

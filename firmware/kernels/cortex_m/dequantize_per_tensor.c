@@ -8,6 +8,8 @@
 #include "op_args.h"
 
 #define A(x) TM_ARG(CORTEX_M_DEQUANTIZE_PER_TENSOR, x)
+/* The kernel variants of this image (op_args.h: all unless a selective build leaves some out). */
+#define HAS(v) TM_VARIANT_CORTEX_M_DEQUANTIZE_PER_TENSOR_##v
 
 /* Helium builds: only for scales tm_mve_float_safe_factor rejects. */
 static TM_MVE_FALLBACK void dequantize_scalar(const void *src, float *dst, uint32_t numel, float s, int32_t zp,
@@ -40,13 +42,22 @@ tm_status tm_cortex_m_dequantize_per_tensor_out(tm_kernel_context *ctx, tm_value
   const float s = (float)scale;
   float *dst = (float *)out->data;
 #if TM_MVE_FLOAT
-  if (tm_mve_float_safe_factor(s)) {
-    if (dtype == TM_CHAR) {
+  /* A path left out of the image (a selective build) is refused, naming what selects it. */
+  const bool safe = tm_mve_float_safe_factor(s);
+  if (safe ? !(dtype == TM_CHAR ? HAS(INT8) : HAS(INT16)) : !HAS(SCALAR)) {
+    ctx->bad_argument = safe ? A(DTYPE) : A(SCALE);
+    return TM_ERR_UNSUPPORTED;
+  }
+  if (safe) {
+    if (dtype == TM_CHAR && HAS(INT8)) {
       tm_mve_dequantize_s8((const int8_t *)in->data, dst, in->numel, s, zp);
-    } else {
+    } else if (HAS(INT16)) {
       tm_mve_dequantize_s16((const int16_t *)in->data, dst, in->numel, s, zp);
     }
     return TM_OK;
+  }
+  if (!HAS(SCALAR)) {
+    return TM_OK; /* not reached: refused above */
   }
 #endif
   dequantize_scalar(in->data, dst, in->numel, s, zp, dtype == TM_CHAR);

@@ -45,6 +45,16 @@
 #define TM_MVE_FALLBACK
 #endif
 
+/* Work a Helium kernel does once per call or in its prepare step, not per element (argument
+ * checks, geometry): out of line and optimized for size, as the image's size counts and its
+ * time does not. Not `cold`: GCC would then treat every caller that always calls it, the
+ * kernel's own loops included, as cold code too. */
+#if TM_KERNELS_USE_MVE && defined(__GNUC__) && !defined(__clang__)
+#define TM_ONCE_PER_CALL __attribute__((noinline, optimize("Os")))
+#else
+#define TM_ONCE_PER_CALL
+#endif
+
 #if TM_KERNELS_USE_MVE
 
 #include <arm_mve.h>

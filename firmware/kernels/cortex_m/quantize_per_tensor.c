@@ -9,6 +9,8 @@
 #include "op_args.h"
 
 #define A(x) TM_ARG(CORTEX_M_QUANTIZE_PER_TENSOR, x)
+/* The kernel variants of this image (op_args.h: all unless a selective build leaves some out). */
+#define HAS(v) TM_VARIANT_CORTEX_M_QUANTIZE_PER_TENSOR_##v
 
 /* round(v) to nearest, ties to even; |v| <= 2^24 so float holds every step exactly. */
 static int32_t round_half_even(float v) {
@@ -67,13 +69,22 @@ tm_status tm_cortex_m_quantize_per_tensor_out(tm_kernel_context *ctx, tm_value *
   const float inv = 1.0f / (float)scale;
   const float *src = (const float *)in->data;
 #if TM_MVE_FLOAT
-  if (tm_mve_float_safe_factor(inv)) {
-    if (dtype == TM_CHAR) {
+  /* A path left out of the image (a selective build) is refused, naming what selects it. */
+  const bool safe = tm_mve_float_safe_factor(inv);
+  if (safe ? !(dtype == TM_CHAR ? HAS(INT8) : HAS(INT16)) : !HAS(SCALAR)) {
+    ctx->bad_argument = safe ? A(DTYPE) : A(SCALE);
+    return TM_ERR_UNSUPPORTED;
+  }
+  if (safe) {
+    if (dtype == TM_CHAR && HAS(INT8)) {
       tm_mve_quantize_s8(src, (int8_t *)out->data, in->numel, inv, zp, qmin, qmax);
-    } else {
+    } else if (HAS(INT16)) {
       tm_mve_quantize_s16(src, (int16_t *)out->data, in->numel, inv, zp, qmin, qmax);
     }
     return TM_OK;
+  }
+  if (!HAS(SCALAR)) {
+    return TM_OK; /* not reached: refused above */
   }
 #endif
   quantize_scalar(src, out->data, in->numel, inv, zp, qmin, qmax, dtype == TM_CHAR);

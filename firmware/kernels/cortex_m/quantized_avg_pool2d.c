@@ -9,6 +9,10 @@
 #include "mve_requantize.h" /* TM_KERNELS_USE_MVE */
 
 #define A(x) TM_ARG(CORTEX_M_QUANTIZED_AVG_POOL2D, x)
+/* The paths this image compiles: a kernel variant of either operator (op_args.h: all unless a
+ * selective build leaves some out; an operator it does not select takes none). */
+#define HAS(v) \
+  (TM_VARIANT_CORTEX_M_QUANTIZED_AVG_POOL2D_##v || TM_VARIANT_TORCHMCU_QUANTIZED_ADAPTIVE_AVG_POOL2D_##v)
 
 size_t tm_quantized_avg_pool2d_scratch_bytes(const int32_t input_nhwc[4]) {
   (void)input_nhwc;
@@ -153,7 +157,8 @@ static inline __attribute__((always_inline)) void window_sum_wide(const int8_t *
 static void avg_pixel(const int8_t *image, int8_t *dst, const pool_params *p, const avg_window *win,
                       const avg_divisor *dv) {
   const int32_t c = p->in_dims[3];
-  if (dv->count <= 256) {
+  /* A path left out of the image is never reached: the call's check refuses it. */
+  if (HAS(SUM16) && (dv->count <= 256 || !HAS(SUM32))) {
     const int32_t full = c - c % 8;
     for (int32_t ch = 0; ch < full; ch += 8) {
       avg_store16(dst + ch, window_sum16(image, p, win, ch, false, 0), dv, false, 0);
@@ -162,7 +167,7 @@ static void avg_pixel(const int8_t *image, int8_t *dst, const pool_params *p, co
       const mve_pred16_t tail = vctp16q((uint32_t)(c - full));
       avg_store16(dst + full, window_sum16(image, p, win, full, true, tail), dv, true, tail);
     }
-  } else {
+  } else if (HAS(SUM32)) {
     const uint32x4_t offsets = vidupq_n_u32(0u, 2); /* 0, 2, 4, 6 */
     const int32_t full = c - c % 8;
     int32x4_t even, odd;
@@ -237,11 +242,44 @@ static TM_MVE_FALLBACK void avg_pool_scalar(const pool_params *p) {
   }
 }
 
-static tm_status avg_pool_run(const pool_params *p) {
 #if TM_KERNELS_USE_MVE
+/* The paths p takes are compiled in (a selective image leaves out the variants its programs
+ * never take): the window tap counts of every output pixel, or a window too large. */
+TM_ONCE_PER_CALL static bool avg_paths_compiled(const pool_params *p) {
+  if ((int64_t)p->kh * p->kw > AVG_MVE_MAX_COUNT) {
+    return HAS(SCALAR);
+  }
+  for (int32_t oh = 0; oh < p->out_dims[1]; ++oh) {
+    avg_window win;
+    window_span(p, oh, p->out_dims[1], p->in_dims[1], p->kh, p->win.stride_h, p->win.pad_h, &win.ys, &win.ye);
+    for (int32_t ow = 0; ow < p->out_dims[2]; ++ow) {
+      window_span(p, ow, p->out_dims[2], p->in_dims[2], p->kw, p->win.stride_w, p->win.pad_w, &win.xs, &win.xe);
+      if ((win.ye - win.ys) * (win.xe - win.xs) <= 256 ? !HAS(SUM16) : !HAS(SUM32)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+#endif
+
+/* The pooling of checked arguments p; on a call whose arguments are not verified yet (its first:
+ * the kernel has no prepare step), TM_ERR_UNSUPPORTED when a path it takes was left out. */
+static tm_status avg_pool_run(tm_kernel_context *ctx, const pool_params *p, uint16_t input_arg) {
+#if TM_KERNELS_USE_MVE
+  if (!(HAS(SUM16) && HAS(SUM32) && HAS(SCALAR)) && !ctx->arguments_verified && !avg_paths_compiled(p)) {
+    ctx->bad_argument = input_arg;
+    return TM_ERR_UNSUPPORTED;
+  }
   if (avg_pool_mve(p)) {
     return TM_OK;
   }
+  if (!HAS(SCALAR)) {
+    return TM_OK; /* not reached: refused above */
+  }
+#else
+  (void)ctx;
+  (void)input_arg;
 #endif
   avg_pool_scalar(p);
   return TM_OK;
@@ -274,7 +312,7 @@ static tm_status avg_pool_entry(tm_kernel_context *ctx, tm_value *const *args, s
   p.input = (const int8_t *)in->data;
   p.out = (int8_t *)out->data;
 
-  return avg_pool_run(&p);
+  return avg_pool_run(ctx, &p, A(INPUT));
 }
 
 tm_status tm_cortex_m_quantized_avg_pool2d_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
@@ -301,5 +339,5 @@ tm_status tm_torchmcu_quantized_adaptive_avg_pool2d_out(tm_kernel_context *ctx, 
   /* a window spans at most ceil(size / out) + 1 positions */
   p.kh = p.in_dims[1] / p.out_dims[1] + 2;
   p.kw = p.in_dims[2] / p.out_dims[2] + 2;
-  return avg_pool_run(&p);
+  return avg_pool_run(ctx, &p, ADAPTIVE_A(INPUT));
 }

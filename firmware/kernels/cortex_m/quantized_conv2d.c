@@ -1,12 +1,21 @@
 /* cortex_m::quantized_conv2d.out and quantized_conv2d_nhwc.out - int8 (grouped) 2-D convolution,
  * NHWC activations, OHWI weights (docs/operators.md). */
+#include "op_args.h"
+
+/* The kernel variants of this image (op_args.h: all unless a selective build leaves some out). */
+#define HAS(v) TM_VARIANT_CORTEX_M_QUANTIZED_CONV2D_##v
+#define TM_CONV_MVE_POINTWISE HAS(POINTWISE)
+#define TM_CONV_MVE_WINDOW HAS(WINDOW)
+#define TM_CONV_MVE_WINDOW_CHUNKS HAS(WINDOW_CHUNKS)
+#define TM_CONV_MVE_SHIFT_RIGHT HAS(SHIFT_RIGHT)
+#define TM_CONV_MVE_SHIFT_ANY HAS(SHIFT_ANY)
+
 #include "cortex_m_kernels.h"
 #include "conv_mve.h"
 #include "kernel_args.h"
 #include "mve_gemm.h"
 #include "mve_requantize.h"
 #include "requantize.h"
-#include "op_args.h"
 
 #define A(x) TM_ARG(CORTEX_M_QUANTIZED_CONV2D, x)
 
@@ -65,6 +74,28 @@ TM_MAYBE_UNUSED static void conv_scalar(const conv_params *p) {
 }
 
 
+#if TM_KERNELS_USE_MVE
+/* The image holds every path (no selection left one out): no call needs the variant check.
+ * After the prepare step the method's shared scratch holds what the Helium path needs, so the
+ * scalar loop is never reached on Helium. Such an image keeps it anyway: with the call beside
+ * it GCC 12 allocates the Helium path's registers better (1x1 convolutions 0.5-2.3 % fewer
+ * instructions, bench/README.md); a selective image, whose size counts, drops it and refuses a
+ * call without its scratch. */
+#define CONV_EVERY_VARIANT \
+  (HAS(POINTWISE) && HAS(WINDOW) && HAS(WINDOW_CHUNKS) && HAS(SHIFT_RIGHT) && HAS(SHIFT_ANY))
+
+/* The Helium path of p is compiled in (a selective image leaves out the variants its programs
+ * never take): false with the argument that decides which path is missing. */
+TM_ONCE_PER_CALL static bool conv_path_compiled(const conv_params *p, uint16_t *arg) {
+  *arg = A(WEIGHT);
+  if (tm_conv_pointwise(p) ? !HAS(POINTWISE) : !HAS(WINDOW)) {
+    return false;
+  }
+  *arg = A(REQUANTIZE_SHIFTS);
+  return HAS(SHIFT_ANY) || tm_mve_right_shifts_only(p->q.shifts, p->out_dims[3]);
+}
+#endif
+
 /* The kernel, or with `prepare` its prepare step (the checks, then what the Helium path needs of
  * the shared scratch). */
 static tm_status conv_entry(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes,
@@ -107,17 +138,31 @@ static tm_status conv_entry(tm_kernel_context *ctx, tm_value *const *args, size_
   p.weight = (const int8_t *)wt->data;
   p.out = (int8_t *)out->data;
   const size_t need = tm_quantized_conv2d_scratch_bytes(p.in_dims, weight_dims);
+#if TM_KERNELS_USE_MVE
+  /* Before the arguments are verified: in the prepare step, or on the first execution of a
+   * call that the prepare step refused. */
+  if (!CONV_EVERY_VARIANT && !ctx->arguments_verified && !conv_path_compiled(&p, &ctx->bad_argument)) {
+    return TM_ERR_UNSUPPORTED;
+  }
+#endif
   if (prepare) {
     return tm_prepared(ctx, scratch, need);
   }
 
 #if TM_KERNELS_USE_MVE
-  /* Scratch is a byte tensor: its start aligned for the int32 table. */
+  /* Scratch is a byte tensor: its start aligned for the int32 table. After the prepare step
+   * the method's shared scratch holds `need` when the argument does not: no scalar fallback. */
   uint8_t *aligned = tm_kernel_scratch(ctx, scratch, need);
   if (aligned != NULL) {
     tm_conv_mve(&p, aligned);
     return TM_OK;
   }
+  if (!CONV_EVERY_VARIANT) {
+    ctx->bad_argument = A(SCRATCH);
+    return TM_ERR_OUT_OF_MEMORY;
+  }
+#else
+  (void)scratch;
 #endif
   conv_scalar(&p);
   return TM_OK;

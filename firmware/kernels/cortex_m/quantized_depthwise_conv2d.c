@@ -17,6 +17,10 @@
 #include "requantize.h"
 #include "op_args.h"
 
+/* The kernel variants of this image (op_args.h: all unless a selective build leaves some out).
+ * The single-channel form compiles the whole convolution path of conv_mve.h. */
+#define HAS(v) TM_VARIANT_CORTEX_M_QUANTIZED_DEPTHWISE_CONV2D_##v
+
 #define A(x) TM_ARG(CORTEX_M_QUANTIZED_DEPTHWISE_CONV2D, x)
 
 typedef struct {
@@ -118,6 +122,14 @@ typedef struct {
   dw_set set[DW_SETS];
 } __attribute__((aligned(16))) dw_block_consts;
 
+/* The four int32 vectors, in accumulator order, of int16 lanes lo (channels 0-7), hi (8-15). */
+TM_MVE_INLINE void dw_widen(int16x8_t lo, int16x8_t hi, int32x4_t out[4]) {
+  out[0] = vmovlbq_s16(lo);
+  out[1] = vmovltq_s16(lo);
+  out[2] = vmovlbq_s16(hi);
+  out[3] = vmovltq_s16(hi);
+}
+
 /* The block's constants; weight sets only for 3x3 kernels. Lanes beyond `lanes` get
  * zero weights, bias and multipliers. */
 static void dw_prepare_block(const dw_params *p, int32_t c0, int32_t lanes, bool k3x3, dw_block_consts *k) {
@@ -126,32 +138,47 @@ static void dw_prepare_block(const dw_params *p, int32_t c0, int32_t lanes, bool
   const mve_pred16_t phi = vctp16q((uint32_t)(lanes > 8 ? lanes - 8 : 0));
   /* Weight sums in accumulator order: all taps, kernel row 0, kernel row 2 (3x3). */
   int32x4_t sum[4], top[4], bottom[4];
-  for (int32_t j = 0; j < 4; ++j) {
-    sum[j] = top[j] = bottom[j] = vdupq_n_s32(0);
-  }
-  for (int32_t t = 0; t < taps; ++t) {
-    const int8_t *wp = p->weight + (size_t)t * (size_t)c + (size_t)c0;
-    const int16x8_t wl = vldrbq_z_s16(wp, plo), wh = vldrbq_z_s16(wp + 8, phi);
-    const int32x4_t v[4] = {vmovlbq_s16(wl), vmovltq_s16(wl), vmovlbq_s16(wh), vmovltq_s16(wh)};
-    for (int32_t j = 0; j < 4; ++j) {
-      sum[j] = vaddq_s32(sum[j], v[j]);
-      if (k3x3 && t < 3) {
-        top[j] = vaddq_s32(top[j], v[j]);
-      } else if (k3x3 && t >= 6) {
-        bottom[j] = vaddq_s32(bottom[j], v[j]);
-      }
+  if (k3x3) {
+    /* Nine int8 weights sum exactly in int16 lanes; the row sums come from the stored set. */
+    const int16x8_t zero = vdupq_n_s16(0);
+    int16x8_t all_lo = zero, all_hi = zero;
+    int16_t *all = k->set[DW_SET_ALL].weight[0], *no_top = k->set[DW_SET_NO_TOP].weight[0];
+    int16_t *no_bottom = k->set[DW_SET_NO_BOTTOM].weight[0];
+    const int8_t *wp = p->weight + c0;
+    /* A rolled loop: unrolled, the stores' offsets outgrow the immediate range (~1 KB more). */
+#pragma GCC unroll 1
+    for (int32_t t = 0; t < 9; ++t, wp += c, all += DW_BLOCK, no_top += DW_BLOCK, no_bottom += DW_BLOCK) {
+      const int16x8_t wl = vldrbq_z_s16(wp, plo), wh = vldrbq_z_s16(wp + 8, phi);
+      all_lo = vaddq_s16(all_lo, wl);
+      all_hi = vaddq_s16(all_hi, wh);
+      vstrhq_s16(all, wl);
+      vstrhq_s16(all + 8, wh);
+      vstrhq_s16(no_top, t < 3 ? zero : wl);
+      vstrhq_s16(no_top + 8, t < 3 ? zero : wh);
+      vstrhq_s16(no_bottom, t >= 6 ? zero : wl);
+      vstrhq_s16(no_bottom + 8, t >= 6 ? zero : wh);
     }
-    if (k3x3) {
-      const int16x8_t zero = vdupq_n_s16(0);
-      vstrhq_s16(k->set[DW_SET_ALL].weight[t], wl);
-      vstrhq_s16(k->set[DW_SET_ALL].weight[t] + 8, wh);
-      vstrhq_s16(k->set[DW_SET_NO_TOP].weight[t], t < 3 ? zero : wl);
-      vstrhq_s16(k->set[DW_SET_NO_TOP].weight[t] + 8, t < 3 ? zero : wh);
-      vstrhq_s16(k->set[DW_SET_NO_BOTTOM].weight[t], t >= 6 ? zero : wl);
-      vstrhq_s16(k->set[DW_SET_NO_BOTTOM].weight[t] + 8, t >= 6 ? zero : wh);
+    const int16_t(*w)[DW_BLOCK] = k->set[DW_SET_ALL].weight;
+    dw_widen(all_lo, all_hi, sum);
+    dw_widen(vaddq_s16(vaddq_s16(vldrhq_s16(w[0]), vldrhq_s16(w[1])), vldrhq_s16(w[2])),
+             vaddq_s16(vaddq_s16(vldrhq_s16(w[0] + 8), vldrhq_s16(w[1] + 8)), vldrhq_s16(w[2] + 8)), top);
+    dw_widen(vaddq_s16(vaddq_s16(vldrhq_s16(w[6]), vldrhq_s16(w[7])), vldrhq_s16(w[8])),
+             vaddq_s16(vaddq_s16(vldrhq_s16(w[6] + 8), vldrhq_s16(w[7] + 8)), vldrhq_s16(w[8] + 8)), bottom);
+  } else {
+    for (int32_t j = 0; j < 4; ++j) {
+      sum[j] = top[j] = bottom[j] = vdupq_n_s32(0);
+    }
+    for (int32_t t = 0; t < taps; ++t) {
+      const int8_t *wp = p->weight + (size_t)t * (size_t)c + (size_t)c0;
+      int32x4_t v[4];
+      dw_widen(vldrbq_z_s16(wp, plo), vldrbq_z_s16(wp + 8, phi), v);
+      for (int32_t j = 0; j < 4; ++j) {
+        sum[j] = vaddq_s32(sum[j], v[j]);
+      }
     }
   }
   const uint32x4_t limit = vdupq_n_u32((uint32_t)lanes);
+#pragma GCC unroll 1
   for (int32_t j = 0; j < 4; ++j) {
     /* Accumulator j holds channels base, base + 2, base + 4, base + 6. */
     const uint32x4_t ch = vidupq_n_u32((uint32_t)((j >> 1) * 8 + (j & 1)), 2);
@@ -468,7 +495,7 @@ static unsigned dw_cols(const dw_params *p, int32_t ow) {
   return m;
 }
 
-static void dw_geometry(const dw_params *p, dw_geom *g) {
+TM_ONCE_PER_CALL static void dw_geometry(const dw_params *p, dw_geom *g) {
   const int32_t c = p->in_dims[3], ows = p->out_dims[2];
   int32_t lo = 0, hi = ows;
   while (lo < ows && dw_cols(p, lo) != DW_COLS_ALL) {
@@ -477,10 +504,14 @@ static void dw_geometry(const dw_params *p, dw_geom *g) {
   while (hi > lo && dw_cols(p, hi - 1) != DW_COLS_ALL) {
     --hi;
   }
+  /* Columns between the first and the last with all taps inside have all taps inside too (a
+   * tap's input column grows with the output column): only the borders need a look. */
   bool ok = true;
-  for (int32_t ow = 0; ow < ows; ++ow) {
-    const unsigned want = ow < lo ? DW_COLS_NO_LEFT : (ow < hi ? DW_COLS_ALL : DW_COLS_NO_RIGHT);
-    ok = ok && dw_cols(p, ow) == want;
+  for (int32_t ow = 0; ow < lo; ++ow) {
+    ok = ok && dw_cols(p, ow) == DW_COLS_NO_LEFT;
+  }
+  for (int32_t ow = hi; ow < ows; ++ow) {
+    ok = ok && dw_cols(p, ow) == DW_COLS_NO_RIGHT;
   }
   g->lo = lo;
   g->hi = hi;
@@ -526,6 +557,9 @@ TM_MVE_INLINE void dw_block3x3(const dw_params *p, const dw_geom *g, const dw_bl
         dw_row3x3_full(k, g, k->set[set].weight[4], k->set[set].bias, row[0], row[1], row[2], dst);
       }
       continue;
+    }
+    if (!HAS(3X3_PIXEL)) {
+      continue; /* never reached: the call's check refuses such a block (dw_path_compiled) */
     }
     for (int32_t ow = 0; ow < ows; ++ow) {
       const int32_t iw0 = ow * p->win.stride_w - p->win.pad_w;
@@ -593,9 +627,29 @@ static void dw_block_general_tail(const dw_params *p, const dw_block_consts *k, 
   dw_block_general(p, k, image, out, c0, true, plo, phi);
 }
 
+/* A 3x3 block has rows the row runs cannot take (geometry g): their pixels take nine tap
+ * pointers (dw_block3x3's per-pixel loop). */
+static bool dw_needs_pixels(const dw_params *p, const dw_geom *g) {
+  if (!g->rows_ok) {
+    return true;
+  }
+  for (int32_t oh = 0; oh < p->out_dims[1]; ++oh) {
+    bool in[3];
+    for (int32_t r = 0; r < 3; ++r) {
+      const int32_t ih = oh * p->win.stride_h - p->win.pad_h + r * p->win.dil_h;
+      in[r] = ih >= 0 && ih < p->in_dims[1];
+    }
+    if (!in[1] || (!in[0] && !in[2])) {
+      return true;
+    }
+  }
+  return false;
+}
+
 static void depthwise_mve(const dw_params *p) {
   const int32_t h = p->in_dims[1], w = p->in_dims[2], c = p->in_dims[3];
-  const bool k3x3 = p->kh == 3 && p->kw == 3;
+  /* Constant where the image holds only one of the two kernel-shape paths. */
+  const bool k3x3 = HAS(3X3) && (!HAS(GENERAL) || (p->kh == 3 && p->kw == 3));
   dw_geom g;
   if (k3x3) {
     dw_geometry(p, &g);
@@ -609,15 +663,16 @@ static void depthwise_mve(const dw_params *p) {
     for (int32_t n = 0; n < p->in_dims[0]; ++n) {
       const int8_t *image = p->input + (size_t)n * (size_t)h * (size_t)w * (size_t)c;
       int8_t *out = p->out + (size_t)n * (size_t)p->out_dims[1] * (size_t)p->out_dims[2] * (size_t)c;
-      if (lanes == DW_BLOCK) {
-        if (k3x3) {
+      /* A path left out of the image is never reached: the call's check refuses it. */
+      if (lanes == DW_BLOCK || !HAS(TAIL)) {
+        if (k3x3 && HAS(3X3)) {
           dw_block3x3_full(p, &g, &k, image, out, c0);
-        } else {
+        } else if (HAS(GENERAL)) {
           dw_block_general_full(p, &k, image, out, c0);
         }
-      } else if (k3x3) {
+      } else if (k3x3 && HAS(3X3)) {
         dw_block3x3_tail(p, &g, &k, image, out, c0, plo, phi);
-      } else {
+      } else if (HAS(GENERAL)) {
         dw_block_general_tail(p, &k, image, out, c0, plo, phi);
       }
     }
@@ -666,10 +721,36 @@ static void depthwise_single_channel_mve(const dw_params *p, uint8_t *scratch) {
 }
 #endif
 
+#if TM_KERNELS_USE_MVE
+/* The path of p is compiled in (a selective image leaves out the variants its programs never
+ * take): false with the argument that decides which path is missing. */
+TM_ONCE_PER_CALL static bool dw_path_compiled(const dw_params *p, uint16_t *arg) {
+  if (p->depth_multiplier > 1) {
+    *arg = A(DEPTH_MULTIPLIER);
+    return single_channel(p) ? HAS(SINGLE_CHANNEL) : HAS(MULTIPLIER);
+  }
+  const bool k3x3 = p->kh == 3 && p->kw == 3;
+  *arg = A(WEIGHT);
+  if (k3x3 ? !HAS(3X3) : !HAS(GENERAL)) {
+    return false;
+  }
+  *arg = A(INPUT);
+  if (!HAS(TAIL) && p->in_dims[3] % DW_BLOCK != 0) {
+    return false;
+  }
+  if (k3x3 && !HAS(3X3_PIXEL)) {
+    dw_geom g;
+    dw_geometry(p, &g);
+    return !dw_needs_pixels(p, &g);
+  }
+  return true;
+}
+#endif
+
 /* The kernel, or with `prepare` its prepare step (the checks, then the shared scratch of the
- * single-channel form). */
-static tm_status depthwise_entry(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool nhwc_sizes,
-                                 bool prepare) {
+ * single-channel form). One out-of-line copy for the entry points and the prepare steps. */
+__attribute__((noinline)) static tm_status depthwise_entry(tm_kernel_context *ctx, tm_value *const *args,
+                                                          size_t nargs, bool nhwc_sizes, bool prepare) {
   tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_QUANTIZED_DEPTHWISE_CONV2D));
   if (st != TM_OK) {
     return st;
@@ -708,6 +789,13 @@ static tm_status depthwise_entry(tm_kernel_context *ctx, tm_value *const *args, 
   p.weight = (const int8_t *)wt->data;
   p.out = (int8_t *)out->data;
   const tm_tensor *scratch = args[A(SCRATCH)]->u.tensor;
+#if TM_KERNELS_USE_MVE
+  /* Before the arguments are verified: in the prepare step, or on the first execution of a
+   * call that the prepare step refused. */
+  if (!ctx->arguments_verified && !dw_path_compiled(&p, &ctx->bad_argument)) {
+    return TM_ERR_UNSUPPORTED;
+  }
+#endif
   if (prepare) {
     return tm_prepared(ctx, scratch, single_channel(&p) ? single_channel_scratch_bytes(&p) : 0u);
   }
@@ -717,15 +805,23 @@ static tm_status depthwise_entry(tm_kernel_context *ctx, tm_value *const *args, 
     depthwise_mve(&p);
     return TM_OK;
   }
-  uint8_t *buffer = single_channel(&p) ? tm_kernel_scratch(ctx, scratch, single_channel_scratch_bytes(&p)) : NULL;
-  if (buffer != NULL) {
+  if (single_channel(&p) && HAS(SINGLE_CHANNEL)) {
+    /* After the prepare step the method's shared scratch holds it: no scalar fallback. */
+    uint8_t *buffer = tm_kernel_scratch(ctx, scratch, single_channel_scratch_bytes(&p));
+    if (buffer == NULL) {
+      ctx->bad_argument = A(SCRATCH);
+      return TM_ERR_OUT_OF_MEMORY;
+    }
     depthwise_single_channel_mve(&p, buffer);
     return TM_OK;
   }
+  if (HAS(MULTIPLIER)) {
+    depthwise_scalar(&p);
+  }
 #else
   (void)scratch;
-#endif
   depthwise_scalar(&p);
+#endif
   return TM_OK;
 }
 

@@ -9,6 +9,8 @@
 #include "op_args.h"
 
 #define A(x) TM_ARG(CORTEX_M_QUANTIZED_LINEAR, x)
+/* The kernel variants of this image (op_args.h: all unless a selective build leaves some out). */
+#define HAS(v) TM_VARIANT_CORTEX_M_QUANTIZED_LINEAR_##v
 
 #if TM_KERNELS_USE_MVE
 /* Requantization parameters of four channels from the int64 lists: their low words, gathered
@@ -81,9 +83,9 @@ TM_MVE_INLINE void linear_kernel_sum_rows(const linear_params *p, bool one_row) 
 
 /* One input row (the common fully connected layer) needs none of the per-row bookkeeping. */
 static void linear_mve_kernel_sum(const linear_params *p) {
-  if (p->rows == 1) {
+  if (p->rows == 1 && HAS(KERNEL_SUM)) {
     linear_kernel_sum_rows(p, true);
-  } else {
+  } else if (HAS(KERNEL_SUM_ROWS)) {
     linear_kernel_sum_rows(p, false);
   }
 }
@@ -124,9 +126,9 @@ static inline void verified_params(tm_value *const *args, linear_params *p) {
 }
 
 /* The full contract check of every argument (TM_ARG_CHECK names the one at fault); fills p.
- * Out of line and plain: the prepare step runs it once, so the entry point only needs it on
+ * Out of line and small: the prepare step runs it once, so the entry point only needs it on
  * a call without one. */
-static __attribute__((noinline)) tm_status check_arguments(tm_kernel_context *ctx, tm_value *const *args,
+TM_ONCE_PER_CALL static tm_status check_arguments(tm_kernel_context *ctx, tm_value *const *args,
                                                            size_t nargs, linear_params *p) {
   const tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_QUANTIZED_LINEAR));
   if (st != TM_OK) {
@@ -167,6 +169,13 @@ static __attribute__((noinline)) tm_status check_arguments(tm_kernel_context *ct
     out_ok = out->sizes[d] == in->sizes[d];
   }
   TM_ARG_CHECK(ctx, out_ok, A(OUT));
+#if TM_KERNELS_USE_MVE
+  /* The call's Helium path is compiled in (a selective image leaves out the others). */
+  if (p->kernel_sum == NULL ? !HAS(BIAS) : !(p->rows == 1 ? HAS(KERNEL_SUM) : HAS(KERNEL_SUM_ROWS))) {
+    ctx->bad_argument = A(KERNEL_SUM);
+    return TM_ERR_UNSUPPORTED;
+  }
+#endif
   p->input = (const int8_t *)in->data;
   p->weights = (const int8_t *)w->data;
   p->out = (int8_t *)out->data;
@@ -186,7 +195,7 @@ tm_status tm_cortex_m_quantized_linear_out(tm_kernel_context *ctx, tm_value *con
 #if TM_KERNELS_USE_MVE
   if (p.kernel_sum != NULL) {
     linear_mve_kernel_sum(&p);
-  } else {
+  } else if (HAS(BIAS)) {
     linear_mve(&p);
   }
 #else

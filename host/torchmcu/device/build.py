@@ -296,8 +296,8 @@ def _program_names(ptes: Sequence[Path], names: Sequence[str] | None) -> list[st
 
 
 def _check_ops_yaml(ptes: Sequence[Path], ops_yaml: str | os.PathLike[str]) -> str:
-    """The yaml's absolute path, once every operator, delegate and runtime feature of every
-    program is known to be selected by it."""
+    """The yaml's absolute path, once every operator, delegate, runtime feature and kernel
+    variant of every program is known to be selected by it."""
     from torchmcu.pte.reader import parse
     from torchmcu.selective import (
         OpListError,
@@ -309,6 +309,8 @@ def _check_ops_yaml(ptes: Sequence[Path], ops_yaml: str | os.PathLike[str]) -> s
         read_yaml,
         runtime_features,
     )
+    from torchmcu.selective.oplist import includes_all
+    from torchmcu.selective.variants import missing_variants
 
     path = Path(ops_yaml).resolve()
     try:
@@ -341,6 +343,13 @@ def _check_ops_yaml(ptes: Sequence[Path], ops_yaml: str | os.PathLike[str]) -> s
                 + " (build_features: "
                 + ", ".join(f"runtime:{f}" for f in features)
                 + ")"
+            )
+        variants = missing_variants(program, doc["build_features"], includes_all(doc))
+        if variants:
+            problems.append(
+                f"{pte} takes kernel paths that {path} leaves out: "
+                + ", ".join(variants)
+                + " (build_features entries)"
             )
     if problems:
         raise FirmwareBuildError(

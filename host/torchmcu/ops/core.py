@@ -9,7 +9,7 @@ as an argument, so nothing here imports a stage.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -347,6 +347,25 @@ class Npu:
 
 
 @dataclass(frozen=True)
+class KernelVariants:
+    """Code paths of a kernel that an image may leave out (a selective build's size): `names`
+    in the C kernel's order, `used(b)` the ones a bound call takes, mirroring the kernel's
+    dispatch. Every call takes at least one, so a selected_operators.yaml that lists none of an
+    operator's variants was not recorded and gets them all (torchmcu.selective.variants). C:
+    TM_VARIANT_<Kernel.c_name>_<NAME> is 1 where compiled (op_args.h defaults every one to 1),
+    and the kernel's argument check refuses, with TM_ERR_UNSUPPORTED, a call whose path was left
+    out (a variant that only speeds a path up falls back to the slower path instead)."""
+
+    names: tuple[str, ...]
+    used: Callable[..., Iterable[str]]  # (b: Bound) -> names; b.data() may be None
+
+    def __post_init__(self) -> None:
+        bad = [n for n in self.names if not re.fullmatch(r"[a-z0-9_]+", n)]
+        if bad or len(set(self.names)) != len(self.names) or not self.names:
+            raise RegistryError(f"variant names {self.names}: distinct [a-z0-9_]+ names")
+
+
+@dataclass(frozen=True)
 class OpDef:
     """One operator: its schema, the kernel that runs it and each stage's part."""
 
@@ -363,6 +382,7 @@ class OpDef:
     call: str = "out"  # one of CALLS
     barrier: bool = False  # a fixed point of the NPU partitioner's schedule (loop ops)
     contract: str = ""  # the body of its docs/operators.md section
+    variants: KernelVariants | None = None  # paths a selective image may leave out
 
     def __post_init__(self) -> None:
         key = self.schema.key
@@ -381,6 +401,11 @@ class OpDef:
     @property
     def key(self) -> str:
         return self.schema.key
+
+    def variant_macro(self, variant: str) -> str:
+        """TM_VARIANT_<Kernel.c_name>_<VARIANT> (of a base operator: an _nhwc alias compiles
+        in its base's translation unit and uses the base's macros)."""
+        return f"TM_VARIANT_{self.kernel.c_name}_{variant.upper()}"
 
     @property
     def qualified(self) -> str:
@@ -523,6 +548,7 @@ def nhwc_variant(base: OpDef, registry: Registry | None = None) -> OpDef:
             call=base.call,
             barrier=base.barrier,
             contract=base.contract,
+            variants=base.variants,
         )
     )
 

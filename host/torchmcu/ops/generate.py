@@ -111,9 +111,24 @@ def _enum(o: OpDef) -> str:
     )
 
 
+def _variant_defaults(o: OpDef) -> str:
+    """Every kernel variant of `o` compiled unless the build defines its macro 0."""
+    if o.variants is None or o.variant_of is not None:
+        return ""
+    lines = [f"/* Kernel variants of {o.qualified} (1: compiled; a selective build defines 0). */"]
+    for v in o.variants.names:
+        macro = o.variant_macro(v)
+        lines += [f"#ifndef {macro}", f"#define {macro} 1", "#endif"]
+    return "\n" + "\n".join(lines) + "\n"
+
+
 def op_args_h(definitions: Sequence[OpDef]) -> str:
-    """op_args.h: the enums in registry order."""
-    return _OP_ARGS_HEAD + "".join(f"\n{_enum(o)}\n" for o in definitions) + "\n#endif\n"
+    """op_args.h: the enums in registry order, each operator's kernel-variant defaults after."""
+    return (
+        _OP_ARGS_HEAD
+        + "".join(f"\n{_enum(o)}\n{_variant_defaults(o)}" for o in definitions)
+        + "\n#endif\n"
+    )
 
 
 _DO_NOT_EDIT = f"Generated from host/torchmcu/ops/defs by `{COMMAND}` (cmake/ops.cmake)."

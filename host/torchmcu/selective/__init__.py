@@ -7,7 +7,8 @@ image can run all of them; CMake turns the merged list into the image's kernel r
 delegate backends a program needs are listed too (build_features 'delegate:<id>') and the
 image registers only the selected ones. The runtime's optional features (delegates, control
 flow, String/TensorList values) are compiled in only when the list selects them
-(`runtime_features`; build_features 'runtime:<feature>').
+(`runtime_features`; build_features 'runtime:<feature>'), and so are the kernels' own code paths
+(kernel variants, `variants`; build_features 'kernel:<operator>/<variant>').
 """
 
 from torchmcu.selective.merge import MergeConflict, board_operators, merge, merge_files

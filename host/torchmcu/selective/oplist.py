@@ -34,6 +34,12 @@ from torchmcu.pte.program import (
     Tensor,
     TensorList,
 )
+from torchmcu.selective.variants import (
+    check_features,
+    compiled_variants,
+    left_out_defines,
+    program_kernel_variants,
+)
 
 OpList = dict[str, Any]
 
@@ -147,6 +153,25 @@ def runtime_features(doc: OpList) -> list[str]:
     return [f for f in RUNTIME_FEATURES if f in named]
 
 
+def includes_all(doc: OpList) -> bool:
+    """The list selects every kernel and feature (so every kernel variant)."""
+    doc = canonical(doc)
+    return bool(doc["include_all_non_op_selectives"] or doc["include_all_operators"])
+
+
+def kernel_variants(doc: OpList) -> dict[str, tuple[str, ...]]:
+    """Per operator with kernel variants, those an image built from the list compiles."""
+    return compiled_variants(canonical(doc)["build_features"], includes_all(doc))
+
+
+def kernel_variant_defines(doc: OpList) -> list[str]:
+    """The C defines ('TM_VARIANT_...=0') of the kernel variants the list leaves out (all of
+    an operator it does not select: its translation unit may still be compiled for another)."""
+    doc = canonical(doc)
+    selected = {split_key(name)[0] for name in doc["operators"]}
+    return left_out_defines(doc["build_features"], includes_all(doc), selected)
+
+
 def from_program(program: Program, model_name: str) -> OpList:
     """The selected-operator list of one program (debug_info names the model)."""
     keys: dict[str, set[str]] = {}
@@ -174,7 +199,8 @@ def from_program(program: Program, model_name: str) -> OpList:
             "operators": operators,
             "et_kernel_metadata": {name: sorted(k) for name, k in keys.items() if k},
             "build_features": [delegate_feature(d) for d in program_delegates(program)]
-            + [RUNTIME_FEATURE + f for f in program_runtime_features(program) if f != "delegates"],
+            + [RUNTIME_FEATURE + f for f in program_runtime_features(program) if f != "delegates"]
+            + program_kernel_variants(program),
         }
     )
 
@@ -254,6 +280,10 @@ def canonical(doc: dict[str, Any], where: str = "selected operators") -> OpList:
                 f"{where}: build_features: {feature!r} is not 'delegate:<backend id>' "
                 "(letters, digits and _ only, as in delegate:EthosUBackend)"
             )
+    try:
+        check_features(out["build_features"], where)
+    except ValueError as e:
+        raise OpListError(str(e)) from None
     return out
 
 

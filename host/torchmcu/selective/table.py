@@ -27,6 +27,7 @@ from torchmcu.selective.oplist import (
     OpListError,
     canonical,
     delegate_ids,
+    kernel_variant_defines,
     read_yaml,
     runtime_features,
     split_key,
@@ -149,11 +150,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--runtime-features", action="store_true", help="the runtime features the yaml selects"
     )
+    parser.add_argument(
+        "--kernel-variants",
+        action="store_true",
+        help="the C defines (TM_VARIANT_...=0) of the kernel variants the yaml leaves out",
+    )
     args = parser.parse_args(argv)
     try:
         doc = read_yaml(args.yaml)
         if args.runtime_features:
             print(";".join(runtime_features(doc)))
+            return 0
+        if args.kernel_variants:
+            print(";".join(kernel_variant_defines(doc)))
             return 0
         if args.delegates is not None:
             offered = [d for d in args.delegates.replace(",", ";").split(";") if d]

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from torchmcu.ops.core import Annotate, Bound, Npu, nhwc_variant, op, pattern
+from torchmcu.ops.core import Annotate, Bound, KernelVariants, Npu, nhwc_variant, op, pattern
 from torchmcu.ops.defs.linear import bias_of, check_offsets, contiguous, int32_vector
 from torchmcu.ops.global_sum import global_sum
 from torchmcu.ops.intmath import INT8_MAX, INT8_MIN, INT16_MAX, check_activation, requantize
@@ -540,6 +540,84 @@ def _window_reason(b: Bound, family: str) -> str | None:
     return stride_reason("convolution", family, b.stride, (oh, ow))
 
 
+# -- variants: the C kernels' dispatch on Helium (TM_VARIANT_*; a selective image compiles the
+# paths its programs take)
+def _right_shifts_only(b: Bound) -> bool:
+    """Every channel's shift is a right shift (tm_mve_right_shifts_only: the shorter
+    requantization); False when the shifts are not constants."""
+    shifts = b.data("requantize_shifts")
+    return shifts is not None and bool(np.all(np.asarray(shifts) < 0))
+
+
+def conv_variants(b: Bound) -> list[str]:
+    """tm_conv_mve's paths: a pointwise matrix product (1x1, stride 1, no padding) or windows
+    gathered by im2col (with their chunk copy); the requantization for right shifts only, or
+    the general one."""
+    cin = _activation(b, "input")[3]
+    _, kh, kw, cin_g = _weight(b)
+    (sh, sw), (ph, pw), (_, dw) = _window(b)
+    pointwise = (kh, kw, sh, sw, ph, pw) == (1, 1, 1, 1, 0, 0)
+    used = ["pointwise" if pointwise else "window"]
+    # interior windows copied as whole 16-byte chunks: a kernel row of all channels, or a tap's
+    # channels of the group (tm_conv_mve's chunk_segments; recorded whether or not a pixel is
+    # interior)
+    segment = kw * cin if dw == 1 and cin_g == cin else cin_g
+    if (kh, kw) != (1, 1) and segment % 16 == 0:
+        used.append("window_chunks")
+    return used + ["shift_right" if _right_shifts_only(b) else "shift_any"]
+
+
+DW_BLOCK = 16  # channels of one Helium block (quantized_depthwise_conv2d.c)
+_DW_ALL, _DW_NO_LEFT, _DW_NO_RIGHT = 7, 6, 3  # its DW_COLS_* tap-column masks
+
+
+def _dw_needs_pixels(
+    h: int, w: int, oh_n: int, ow_n: int, window: tuple[tuple[int, int], ...]
+) -> bool:
+    """A 3x3 block with rows the row runs cannot take (dw_geometry's rows_ok, and a row whose
+    centre kernel row or both outer ones fall outside): those pixels take nine tap pointers."""
+    (sh, sw), (ph, pw), (dh, dw) = window
+
+    def cols(ow: int) -> int:
+        return sum(1 << kx for kx in range(3) if 0 <= ow * sw - pw + kx * dw < w)
+
+    lo, hi = 0, ow_n
+    while lo < ow_n and cols(lo) != _DW_ALL:
+        lo += 1
+    while hi > lo and cols(hi - 1) != _DW_ALL:
+        hi -= 1
+    want = [_DW_NO_LEFT if o < lo else _DW_ALL if o < hi else _DW_NO_RIGHT for o in range(ow_n)]
+    if any(cols(o) != want[o] for o in range(ow_n)):
+        return True
+    for oh in range(oh_n):
+        inside = [0 <= oh * sh - ph + r * dh < h for r in range(3)]
+        if not (inside[1] and (inside[0] or inside[2])):
+            return True
+    return False
+
+
+def depthwise_variants(b: Bound) -> list[str]:
+    """quantized_depthwise_conv2d.c's paths: depth multiplier 1 in 16-channel blocks (3x3 row
+    runs, their per-pixel form, any other kernel shape; a channel count not a multiple of 16
+    takes the predicated tail), one input channel as a convolution, any other multiplier."""
+    dims = _activation(b, "input")
+    _, kh, kw, _ = _weight(b)
+    dm = b.int_in("depth_multiplier", 1, INT16_MAX)
+    if dm > 1:
+        return ["single_channel" if dims[3] == 1 else "multiplier"]
+    window = _window(b)
+    if (kh, kw) != (3, 3):
+        used = ["general"]
+    else:
+        (sh, sw), (ph, pw), (dh, dw) = window
+        oh_n = conv_output_size(dims[1], kh, sh, ph, dh)
+        ow_n = conv_output_size(dims[2], kw, sw, pw, dw)
+        used = ["3x3"]
+        if _dw_needs_pixels(dims[1], dims[2], oh_n, ow_n, window):
+            used.append("3x3_pixel")
+    return used + (["tail"] if dims[3] % DW_BLOCK else [])
+
+
 _CONV_SCRATCH = "tm_quantized_conv2d_scratch_bytes"
 _DEPTHWISE_SCRATCH = "tm_quantized_depthwise_conv2d_scratch_bytes"
 
@@ -555,6 +633,9 @@ QUANTIZED_CONV2D = op(
     check=check_conv,
     scratch_bytes=quantized_conv2d_scratch_bytes,
     macs=macs_conv,
+    variants=KernelVariants(
+        ("pointwise", "window", "window_chunks", "shift_right", "shift_any"), conv_variants
+    ),
     npu=Npu(
         lower=lower_tosa_conv,
         support=_window_reason,
@@ -578,6 +659,10 @@ QUANTIZED_DEPTHWISE_CONV2D = op(
     check=check_depthwise,
     scratch_bytes=quantized_depthwise_conv2d_scratch_bytes,
     macs=macs_depthwise,
+    variants=KernelVariants(
+        ("3x3", "3x3_pixel", "general", "tail", "single_channel", "multiplier"),
+        depthwise_variants,
+    ),
     npu=Npu(
         lower=lower_tosa_depthwise,
         support=_window_reason,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
-from torchmcu.ops.core import Annotate, Bound, Npu, op, pattern
+from torchmcu.ops.core import Annotate, Bound, KernelVariants, Npu, op, pattern
 from torchmcu.ops.intmath import (
     INT8_MAX,
     INT8_MIN,
@@ -195,6 +195,15 @@ def reference(b: Any) -> np.ndarray:
     ).reshape(-1)  # fmt: skip
 
 
+def variants(b: Bound) -> list[str]:
+    """quantized_linear.c's Helium paths: the kernel_sum form for one input row or several, or
+    the bias form."""
+    if b.is_none("kernel_sum"):
+        return ["bias"]
+    rows = b.tensor("input").numel // b.tensor("weights").sizes[1]
+    return ["kernel_sum" if rows == 1 else "kernel_sum_rows"]
+
+
 def macs(b: Bound) -> int:
     """Multiply-accumulates: one per out element and input feature."""
     return b.tensor("out").numel * b.tensor("weights").sizes[-1]
@@ -266,6 +275,7 @@ QUANTIZED_LINEAR = op(
     reference=reference,
     check=check,
     macs=macs,
+    variants=KernelVariants(("kernel_sum", "kernel_sum_rows", "bias"), variants),
     npu=Npu(
         lower=lower_tosa,
         support=npu_support,

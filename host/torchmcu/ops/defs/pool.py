@@ -40,7 +40,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from torchmcu.ops.core import Annotate, ArgError, Bound, Kernel, Npu, nhwc_variant, op, pattern
+from torchmcu.ops.core import (
+    Annotate,
+    ArgError,
+    Bound,
+    Kernel,
+    KernelVariants,
+    Npu,
+    nhwc_variant,
+    op,
+    pattern,
+)
 from torchmcu.ops.defs.conv import QUANTIZED_DEPTHWISE_CONV2D
 from torchmcu.ops.defs.pad import PAD
 from torchmcu.ops.defs.transpose import TRANSPOSE
@@ -320,6 +330,49 @@ def _out_hw(b: Bound) -> tuple[int, int]:
     return oh, ow
 
 
+# -- variants: quantized_avg_pool2d.c's Helium paths (TM_VARIANT_*), by the windows' tap counts
+AVG_MVE_MAX_COUNT = 1 << 23  # its AVG_MVE_MAX_COUNT: larger windows take the scalar loop
+AVG_SUM16_MAX = 256  # windows of at most this many taps sum in int16 lanes, larger in int32
+AVG_VARIANTS = ("sum16", "sum32", "scalar")
+
+
+def _avg_variants(kh: int, kw: int, rows: set[int], cols: set[int]) -> list[str]:
+    """The paths of windows whose in-bounds extents are `rows` x `cols`, for a call whose
+    (largest) window is kh x kw."""
+    if kh * kw > AVG_MVE_MAX_COUNT:
+        return ["scalar"]
+    counts = {r * c for r in rows for c in cols}
+    return (["sum16"] if min(counts) <= AVG_SUM16_MAX else []) + (
+        ["sum32"] if max(counts) > AVG_SUM16_MAX else []
+    )
+
+
+def avg_variants(b: Bound) -> list[str]:
+    """The paths of a quantized_avg_pool2d call (window_span: the in-bounds taps)."""
+    dims = _activation(b, "input")
+    (kh, kw), (sh, sw), (ph, pw) = _window(b)
+    oh, ow = _out_hw(b)
+
+    def extents(out: int, size: int, k: int, stride: int, pad: int) -> set[int]:
+        return {min(size, o * stride - pad + k) - max(0, o * stride - pad) for o in range(out)}
+
+    return _avg_variants(
+        kh, kw, extents(oh, dims[1], kh, sh, ph), extents(ow, dims[2], kw, sw, pw)
+    )
+
+
+def adaptive_avg_variants(b: Bound) -> list[str]:
+    """The paths of a quantized_adaptive_avg_pool2d call (torch's adaptive windows)."""
+    _, h, w, _ = _adaptive_input(b)
+    oh, ow = _out_hw(b)
+
+    def extents(out: int, size: int) -> set[int]:
+        return {hi - lo for lo, hi in (adaptive_bounds(o, out, size) for o in range(out))}
+
+    # the kernel bounds a window by size // out + 2 positions per axis (its p.kh, p.kw)
+    return _avg_variants(h // oh + 2, w // ow + 2, extents(oh, h), extents(ow, w))
+
+
 def npu_support_avg(b: Bound, family: str) -> str | None:
     reason = _kernel_reason(b, "avg pool")
     if reason:
@@ -514,6 +567,7 @@ QUANTIZED_AVG_POOL2D = op(
     reference=reference_avg,
     check=check_avg,
     scratch_bytes=quantized_avg_pool2d_scratch_bytes,
+    variants=KernelVariants(AVG_VARIANTS, avg_variants),
     npu=Npu(
         lower=lower_tosa_avg,
         support=npu_support_avg,
@@ -554,7 +608,8 @@ ADAPTIVE_MAX_CONTRACT = """\
   activation_min, activation_max)`, qparams the input's."""
 
 def _adaptive_op(kind: str, scalars: str, check: Callable[[Bound], None],
-                 reference: Callable[[Any], np.ndarray], contract: str) -> Any:
+                 reference: Callable[[Any], np.ndarray], contract: str,
+                 variants: KernelVariants | None = None) -> Any:
     name = f"quantized_adaptive_{kind}_pool2d"
     return op(
         f"torchmcu::{name}.out(Tensor input,{scalars} *, Tensor(a!) out) -> Tensor(a!)",
@@ -564,11 +619,13 @@ def _adaptive_op(kind: str, scalars: str, check: Callable[[Bound], None],
         check=check,
         no_npu="adaptive windows of unequal size (the output size does not divide the input)",
         contract=contract,
+        variants=variants,
     )
 
 
-QUANTIZED_ADAPTIVE_AVG_POOL2D = _adaptive_op("avg", "", check_adaptive_avg,
-                                             reference_adaptive_avg, ADAPTIVE_AVG_CONTRACT)
+QUANTIZED_ADAPTIVE_AVG_POOL2D = _adaptive_op(
+    "avg", "", check_adaptive_avg, reference_adaptive_avg, ADAPTIVE_AVG_CONTRACT,
+    KernelVariants(AVG_VARIANTS, adaptive_avg_variants))
 QUANTIZED_ADAPTIVE_MAX_POOL2D = _adaptive_op(
     "max", " int activation_min, int activation_max,", check_adaptive_max, reference_adaptive_max,
     ADAPTIVE_MAX_CONTRACT)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from torchmcu.ops.core import Bound, op
+from torchmcu.ops.core import Bound, KernelVariants, op
 from torchmcu.ops.intmath import check_int
 from torchmcu.ops.layout import same_layout, tensor_arg
 from torchmcu.pte import program as pm
@@ -138,6 +138,26 @@ def check_dequantize(b: Bound) -> None:
     _out(b, x, pm.ScalarType.FLOAT)
 
 
+# -- variants: the kernels' Helium paths (TM_VARIANT_*): int8 or int16 data, or the scalar loop
+# for a float factor tm_mve_float_safe_factor rejects (mve_float.h)
+FLOAT_VARIANTS = ("int8", "int16", "scalar")
+
+
+def _float_variants(b: Bound, factor: float) -> list[str]:
+    if not 2.0**-126 <= factor <= 2.0**125:
+        return ["scalar"]
+    return ["int8" if b.int_in("dtype", 0, 127) == pm.ScalarType.CHAR else "int16"]
+
+
+def quantize_variants(b: Bound) -> list[str]:
+    """The factor is float32(1.0f / float32(scale)), as the kernel computes it."""
+    return _float_variants(b, float(np.float32(1.0) / np.float32(b.scalar("scale"))))
+
+
+def dequantize_variants(b: Bound) -> list[str]:
+    return _float_variants(b, float(np.float32(b.scalar("scale"))))
+
+
 def _reference(fn: Any) -> Any:
     def reference(b: Any) -> np.ndarray:
         """(b: the interpreter's Bound) -> the out's memory (the input's layout)."""
@@ -168,6 +188,7 @@ QUANTIZE = op(
     family="int8",
     reference=_reference(quantize_per_tensor),
     check=check_quantize,
+    variants=KernelVariants(FLOAT_VARIANTS, quantize_variants),
     no_npu=_FLOAT,
     contract=QUANTIZE_CONTRACT,
 )
@@ -178,6 +199,7 @@ DEQUANTIZE = op(
     family="int8",
     reference=_reference(dequantize_per_tensor),
     check=check_dequantize,
+    variants=KernelVariants(FLOAT_VARIANTS, dequantize_variants),
     no_npu=_FLOAT,
     contract=DEQUANTIZE_CONTRACT,
 )
