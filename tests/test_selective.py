@@ -386,3 +386,40 @@ def test_build_refuses_program_with_unselected_runtime_feature(tmp_path: Path, c
     path = write_yaml(from_program(_with_control_flow_and_string(), "cf"), tmp_path / "cf.yaml")
     assert selective_main(["--yaml", str(path), "--runtime-features"]) == 0
     assert capsys.readouterr().out == "control_flow;string_list_values\n"
+
+
+def test_kernel_variants_of_ds_cnn_and_of_lists_without_records() -> None:
+    """DS-CNN's calls take, by its architecture: a 10x4 stride-2 window conv and 1x1 pointwise
+    convs, whose shifts are all 0 (so not the right-shift-only requantization); 3x3 depthwise
+    on 64 channels (four whole 16-channel blocks, no tail) at 25x5 with padding 1 (every row a
+    row run); one linear row in kernel_sum form; a 25x5 = 125-tap average (int16 sums); int8
+    quantize and dequantize. A list recording no variant of an operator builds all of its."""
+    import torchmcu
+    from torchmcu.examples import models
+    from torchmcu.selective.oplist import kernel_variant_defines
+    from torchmcu.selective.variants import program_kernel_variants
+
+    model, example = models.build("ds_cnn")
+    exp = torchmcu.export(model, example, calibration=models.calibration("ds_cnn", 2, seed=1))
+    assert program_kernel_variants(exp.program) == [
+        "kernel:cortex_m::dequantize_per_tensor/int8",
+        "kernel:cortex_m::quantize_per_tensor/int8",
+        "kernel:cortex_m::quantized_avg_pool2d/sum16",
+        "kernel:cortex_m::quantized_conv2d/pointwise",
+        "kernel:cortex_m::quantized_conv2d/shift_any",
+        "kernel:cortex_m::quantized_conv2d/window",
+        "kernel:cortex_m::quantized_depthwise_conv2d/3x3",
+        "kernel:cortex_m::quantized_linear/kernel_sum",
+    ]
+    doc = from_program(exp.program, "ds_cnn")
+    left_out = kernel_variant_defines(doc)
+    assert "TM_VARIANT_CORTEX_M_QUANTIZED_DEPTHWISE_CONV2D_TAIL=0" in left_out
+    assert "TM_VARIANT_CORTEX_M_QUANTIZED_CONV2D_SHIFT_RIGHT=0" in left_out
+    assert not any("CONV2D_WINDOW=" in d or "CONV2D_POINTWISE=" in d for d in left_out)
+    # ExecuTorch's lists carry no kernel: entries: every variant of the operators they select
+    unrecorded = canonical({**doc, "build_features": []})
+    selected = ("QUANTIZED_CONV2D_", "QUANTIZED_DEPTHWISE_CONV2D_", "QUANTIZED_LINEAR_")
+    assert not any(s in d for d in kernel_variant_defines(unrecorded) for s in selected)
+    assert kernel_variant_defines(canonical({**doc, "include_all_operators": True})) == []
+    with pytest.raises(OpListError, match="has no kernel variant wide"):
+        canonical({"build_features": ["kernel:cortex_m::quantized_linear/wide"]})

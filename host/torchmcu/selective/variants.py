@@ -40,10 +40,11 @@ class _ConstantBound(Bound):
         if dtype is None or not 0 < t.data_buffer_idx < len(self._constants):
             return None
         raw = self._constants[t.data_buffer_idx]
-        count = t.numel
-        if len(raw) < t.storage_offset + count * np.dtype(dtype).itemsize:
+        size = np.dtype(dtype).itemsize
+        offset = t.storage_offset * size  # storage_offset counts elements
+        if len(raw) < offset + t.numel * size:
             return None
-        return np.frombuffer(raw, dtype, count, t.storage_offset)
+        return np.frombuffer(raw, dtype, t.numel, offset)
 
 
 def base_op(op: OpDef) -> OpDef:
