@@ -486,7 +486,7 @@ __attribute__((noinline)) static void dw_row3x3_tail(const dw_block_consts *k, c
 }
 
 /* Which of the three tap columns of output column ow are inside the row (bit kx). */
-static unsigned dw_cols(const dw_params *p, int32_t ow) {
+static inline unsigned dw_cols(const dw_params *p, int32_t ow) {
   unsigned m = 0;
   for (int32_t kx = 0; kx < 3; ++kx) {
     const int32_t iw = ow * p->win.stride_w - p->win.pad_w + kx * p->win.dil_w;
@@ -629,7 +629,7 @@ static void dw_block_general_tail(const dw_params *p, const dw_block_consts *k, 
 
 /* A 3x3 block has rows the row runs cannot take (geometry g): their pixels take nine tap
  * pointers (dw_block3x3's per-pixel loop). */
-static bool dw_needs_pixels(const dw_params *p, const dw_geom *g) {
+TM_ONCE_PER_CALL static bool dw_needs_pixels(const dw_params *p, const dw_geom *g) {
   if (!g->rows_ok) {
     return true;
   }
