@@ -21,6 +21,7 @@ from torchmcu.quantize.control_flow import (
 )
 from torchmcu.quantize.fold_bn import fold_batch_norm
 from torchmcu.quantize.layout_idioms import fuse_channel_shuffle
+from torchmcu.quantize.constants import fold_constants
 from torchmcu.quantize.noops import remove_noops
 from torchmcu.quantize.pool_values import single_output_pools
 from torchmcu.quantize.quantizer import TorchmcuQuantizer
@@ -40,8 +41,8 @@ def check_example_inputs(example_inputs: Any) -> None:
 
 def export_model(model: torch.nn.Module, example_inputs: tuple[Any, ...]) -> torch.fx.GraphModule:
     """torch.export the model in eval mode into a GraphModule PT2E can prepare (a model in
-    training mode is switched to eval mode with a warning), its no-ops (dropout, alias, clone,
-    contiguous, detach) removed."""
+    training mode is switched to eval mode with a warning), its constant subgraphs folded and
+    its no-ops (dropout, alias, clone, contiguous, detach) removed."""
     check_example_inputs(example_inputs)
     if model.training:
         warnings.warn(
@@ -59,6 +60,7 @@ def export_model(model: torch.nn.Module, example_inputs: tuple[Any, ...]) -> tor
         exported = decompose_recurrent(torch.export.export(model, tuple(example_inputs)))
     # check_guards=False: the default inserts a _guards_fn call_module that breaks PT2E passes.
     module = simplify_recurrent(exported.module(check_guards=False))
+    module = fold_constants(module)
     return single_output_pools(fuse_channel_shuffle(decompose_attention(remove_noops(module))))
 
 
