@@ -27,7 +27,7 @@ def check_calls(program: pm.Program, report: Sequence[NodeReport] = ()) -> None:
     the model node it was lowered from."""
     by_instruction = {entry.instruction: entry for entry in report}
     for plan in program.execution_plan:
-        definitions = [_definition(o) for o in plan.operators]
+        definitions = [ops.of_operator(o) for o in plan.operators]
         step = 0
         for chain in plan.chains:
             for instruction in chain.instructions:
@@ -41,14 +41,6 @@ def check_calls(program: pm.Program, report: Sequence[NodeReport] = ()) -> None:
                                 _where(plan, step, op, exc, by_instruction.get(step))
                             ) from None
                 step += 1
-
-
-def _definition(operator: pm.Operator) -> ops.OpDef | None:
-    key = f"{operator.name}.{operator.overload}" if operator.overload else operator.name
-    try:
-        return ops.get(key)
-    except KeyError:
-        return None
 
 
 def _where(

@@ -28,6 +28,7 @@ from torchmcu.ops.core import (
     Schema,
     SchemaError,
 )
+from torchmcu.pte import program as pm
 
 __all__ = [
     "Annotate",
@@ -40,6 +41,7 @@ __all__ = [
     "Schema",
     "SchemaError",
     "get",
+    "of_operator",
     "ops",
     "patterns",
 ]
@@ -56,6 +58,16 @@ _load_definitions()
 def get(key: str) -> OpDef:
     """The definition of 'namespace::name.overload' (KeyError if there is none)."""
     return REGISTRY.get(key)
+
+
+def of_operator(operator: pm.Operator) -> OpDef | None:
+    """The definition of a program's operator entry (None: no registry operator, e.g. an
+    ExecuTorch portable kernel we do not define)."""
+    key = f"{operator.name}.{operator.overload}" if operator.overload else operator.name
+    try:
+        return REGISTRY.get(key)
+    except KeyError:
+        return None
 
 
 def ops(family: str | None = None) -> list[OpDef]:

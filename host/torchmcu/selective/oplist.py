@@ -36,7 +36,6 @@ from torchmcu.pte.program import (
 )
 from torchmcu.selective.variants import (
     check_features,
-    compiled_variants,
     left_out_defines,
     program_kernel_variants,
 )
@@ -157,11 +156,6 @@ def includes_all(doc: OpList) -> bool:
     """The list selects every kernel and feature (so every kernel variant)."""
     doc = canonical(doc)
     return bool(doc["include_all_non_op_selectives"] or doc["include_all_operators"])
-
-
-def kernel_variants(doc: OpList) -> dict[str, tuple[str, ...]]:
-    """Per operator with kernel variants, those an image built from the list compiles."""
-    return compiled_variants(canonical(doc)["build_features"], includes_all(doc))
 
 
 def kernel_variant_defines(doc: OpList) -> list[str]:

@@ -62,20 +62,12 @@ def variant_define(op: OpDef, variant: str) -> str:
     return base_op(op).variant_macro(variant)
 
 
-def _definition(operator: pm.Operator) -> OpDef | None:
-    key = f"{operator.name}.{operator.overload}" if operator.overload else operator.name
-    try:
-        return ops.get(key)
-    except KeyError:
-        return None
-
-
 def program_kernel_variants(program: pm.Program) -> list[str]:
     """The build_features entries of the variants a program's calls take, sorted. A call whose
     rule cannot bind it (an argument the kernel would refuse) records all its variants."""
     used: set[str] = set()
     for plan in program.execution_plan:
-        definitions = [_definition(o) for o in plan.operators]
+        definitions = [ops.of_operator(o) for o in plan.operators]
         for chain in plan.chains:
             for ins in chain.instructions:
                 if not isinstance(ins, pm.KernelCall):
@@ -92,9 +84,12 @@ def program_kernel_variants(program: pm.Program) -> list[str]:
     return sorted(used)
 
 
-def variant_ops() -> list[OpDef]:
-    """The registry's operators with variants (aliases left out: they share their base's)."""
-    return [o for o in ops.ops() if o.variants is not None and o.variant_of is None]
+def variant_ops() -> list[tuple[OpDef, tuple[str, ...]]]:
+    """The registry's operators with variants and their names, in registry order (aliases left
+    out: they share their base's)."""
+    return [
+        (o, o.variants.names) for o in ops.ops() if o.variants is not None and o.variant_of is None
+    ]
 
 
 def _recorded(features: Iterable[str]) -> dict[str, set[str]]:
@@ -109,7 +104,7 @@ def _recorded(features: Iterable[str]) -> dict[str, set[str]]:
 
 def check_features(features: Iterable[str], where: str) -> None:
     """ValueError naming a 'kernel:' entry that is no registry operator's variant."""
-    known = {o.qualified: o.variants.names for o in variant_ops() if o.variants is not None}
+    known = {o.qualified: names for o, names in variant_ops()}
     for name, variants in _recorded(features).items():
         if name not in known:
             raise ValueError(
@@ -134,8 +129,7 @@ def compiled_variants(
     recorded = _recorded(features)
     chosen_ops = None if selected is None or everything else set(selected)
     out = {}
-    for o in variant_ops():
-        names = o.variants.names if o.variants is not None else ()
+    for o, names in variant_ops():
         chosen = recorded.get(o.qualified)
         if chosen_ops is not None and not _selected(o, chosen_ops):
             out[o.qualified] = ()
@@ -158,8 +152,8 @@ def left_out_defines(
     compiled = compiled_variants(features, everything, selected)
     return [
         f"{variant_define(o, v)}=0"
-        for o in variant_ops()
-        for v in (o.variants.names if o.variants is not None else ())
+        for o, names in variant_ops()
+        for v in names
         if v not in compiled[o.qualified]
     ]
 
