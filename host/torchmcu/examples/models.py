@@ -21,7 +21,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from torchmcu.examples.architectures import ARCHITECTURES, TRANSFORMERS
+from torchmcu.examples.architectures import ARCHITECTURES, TOKEN_INPUTS, TRANSFORMERS
 from torchmcu.examples.architectures.vit import ViT
 
 __all__ = [
@@ -76,7 +76,9 @@ def _sample(name: str, n: int, gen: torch.Generator) -> list[tuple[torch.Tensor,
         return [LSTMSequence.sample(gen) for _ in range(n)]
     out = []
     for _ in range(n):
-        if image:
+        if name in TOKEN_INPUTS:
+            x = torch.randint(0, TOKEN_INPUTS[name], shape, generator=gen)
+        elif image:
             x = torch.rand(shape, generator=gen) * 2.0 - 1.0
         else:
             x = torch.randn(shape, generator=gen)
@@ -117,6 +119,8 @@ def _init(model: nn.Module, seed: int) -> None:
             m.bias.copy_(0.1 * torch.randn(c, generator=gen))
             m.running_mean.copy_(0.1 * torch.randn(c, generator=gen))
             m.running_var.copy_(0.5 + torch.rand(c, generator=gen))
+        elif isinstance(m, nn.Embedding):  # (a tied LM head, visited later, re-draws it)
+            m.weight.copy_(torch.randn(m.weight.shape, generator=gen))
         elif isinstance(m, nn.GRU):  # seeded, as LSTMSequence's weights are
             for p in m.parameters():
                 p.copy_(0.35 * torch.randn(p.shape, generator=gen))

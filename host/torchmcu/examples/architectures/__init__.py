@@ -13,6 +13,7 @@ from torch import nn
 
 from torchmcu.examples.architectures.efficientnet import EfficientNetB0
 from torchmcu.examples.architectures.ghostnet import GhostNet
+from torchmcu.examples.architectures.gpt import GPT
 from torchmcu.examples.architectures.kws import GRUKWS, Conv1dKWS
 from torchmcu.examples.architectures.mobilenet import LCNet, MnasNet, MobileNetV2, MobileNetV3Small
 from torchmcu.examples.architectures.resnet import ResNet18
@@ -21,7 +22,7 @@ from torchmcu.examples.architectures.squeezenet import SqueezeNet11
 from torchmcu.examples.architectures.unet import TinyUNet
 from torchmcu.examples.architectures.vit import ViT
 
-__all__ = ["ARCHITECTURES", "TRANSFORMERS"]
+__all__ = ["ARCHITECTURES", "TOKEN_INPUTS", "TRANSFORMERS"]
 
 ARCHITECTURES: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...], bool]] = {
     "mobilenet_v3_small": (MobileNetV3Small, (1, 3, 96, 96), True),
@@ -42,4 +43,9 @@ ARCHITECTURES: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...], bool]] 
 # benches iterate over.
 TRANSFORMERS: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...], bool]] = {
     "vit_tiny": (ViT, (1, 3, 32, 32), True),
+    "gpt_tiny": (GPT, (1, 64), False),
+    "gpt_tiny_masked": (lambda: GPT(masked=True), (1, 64), False),
 }
+
+# Models whose input is token ids (int64) below a vocabulary size, not a float tensor.
+TOKEN_INPUTS: dict[str, int] = {"gpt_tiny": 16, "gpt_tiny_masked": 16}
