@@ -9,6 +9,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+import numpy as np
 from torchmcu.pte import program as pm
 
 
@@ -357,13 +358,17 @@ def softmax_program(
     *,
     dim_order: list[int] | None = None,
     out_sizes: list[int] | None = None,
+    mask: np.ndarray | None = None,
+    mask_type: pm.ScalarType = pm.ScalarType.BOOL,
 ) -> pm.Program:
     """One cortex_m::softmax call on int8 tensors: value 0 the input (arena offset 0,
     contiguous unless `dim_order`), the scalar arguments by name as Ints in schema order, then
-    out (contiguous, the input's sizes unless out_sizes, 16-byte aligned after the input)."""
+    out (contiguous, the input's sizes unless out_sizes, 16-byte aligned after the input).
+    With `mask`, one torchmcu::masked_softmax call, the mask a constant (of `mask_type`)."""
     from torchmcu import ops
 
-    definition = ops.get("cortex_m::softmax.out")
+    key = "cortex_m::softmax.out" if mask is None else "torchmcu::masked_softmax.out"
+    definition = ops.get(key)
     order = list(range(len(sizes))) if dim_order is None else list(dim_order)
     out_sizes = list(sizes) if out_sizes is None else list(out_sizes)
     out_offset = (_numel(sizes) + 15) // 16 * 16
@@ -372,13 +377,18 @@ def softmax_program(
         "out": pm.Tensor(pm.ScalarType.CHAR, out_sizes, list(range(len(out_sizes))),
                       allocation=pm.Allocation(1, out_offset)),
     }
+    constants = [b""]
+    if mask is not None:
+        m = np.ascontiguousarray(mask)
+        tensors["mask"] = pm.Tensor(mask_type, list(m.shape), list(range(m.ndim)), data_buffer_idx=1)
+        constants.append(m.astype(np.uint8).tobytes())
     values, args = [], []
     for a in definition.schema.args:
         args.append(len(values))
         values.append(tensors[a.name] if a.name in tensors else pm.Int(scalars[a.name]))
     call = pm.KernelCall(0, [*args, args[-1]])
-    plan = one_call_plan(values, call, "cortex_m::softmax", out_offset + _numel(out_sizes))
-    return pm.Program(execution_plan=[plan], constants=[b""])
+    plan = one_call_plan(values, call, definition.qualified, out_offset + _numel(out_sizes))
+    return pm.Program(execution_plan=[plan], constants=constants)
 
 
 def control_call_program(key: str, tensors: dict[str, tuple], scalars: dict[str, object],

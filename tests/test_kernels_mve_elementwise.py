@@ -36,6 +36,7 @@ _NP = {
     pm.ScalarType.FLOAT: np.float32,
     pm.ScalarType.BYTE: np.uint8,
     pm.ScalarType.INT: np.int32,
+    pm.ScalarType.BOOL: np.bool_,
 }
 
 
@@ -453,6 +454,29 @@ def softmax_cases(p: CaseProgram, rng: np.random.Generator) -> None:
         p.call("cortex_m::softmax", args, f"{rows}x{n} m={m} s={s} diff_min={diff_min}")
 
 
+def masked_softmax_cases(p: CaseProgram, rng: np.random.Generator) -> None:
+    """Masks broadcast over leading dims, causal masks of attention scores, rows the mask
+    leaves out entirely, masked elements above the kept maximum, on both Helium paths (rows
+    under and over the 256-element table threshold) and every tail."""
+    shapes = [([1 + k % 3, n], [1 + k % 3 if k % 2 else 1, n]) for k, n in enumerate(range(1, 21))]
+    shapes += [([1, 4, 16, 16], [1, 1, 16, 16]), ([1, 4, 64, 64], [1, 1, 64, 64]),
+               ([2, 3, 5, 7], [2, 1, 5, 7]), ([2, 3, 5, 7], [1, 3, 1, 7]), ([3, 300], [3, 300]),
+               ([1, 2, 9, 33], [1, 1, 9, 33]), ([4, 100], [1, 100])]
+    for k, (sizes, mask_sizes) in enumerate(shapes):
+        m, s, diff_min = _softmax_params(rng, k)
+        x = _int8(rng, sizes)
+        if sizes[-2:] == mask_sizes[-2:] and len(sizes) == 4 and sizes[-1] == sizes[-2]:
+            mask = ~np.tril(np.ones(sizes[-2:], bool)).reshape(mask_sizes)
+            x[..., -1] = 127  # masked maxima above every kept score
+        else:
+            mask = rng.random(mask_sizes) < [0.2, 0.5, 0.9, 1.0][k % 4]
+        x_i = p.input(x, pm.ScalarType.CHAR, misalign=k % 16)
+        mask_i = p.input(mask, pm.ScalarType.BOOL, misalign=(k + 5) % 16)
+        out = p.output(pm.ScalarType.CHAR, sizes, misalign=(k + 3) % 16)
+        args = [x_i, mask_i, p.i(-1), p.i(0), p.i(-128), p.i(m), p.i(s), p.i(diff_min), out]
+        p.call("torchmcu::masked_softmax", args, f"{sizes} mask {mask_sizes} m={m} s={s}")
+
+
 def cat_cases(p: CaseProgram, rng: np.random.Generator) -> None:
     """Runs of 1..40 bytes (the 4-lane loop and its tails), inputs of >= 256 elements (the
     table), identity inputs (copies), NHWC and contiguous, any cat dim, extreme shifts."""
@@ -640,6 +664,7 @@ CASE_BUILDERS = {
     "quantized_avg_pool2d": avg_pool_cases,
     "quantized_adaptive": adaptive_pool_cases,
     "softmax": softmax_cases,
+    "masked_softmax": masked_softmax_cases,
     "resize2d": resize_cases,
     "quantized_prelu": prelu_cases,
     "quantized_cat": cat_cases,

@@ -32,6 +32,7 @@ REWRITES = {
     "quantize/control_flow.py",
     "quantize/qdq.py",
     "quantize/pool_values.py",
+    "quantize/attention.py",
 }
 POSITIONAL_READS = ("scalar", "physical", "nhwc", "tensor_meta", "logical")
 # the names a stage gives a KernelCall's argument reader (interpreter _Call, TOSA Args, Bound)

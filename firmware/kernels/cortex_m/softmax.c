@@ -1,5 +1,8 @@
 /* cortex_m::softmax.out - int8 softmax along the last dimension with CMSIS-NN's fixed-point
- * algorithm (arm_softmax_s8; docs/operators.md, host/torchmcu/reference/ops_softmax.py). */
+ * algorithm (arm_softmax_s8; docs/operators.md, host/torchmcu/ops/defs/softmax.py), and
+ * torchmcu::masked_softmax.out, the same with a boolean mask (true: left out, as
+ * masked_fill(-inf) before softmax leaves it): masked elements take no part in the row's
+ * maximum or sum and give -128; a row with every element masked is all -128. */
 #include "cortex_m_kernels.h"
 #include "kernel_args.h"
 #include "requantize.h"
@@ -7,6 +10,7 @@
 #include "op_args.h"
 
 #define A(x) TM_ARG(CORTEX_M_SOFTMAX, x)
+#define M(x) TM_ARG(TORCHMCU_MASKED_SOFTMAX, x)
 
 #define ACCUM_BITS 12       /* the exponentials are summed in Q12.19 */
 #define MAX_ROW_SIZE 4096   /* 4096 * exp(0) fills the Q12.19 sum */
@@ -64,7 +68,27 @@ typedef struct {
   int8_t *out;
   uint32_t rows, row_size;
   int32_t mult, shift, diff_min;
+  /* The mask (NULL: none), broadcast over the input's leading dims: row r, written as the
+   * index (i_0, ..., i_{k-1}) over `lead_sizes`, reads the mask row at sum of i_d * lead_strides[d]
+   * (a stride 0 where the mask's size is 1). */
+  const uint8_t *mask;
+  uint32_t lead_dims;
+  uint32_t lead_sizes[TM_MAX_DIMS];
+  uint32_t lead_strides[TM_MAX_DIMS];
 } softmax_params;
+
+/* The mask row of input row r (NULL without a mask). */
+static const uint8_t *mask_row(const softmax_params *p, uint32_t r) {
+  if (p->mask == NULL) {
+    return NULL;
+  }
+  uint32_t offset = 0;
+  for (uint32_t d = p->lead_dims; d-- > 0;) {
+    offset += (r % p->lead_sizes[d]) * p->lead_strides[d];
+    r /= p->lead_sizes[d];
+  }
+  return p->mask + offset;
+}
 
 static int64_t scaled_exp(const softmax_params *p, int32_t diff) {
   return exp_on_negative_values(tm_srdhm(tm_sat_i32((int64_t)diff * ((int64_t)1 << p->shift)), p->mult));
@@ -74,16 +98,23 @@ TM_MAYBE_UNUSED static void softmax_scalar(const softmax_params *p) {
   for (uint32_t r = 0; r < p->rows; ++r) {
     const int8_t *x = p->input + (size_t)r * p->row_size;
     int8_t *y = p->out + (size_t)r * p->row_size;
-    int32_t max = x[0];
-    for (uint32_t i = 1; i < p->row_size; ++i) {
-      max = x[i] > max ? x[i] : max;
+    const uint8_t *m = mask_row(p, r);
+    int32_t max = INT8_MIN;
+    for (uint32_t i = 0; i < p->row_size; ++i) {
+      max = (m == NULL || m[i] == 0) && x[i] > max ? x[i] : max;
     }
     int64_t sum = 0;
     for (uint32_t i = 0; i < p->row_size; ++i) {
       const int32_t diff = x[i] - max;
-      if (diff >= p->diff_min) {
+      if (diff >= p->diff_min && (m == NULL || m[i] == 0)) {
         sum += tm_round_div_pow2(scaled_exp(p, diff), ACCUM_BITS);
       }
+    }
+    if (sum == 0) { /* every element masked */
+      for (uint32_t i = 0; i < p->row_size; ++i) {
+        y[i] = INT8_MIN;
+      }
+      continue;
     }
     const int headroom = count_leading_zeros32((uint32_t)sum);
     /* sum << headroom has its top bit set; minus 1.0 leaves x in [0, 1) for 1 / (1 + x). */
@@ -92,7 +123,7 @@ TM_MAYBE_UNUSED static void softmax_scalar(const softmax_params *p) {
     const int bits_over_unit = ACCUM_BITS - headroom + 23;
     for (uint32_t i = 0; i < p->row_size; ++i) {
       const int32_t diff = x[i] - max;
-      if (diff >= p->diff_min) {
+      if (diff >= p->diff_min && (m == NULL || m[i] == 0)) {
         const int64_t v = tm_round_div_pow2(tm_srdhm(recip, scaled_exp(p, diff)), bits_over_unit) - 128;
         y[i] = (int8_t)tm_clamp64(v, INT8_MIN, INT8_MAX);
       } else {
@@ -150,23 +181,38 @@ static inline __attribute__((always_inline)) int32x4_t scaled_exp4(const softmax
   return vpselq_s32(exp4(a), vdupq_n_s32(0), live);
 }
 
-static int32_t row_max(const int8_t *x, uint32_t n) {
+/* The lanes of four elements from i that pred enables and the mask (if any) keeps. */
+static inline __attribute__((always_inline)) mve_pred16_t kept4(const uint8_t *m, uint32_t i, mve_pred16_t pred) {
+  return m == NULL ? pred : vcmpeqq_m_n_u32(vldrbq_z_u32(m + i, pred), 0, pred);
+}
+
+/* The maximum of the row's kept elements (INT8_MIN when the mask keeps none). */
+static int32_t row_max(const int8_t *x, uint32_t n, const uint8_t *mask) {
   int8x16_t m = vdupq_n_s8(INT8_MIN);
   uint32_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    m = vmaxq_s8(m, vldrbq_s8(x + i));
+  if (mask == NULL) {
+    for (; i + 16 <= n; i += 16) {
+      m = vmaxq_s8(m, vldrbq_s8(x + i));
+    }
   }
   int8_t max = vmaxvq_s8(INT8_MIN, m);
-  if (i < n) {
-    const mve_pred16_t pred = vctp8q(n - i);
+  for (; i < n; i += 16) {
+    mve_pred16_t pred = vctp8q(n - i);
+    if (mask != NULL) {
+      pred = vcmpeqq_m_n_u8(vldrbq_z_u8(mask + i, pred), 0, pred);
+    }
     max = vmaxvq_p_s8(max, vldrbq_z_s8(x + i, pred), pred);
   }
   return max;
 }
 
 /* The scalar tail of a row: 1 / sum as recip and the output shift. False when the shift is
- * 32 or more: then every output is -128 (srdhm(recip, e) < 2^31 rounds to 0). */
+ * 32 or more: then every output is -128 (srdhm(recip, e) < 2^31 rounds to 0), and when
+ * the mask left nothing to sum. */
 static bool row_scale(uint32_t sum, int32_t *recip, int32_t *shift) {
+  if (sum == 0) { /* every element masked */
+    return false;
+  }
   const int headroom = __builtin_clz(sum); /* sum >= 2^19: the maximum's exp(0) */
   const int64_t normalised = (int64_t)((sum << headroom) & 0xFFFFFFFFu) - ((int64_t)1 << 31);
   *recip = (int32_t)one_over_one_plus_x(normalised);
@@ -193,11 +239,12 @@ static void softmax_direct(const softmax_params *p) {
   for (uint32_t r = 0; r < p->rows; ++r) {
     const int8_t *x = p->input + (size_t)r * n;
     int8_t *y = p->out + (size_t)r * n;
-    const int32x4_t max = vdupq_n_s32(row_max(x, n));
+    const uint8_t *m = mask_row(p, r);
+    const int32x4_t max = vdupq_n_s32(row_max(x, n, m));
     uint32_t sum = 0;
     for (uint32_t i = 0; i < n; i += 4) {
       const mve_pred16_t pred = vctp32q(n - i);
-      const int32x4_t v = scaled_exp4(p, vsubq_s32(vldrbq_z_s32(x + i, pred), max), pred);
+      const int32x4_t v = scaled_exp4(p, vsubq_s32(vldrbq_z_s32(x + i, pred), max), kept4(m, i, pred));
       vstrwq_s32(e + i, v);
       sum = vaddvaq_u32(sum, vreinterpretq_u32_s32(vrshrq_n_s32(v, ACCUM_BITS)));
     }
@@ -225,18 +272,23 @@ static void softmax_table(const softmax_params *p) {
   for (uint32_t r = 0; r < p->rows; ++r) {
     const int8_t *x = p->input + (size_t)r * n;
     int8_t *y = p->out + (size_t)r * n;
-    const int32x4_t max = vdupq_n_s32(row_max(x, n));
+    const uint8_t *m = mask_row(p, r);
+    const int32x4_t max = vdupq_n_s32(row_max(x, n, m));
     uint32_t sum = 0;
     uint32_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-      const uint32x4_t d = vreinterpretq_u32_s32(vsubq_s32(max, vldrbq_s32(x + i)));
-      const int32x4_t v = vldrwq_gather_shifted_offset_s32(table, d);
-      sum = vaddvaq_u32(sum, vreinterpretq_u32_s32(vrshrq_n_s32(v, ACCUM_BITS)));
+    if (m == NULL) {
+      for (; i + 4 <= n; i += 4) {
+        const uint32x4_t d = vreinterpretq_u32_s32(vsubq_s32(max, vldrbq_s32(x + i)));
+        const int32x4_t v = vldrwq_gather_shifted_offset_s32(table, d);
+        sum = vaddvaq_u32(sum, vreinterpretq_u32_s32(vrshrq_n_s32(v, ACCUM_BITS)));
+      }
     }
-    const mve_pred16_t tail = vctp32q(n - i);
-    if (i < n) {
-      const uint32x4_t d = vreinterpretq_u32_s32(vsubq_s32(max, vldrbq_z_s32(x + i, tail)));
-      const int32x4_t v = vldrwq_gather_shifted_offset_z_s32(table, d, tail);
+    /* the tail, and masked rows: a masked lane (its element may exceed the kept maximum)
+     * reads no table entry and sums 0 */
+    for (; i < n; i += 4) {
+      const mve_pred16_t keep = kept4(m, i, vctp32q(n - i));
+      const uint32x4_t d = vreinterpretq_u32_s32(vsubq_s32(max, vldrbq_z_s32(x + i, keep)));
+      const int32x4_t v = vldrwq_gather_shifted_offset_z_s32(table, d, keep);
       sum = vaddvaq_u32(sum, vreinterpretq_u32_s32(vrshrq_n_s32(v, ACCUM_BITS)));
     }
     int32_t recip = 0, shift = 0;
@@ -244,51 +296,109 @@ static void softmax_table(const softmax_params *p) {
       fill_min(y, n);
       continue;
     }
-    for (i = 0; i + 4 <= n; i += 4) {
-      const uint32x4_t d = vreinterpretq_u32_s32(vsubq_s32(max, vldrbq_s32(x + i)));
-      vstrbq_s32(y + i, out4(vldrwq_gather_shifted_offset_s32(table, d), recip, -shift));
+    i = 0;
+    if (m == NULL) {
+      for (; i + 4 <= n; i += 4) {
+        const uint32x4_t d = vreinterpretq_u32_s32(vsubq_s32(max, vldrbq_s32(x + i)));
+        vstrbq_s32(y + i, out4(vldrwq_gather_shifted_offset_s32(table, d), recip, -shift));
+      }
     }
-    if (i < n) {
-      const uint32x4_t d = vreinterpretq_u32_s32(vsubq_s32(max, vldrbq_z_s32(x + i, tail)));
-      vstrbq_p_s32(y + i, out4(vldrwq_gather_shifted_offset_z_s32(table, d, tail), recip, -shift), tail);
+    for (; i < n; i += 4) {
+      const mve_pred16_t pred = vctp32q(n - i);
+      const mve_pred16_t keep = kept4(m, i, pred);
+      const uint32x4_t d = vreinterpretq_u32_s32(vsubq_s32(max, vldrbq_z_s32(x + i, keep)));
+      vstrbq_p_s32(y + i, out4(vldrwq_gather_shifted_offset_z_s32(table, d, keep), recip, -shift), pred);
     }
   }
 }
 #endif
 
-tm_status tm_cortex_m_softmax_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
-  tm_status st = tm_check_arg_count(ctx, args, nargs, TM_NARGS(CORTEX_M_SOFTMAX));
-  if (st != TM_OK) {
-    return st;
-  }
-  softmax_params p;
+/* The arguments both operators share: masked_softmax's are softmax's with the mask inserted
+ * after the input, so each index past the input is `after` more. */
+#define SHARED(x) (A(x) + after)
+_Static_assert(M(DIM) == A(DIM) + 1 && M(OUT) == A(OUT) + 1, "masked_softmax = softmax + mask at 1");
+
+static tm_status read_shared_args(tm_kernel_context *ctx, tm_value *const *args, size_t after, softmax_params *p,
+                                  const tm_tensor **input) {
   const tm_tensor *in = tm_tensor_arg(args, A(INPUT), TM_CHAR, 1, TM_MAX_DIMS);
   TM_ARG_CHECK(ctx, in != NULL && tm_has_layout(in, TM_LAYOUT_CONTIGUOUS), A(INPUT));
   const int32_t rank = in->dim;
   int32_t dim = 0;
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A(DIM), -rank, rank - 1, &dim) && (dim + rank) % rank == rank - 1, A(DIM));
-  p.row_size = (uint32_t)in->sizes[rank - 1];
-  TM_ARG_CHECK(ctx, p.row_size >= 1 && p.row_size <= MAX_ROW_SIZE, A(INPUT));
-  p.rows = in->numel / p.row_size;
+  TM_ARG_CHECK(ctx, tm_int_arg(args, SHARED(DIM), -rank, rank - 1, &dim) && (dim + rank) % rank == rank - 1,
+               SHARED(DIM));
+  p->row_size = (uint32_t)in->sizes[rank - 1];
+  TM_ARG_CHECK(ctx, p->row_size >= 1 && p->row_size <= MAX_ROW_SIZE, A(INPUT));
+  p->rows = in->numel / p->row_size;
   int32_t zp = 0;
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A(INPUT_ZERO_POINT), INT8_MIN, INT8_MAX, &zp), A(INPUT_ZERO_POINT));
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A(OUTPUT_ZERO_POINT), INT8_MIN, INT8_MIN, &zp), A(OUTPUT_ZERO_POINT));
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A(INPUT_MULTIPLIER), 1, INT32_MAX, &p.mult), A(INPUT_MULTIPLIER));
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A(INPUT_SHIFT), 0, 31, &p.shift), A(INPUT_SHIFT));
-  TM_ARG_CHECK(ctx, tm_int_arg(args, A(DIFF_MIN), INT32_MIN, 0, &p.diff_min), A(DIFF_MIN));
-  tm_tensor *out = tm_tensor_arg(args, A(OUT), TM_CHAR, rank, rank);
-  TM_ARG_CHECK(ctx, out != NULL && tm_same_layout(in, out), A(OUT));
-  p.input = (const int8_t *)in->data;
-  p.out = (int8_t *)out->data;
+  TM_ARG_CHECK(ctx, tm_int_arg(args, SHARED(INPUT_ZERO_POINT), INT8_MIN, INT8_MAX, &zp), SHARED(INPUT_ZERO_POINT));
+  TM_ARG_CHECK(ctx, tm_int_arg(args, SHARED(OUTPUT_ZERO_POINT), INT8_MIN, INT8_MIN, &zp), SHARED(OUTPUT_ZERO_POINT));
+  TM_ARG_CHECK(ctx, tm_int_arg(args, SHARED(INPUT_MULTIPLIER), 1, INT32_MAX, &p->mult), SHARED(INPUT_MULTIPLIER));
+  TM_ARG_CHECK(ctx, tm_int_arg(args, SHARED(INPUT_SHIFT), 0, 31, &p->shift), SHARED(INPUT_SHIFT));
+  TM_ARG_CHECK(ctx, tm_int_arg(args, SHARED(DIFF_MIN), INT32_MIN, 0, &p->diff_min), SHARED(DIFF_MIN));
+  tm_tensor *out = tm_tensor_arg(args, SHARED(OUT), TM_CHAR, rank, rank);
+  TM_ARG_CHECK(ctx, out != NULL && tm_same_layout(in, out), SHARED(OUT));
+  p->input = (const int8_t *)in->data;
+  p->out = (int8_t *)out->data;
+  p->mask = NULL;
+  *input = in;
+  return TM_OK;
+}
 
+static void run_softmax(const softmax_params *p) {
 #if TM_KERNELS_USE_MVE
-  if (in->numel >= TABLE_MIN_NUMEL) {
-    softmax_table(&p);
+  if (p->rows * p->row_size >= TABLE_MIN_NUMEL) {
+    softmax_table(p);
   } else {
-    softmax_direct(&p);
+    softmax_direct(p);
   }
 #else
-  softmax_scalar(&p);
+  softmax_scalar(p);
 #endif
+}
+
+/* The mask: bool, contiguous, the input's rank, the input's row size, every other size the
+ * input's or 1 (broadcast). */
+static bool read_mask(tm_value *const *args, const tm_tensor *in, softmax_params *p) {
+  const tm_tensor *mask = tm_tensor_arg(args, M(MASK), TM_BOOL, in->dim, in->dim);
+  if (mask == NULL || !tm_has_layout(mask, TM_LAYOUT_CONTIGUOUS) || mask->sizes[in->dim - 1] != in->sizes[in->dim - 1]) {
+    return false;
+  }
+  p->lead_dims = in->dim - 1u;
+  uint32_t stride = (uint32_t)mask->sizes[in->dim - 1];
+  for (uint32_t d = p->lead_dims; d-- > 0;) {
+    if (mask->sizes[d] != in->sizes[d] && mask->sizes[d] != 1) {
+      return false;
+    }
+    p->lead_sizes[d] = (uint32_t)in->sizes[d];
+    p->lead_strides[d] = mask->sizes[d] == 1 ? 0 : stride;
+    stride *= (uint32_t)mask->sizes[d];
+  }
+  p->mask = (const uint8_t *)mask->data;
+  return true;
+}
+
+/* Both entry points: softmax's arguments, and the mask after the input when `masked`. */
+static tm_status softmax_entry(tm_kernel_context *ctx, tm_value *const *args, size_t nargs, bool masked) {
+  tm_status st =
+      tm_check_arg_count(ctx, args, nargs, masked ? TM_NARGS(TORCHMCU_MASKED_SOFTMAX) : TM_NARGS(CORTEX_M_SOFTMAX));
+  if (st != TM_OK) {
+    return st;
+  }
+  softmax_params p;
+  const tm_tensor *in = NULL;
+  st = read_shared_args(ctx, args, masked ? 1 : 0, &p, &in);
+  if (st != TM_OK) {
+    return st;
+  }
+  TM_ARG_CHECK(ctx, !masked || read_mask(args, in, &p), M(MASK));
+  run_softmax(&p);
   return TM_OK;
+}
+
+tm_status tm_cortex_m_softmax_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
+  return softmax_entry(ctx, args, nargs, false);
+}
+
+tm_status tm_torchmcu_masked_softmax_out(tm_kernel_context *ctx, tm_value *const *args, size_t nargs) {
+  return softmax_entry(ctx, args, nargs, true);
 }

@@ -18,6 +18,7 @@ from torchmcu.plan.check import TensorUse, check_plan
 from torchmcu.pte import program as pm
 
 NUMPY_SCALAR_TYPE = {
+    np.dtype(np.bool_): pm.ScalarType.BOOL,
     np.dtype(np.int8): pm.ScalarType.CHAR,
     np.dtype(np.uint8): pm.ScalarType.BYTE,
     np.dtype(np.int32): pm.ScalarType.INT,

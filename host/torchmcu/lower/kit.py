@@ -230,6 +230,13 @@ class Kit:
         """A float32 weight as a numpy array (a quantized constant dequantized)."""
         return float_values.constant_array(self.ctx, node)
 
+    def bool_constant(self, node: object) -> Any:
+        """A constant bool tensor (a mask) as a numpy array; a node that is not one is refused."""
+        if not (isinstance(node, torch.fx.Node) and node.op == "get_attr"):
+            raise unsupported(self.ctx.current, f"{node} is not a constant tensor (a mask the "
+                              "export could fold)")
+        return float_values.attr_tensor(self.ctx.gm, node).to(torch.bool).numpy()
+
     def new_float(self, hint: str, sizes: Sequence[int]) -> LValue:
         return float_values.new_float(self.ctx, hint, sizes)
 

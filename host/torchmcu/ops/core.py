@@ -26,7 +26,8 @@ FAMILIES = ("int8", "portable", "control")
 # "loop_*": the schema arguments, then the returned scalar if the schema returns one.
 CALLS = ("out", "multi_out", "loop_scalar", "loop_select", "loop_copy_index")
 ANNOTATE_KINDS = (
-    "weighted", "binary", "anchor", "mean", "shared", "softmax", "table", "activation", "cat"
+    "weighted", "binary", "anchor", "mean", "shared", "softmax", "masked_softmax", "table",
+    "activation", "cat",
 )
 
 

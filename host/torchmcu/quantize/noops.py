@@ -42,6 +42,9 @@ def remove_noops(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
                     "nn.Dropout, which eval mode turns off"
                 )
             return False
+        for user in node.users:  # `x.transpose(...).contiguous().view(...)`: a view of the
+            if user.target == torch.ops.aten.view.default:  # strided source needs a copy
+                user.target = torch.ops.aten.reshape.default
         node.replace_all_uses_with(source)
         graph.erase_node(node)
         return True

@@ -80,6 +80,8 @@ POOL_TARGETS = views.annotations(resolve_target, "anchor")
 MEAN_TARGETS = views.annotations(resolve_target, "mean")
 # softmax: from its definition (torchmcu/ops/defs/softmax.py); no params
 SOFTMAX_TARGETS = views.annotations(resolve_target, "softmax")
+# masked_fill read only by a softmax (attention's mask): from its pattern (ops/defs/softmax.py)
+MASKED_SOFTMAX_TARGETS = views.annotations(resolve_target, "masked_softmax")
 # Table activations (int8 LUT): target -> {"kind", "fixed_qparams" (None: observed)}, from
 # their definitions (torchmcu/ops/defs/activation_table.py)
 TABLE_TARGETS = views.annotations(resolve_target, "table")
@@ -183,6 +185,8 @@ class TorchmcuQuantizer(Quantizer):
                 self._annotate_mean(node)
             elif t in SOFTMAX_TARGETS:
                 self._annotate_softmax(node, **SOFTMAX_TARGETS[t])
+            elif t in MASKED_SOFTMAX_TARGETS:
+                self._annotate_masked_softmax(node, **MASKED_SOFTMAX_TARGETS[t])
             elif t in TABLE_TARGETS:
                 self._annotate_table(node, **TABLE_TARGETS[t])
             elif t in CAT_TARGETS:
@@ -374,6 +378,44 @@ class TorchmcuQuantizer(Quantizer):
             node,
             TorchmcuAnnotation(
                 pattern="softmax", fixed_output_qparams=(SOFTMAX_SCALE, SOFTMAX_ZERO_POINT)
+            ),
+        )
+
+    def _annotate_masked_softmax(self, node: Node, fill_max: float) -> None:
+        """masked_fill(x, mask, v) with a constant mask and v <= fill_max (-inf) whose only
+        reader is a softmax over the last dim: one masked softmax. x is observed; the filled
+        scores are not (they hold -inf); the softmax's output has its fixed qparams. Any other
+        masked_fill is left alone (the lowering names it)."""
+        x, mask = node.args[0], node.args[1]
+        value = node.args[2] if len(node.args) > 2 else None
+        soft = next(iter(node.users)) if len(node.users) == 1 else None
+        if not (
+            isinstance(x, Node)
+            and isinstance(mask, Node)
+            and mask.op == "get_attr"
+            and isinstance(value, (int, float))
+            and value <= fill_max
+            and soft is not None
+            and soft.target in SOFTMAX_TARGETS
+            and soft not in self._float
+            and not _is_annotated(soft)
+            and soft.args[0] is node
+            and int(soft.args[1]) % x.meta["val"].dim() == x.meta["val"].dim() - 1
+        ):
+            return
+        node.meta["quantization_annotation"] = QuantizationAnnotation(
+            input_qspec_map={x: _input_spec(self, x)}, _annotated=True
+        )
+        write_annotation(node, TorchmcuAnnotation(pattern="masked_softmax"))
+        soft.meta["quantization_annotation"] = QuantizationAnnotation(
+            output_qspec=self.softmax_out, _annotated=True
+        )
+        write_annotation(
+            soft,
+            TorchmcuAnnotation(
+                pattern="masked_softmax",
+                role="activation",
+                fixed_output_qparams=(SOFTMAX_SCALE, SOFTMAX_ZERO_POINT),
             ),
         )
 

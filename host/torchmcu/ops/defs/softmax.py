@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from torchmcu.ops.core import Annotate, Bound, op, pattern
+from torchmcu.ops.core import Annotate, Bound, Kernel, op, pattern
 from torchmcu.ops.intmath import (
     INT8_MAX,
     INT8_MIN,
@@ -104,8 +104,12 @@ def softmax(
     input_multiplier: int,
     input_shift: int,
     diff_min: int,
+    mask: np.ndarray | None = None,
 ) -> np.ndarray:
-    """int8 softmax along `dim` (which must be the array's last axis), int8 output with scale 1/256, zp -128."""
+    """int8 softmax along `dim` (which must be the array's last axis), int8 output with scale
+    1/256, zp -128. `mask` (bool, broadcast to the input) leaves out the elements where it is
+    true: they take no part in the row's maximum or sum and give -128, as does every element
+    of a row the mask leaves out entirely."""
     x = np.asarray(input)
     if x.dtype != np.int8:
         raise ValueError(f"softmax input must be int8, got {x.dtype}")
@@ -123,11 +127,14 @@ def softmax(
         raise ValueError(f"softmax row size {x.shape[-1]} outside [1, {MAX_ROW_SIZE}]")
 
     v = x.astype(np.int64)
-    diff = v - v.max(axis=-1, keepdims=True)
-    live = diff >= diff_min
+    kept = np.ones(x.shape, bool) if mask is None else ~np.broadcast_to(np.asarray(mask, bool), x.shape)
+    diff = v - np.where(kept, v, INT8_MIN).max(axis=-1, keepdims=True)
+    live = kept & (diff >= diff_min)
     scaled = srdhm(saturate_int32(diff << input_shift), input_multiplier)
     exps = exp_on_negative_values(np.where(live, scaled, 0))
     total = np.where(live, rounding_divide_by_pow2(exps, ACCUM_BITS), 0).sum(axis=-1, keepdims=True)
+    empty = total == 0  # every element masked
+    total = np.where(empty, 1 << 19, total)  # any value: the row is all -128
     headroom = _clz32(total)
     # total << headroom has its top bit set; minus 1.0 gives x in [0, 1) for 1/(1+x).
     normalised = wrap_int32((total << headroom) - (1 << 31))
@@ -211,6 +218,14 @@ def lower_softmax(k: Any, node: Any) -> None:
         raise k.unsupported(node, f"softmax over dim {requested} (only the last dimension)")
     x = k.as_contiguous(x)
     qs, act, qp = k.output_quant(node, allow_activation=False)
+    out = k.new_int8(node.name, x.sizes, qp, nhwc=False)
+    k.call(SOFTMAX, node, input=x.vi, **_softmax_args(k, node, x, qp), out=out.vi)
+    k.bind_output(qs, act, out)
+
+
+def _softmax_args(k: Any, node: Any, x: Any, qp: Any) -> dict[str, int]:
+    """The scalar arguments of both softmax operators, for int8 scores x and output qparams
+    qp (which must be the fixed 1/256, -128)."""
     if qp.zero_point != OUTPUT_ZERO_POINT or not math.isclose(qp.scale, 1.0 / 256.0, rel_tol=1e-9):
         raise k.unsupported(node, "softmax output qparams must be scale 1/256, zero point -128")
     real = min(float(x.scale) * (1 << (31 - INPUT_INTEGER_BITS)), float(INT32_MAX))
@@ -219,21 +234,106 @@ def lower_softmax(k: Any, node: Any) -> None:
         ((1 << INPUT_INTEGER_BITS) - 1)
         * math.ldexp(1.0, 31 - INPUT_INTEGER_BITS) / math.ldexp(1.0, shift)
     )
-    out = k.new_int8(node.name, x.sizes, qp, nhwc=False)
-    k.call(
-        SOFTMAX,
-        node,
-        input=x.vi,
-        dim=k.int_(-1),
-        input_zero_point=k.int_(x.zero_point),
-        output_zero_point=k.int_(qp.zero_point),
-        input_multiplier=k.int_(mult),
-        input_shift=k.int_(shift),
-        diff_min=k.int_(diff_min),
-        out=out.vi,
-    )
-    k.bind_output(qs, act, out)
+    return {
+        "dim": k.int_(-1),
+        "input_zero_point": k.int_(x.zero_point),
+        "output_zero_point": k.int_(qp.zero_point),
+        "input_multiplier": k.int_(mult),
+        "input_shift": k.int_(shift),
+        "diff_min": k.int_(diff_min),
+    }
 
 
 pattern("aten::softmax.int", "aten::_softmax.default", annotate=Annotate("softmax"),
         lower=lower_softmax, emits=(SOFTMAX,))
+
+
+# -- torchmcu::masked_softmax: the same with a boolean mask (attention's causal mask) ---------
+MASKED_CONTRACT = """\
+- `cortex_m::softmax.out` with a `mask` after the input: bool, contiguous, the input's
+  rank, the input's row size (last dim), every other size the input's or 1 (broadcast).
+  Where the mask is true the element is left out, as `masked_fill(mask, -inf)` before a
+  float softmax leaves it: it takes no part in the row's maximum or sum and its output is
+  -128 (probability 0). A row the mask leaves out entirely is all -128 (float gives NaN).
+  Exact definition: `reference.softmax(..., mask=)`.
+- torchmcu emits it for `masked_fill(x, mask, v)` read only by a softmax over the last dim,
+  with a constant mask and `v` -inf (or any value <= -1e4, which a float32 softmax also
+  rounds to 0), and for `scaled_dot_product_attention` with `is_causal` or a constant mask
+  (decomposed at export). The masked scores are never quantized: the observer sees the
+  scores before the fill.
+- Helium: the mask's bytes predicate the lanes of the row maximum, the exponentials and
+  the stores; unmasked rows run the plain softmax loops."""
+
+
+def check_masked(b: Bound) -> None:
+    """masked_softmax's TM_ARG_CHECKs (softmax.c), in their order: softmax's, then the mask."""
+    check(b)
+    x, mask = b.value("input"), b.value("mask")
+    rank = len(x.sizes)
+    if not (
+        isinstance(mask, pm.Tensor)
+        and mask.scalar_type == pm.ScalarType.BOOL
+        and len(mask.sizes) == rank
+        and laid_out_as(mask.sizes, mask.dim_order, range(rank))
+        and mask.sizes[-1] == x.sizes[-1]
+        and all(m in (1, n) for m, n in zip(mask.sizes[:-1], x.sizes[:-1]))
+    ):
+        raise b.reject("mask", f"expected a contiguous bool tensor broadcast to {list(x.sizes)} "
+                       "over its leading dims")
+
+
+def masked_softmax(
+    input: np.ndarray,
+    mask: np.ndarray,
+    dim: int,
+    input_zero_point: int,
+    output_zero_point: int,
+    input_multiplier: int,
+    input_shift: int,
+    diff_min: int,
+) -> np.ndarray:
+    """softmax of `input` leaving out the elements where `mask` (broadcast to it) is true."""
+    return softmax(input, dim, input_zero_point, output_zero_point, input_multiplier,
+                   input_shift, diff_min, mask=mask)
+
+
+def reference_masked(b: Any) -> np.ndarray:
+    return masked_softmax(b.physical("input"), b.physical("mask"), b.dim, b.input_zero_point,
+                          b.output_zero_point, b.input_multiplier, b.input_shift, b.diff_min)
+
+
+MASKED_SOFTMAX = op(
+    "torchmcu::masked_softmax.out(Tensor input, Tensor mask, int dim, int input_zero_point,"
+    " int output_zero_point, int input_multiplier, int input_shift, int diff_min, *,"
+    " Tensor(a!) out) -> Tensor(a!)",
+    family="int8",
+    kernel=Kernel("tm_torchmcu_masked_softmax_out", "cortex_m/softmax.c"),
+    reference=reference_masked,
+    check=check_masked,
+    contract=MASKED_CONTRACT,
+)
+
+MASKED_FILL_MAX = -1e4  # a fill value at or below this is "left out" (float32 exp gives 0)
+
+
+def lower_masked_softmax(k: Any, node: Any) -> None:
+    """masked_fill(x, mask, v) whose only reader is a softmax over the last dim: one
+    masked_softmax call bound as the softmax's result (the quantizer annotated the pair)."""
+    (soft,) = node.users
+    mask = np.asarray(k.bool_constant(node.args[1]))
+    x = k.as_contiguous(k.input_value(node.args[0]))
+    if mask.ndim > x.rank:
+        raise k.unsupported(node, f"a rank-{mask.ndim} mask for rank-{x.rank} scores")
+    mask = mask.reshape((1,) * (x.rank - mask.ndim) + mask.shape)
+    if mask.shape[-1] != x.sizes[-1]:  # broadcast along the row: write it out
+        mask = np.broadcast_to(mask, (*mask.shape[:-1], x.sizes[-1]))
+    qs, _, qp = k.output_quant(soft, allow_activation=False)
+    out = k.new_int8(soft.name, x.sizes, qp, nhwc=False)
+    args = _softmax_args(k, soft, x, qp)
+    k.call(MASKED_SOFTMAX, node, input=x.vi, mask=k.constant(np.ascontiguousarray(mask)),
+           **args, out=out.vi)
+    k.bind_output(qs, soft, out)
+
+
+pattern("aten::masked_fill.Scalar", annotate=Annotate("masked_softmax", {"fill_max": MASKED_FILL_MAX}),
+        lower=lower_masked_softmax, emits=(MASKED_SOFTMAX,))
