@@ -7,6 +7,7 @@ tests can call one kernel (`call_kernel`) or run a whole .pte (`run_program`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,25 @@ class NativeError(RuntimeError):
 
 
 _native._set_error_type(NativeError)
+
+# "... argument 1, operator torchmcu::quantized_embedding.out ..." in a runtime diagnostic
+_BAD_ARGUMENT = re.compile(r"argument (\d+), operator ([A-Za-z_][\w]*::[A-Za-z_]\w*)\.(\w+)")
+
+
+def named_arguments(message: str) -> str:
+    """A runtime diagnostic with the refused argument's schema name added from the operator
+    registry ("argument 1 (indices), operator torchmcu::quantized_embedding.out"); as it was
+    for an operator the registry does not hold."""
+    from torchmcu import ops
+
+    def name(m: re.Match[str]) -> str:
+        key = f"{m[2]}.{m[3]}"
+        index = int(m[1])
+        if key not in ops.REGISTRY or index >= len(ops.get(key).schema.args):
+            return m[0]
+        return f"argument {index} ({ops.get(key).schema.args[index].name}), operator {key}"
+
+    return _BAD_ARGUMENT.sub(name, message)
 
 # numpy dtype -> ExecuTorch ScalarType number (tm_scalar_type).
 _SCALAR_TYPE = {
@@ -258,7 +278,13 @@ def run_program(
         from torchmcu.npu.model.driver import run_job
 
         model = run_job if npu_trace is None else functools.partial(run_job, trace=npu_trace)
-    outs = _native.run_program(pte, packed, method, runs, bridge, model)
+    try:
+        outs = _native.run_program(pte, packed, method, runs, bridge, model)
+    except NativeError as exc:
+        named = named_arguments(exc.message)
+        if named == exc.message:
+            raise
+        raise NativeError(exc.status, named) from exc
     return [
         _from_physical(*o) if isinstance(o, tuple) else o  # non-tensor outputs as Python scalars
         for o in outs
