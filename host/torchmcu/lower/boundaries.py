@@ -36,6 +36,8 @@ def lower_placeholder(ctx: Ctx, node: torch.fx.Node) -> None:
     users = list(node.users)
     if not users:
         return
+    if _integer_input(ctx, node):
+        return
     non_q = [u for u in users if not is_q(u)]
     if non_q:
         if all(is_float_node(ctx, u) for u in non_q):  # read in float32 (any quantize users
@@ -64,6 +66,30 @@ def lower_placeholder(ctx: Ctx, node: torch.fx.Node) -> None:
     for q in users:
         ctx.env[q] = value
         ctx.done.add(q)
+
+
+# integer program inputs (token ids): torch dtype -> (ScalarType, the report's dtype)
+INTEGER_INPUTS = {torch.int64: (ScalarType.LONG, "int64"), torch.int32: (ScalarType.INT, "int32")}
+
+
+def _integer_input(ctx: Ctx, node: torch.fx.Node) -> bool:
+    """An int64/int32 program input (token ids) is passed as it is, never quantized: its
+    value is bound to the placeholder for the ops that read integers (an embedding's
+    indices). False for any other input."""
+    val = node.meta.get("val")
+    kind = INTEGER_INPUTS.get(getattr(val, "dtype", None))  # type: ignore[arg-type]
+    if kind is None:
+        return False
+    scalar_type, dtype = kind
+    sizes = shape_of(node)
+    key = ctx.b.new_buffer(node.name, nbytes_of(scalar_type, sizes))
+    vi = ctx.b.planned(key, scalar_type, sizes)
+    ctx.inputs.append(vi)
+    ctx.env[node] = LValue(vi, key, sizes, scalar_type)
+    ctx.io_info["inputs"].append(
+        {"name": node.name, "sizes": sizes, "scale": None, "zero_point": None, "dtype": dtype}
+    )
+    return True
 
 
 def _float_input(ctx: Ctx, node: torch.fx.Node) -> None:

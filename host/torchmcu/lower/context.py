@@ -146,10 +146,17 @@ def _int8_constant(ctx: Ctx, node: torch.fx.Node) -> LValue:
     return value
 
 
+INDEX_TYPES = (ScalarType.LONG, ScalarType.INT)
+
+
 def input_value(ctx: Ctx, node: object) -> LValue:
     """The int8 value behind a (dequantized) input argument."""
     if isinstance(node, torch.fx.Node) and node in ctx.env:
-        return ctx.env[node]
+        value = ctx.env[node]
+        if value.scalar_type in INDEX_TYPES:  # an integer program input: only a gather reads it
+            raise unsupported(ctx.current, f"its input {node} is an integer program input; "  # type: ignore[arg-type]
+                              "only an embedding reads one")
+        return value
     if is_dq(node) and isinstance(node.args[0], torch.fx.Node) and node.args[0].op == "get_attr":
         # an int8 constant used as an activation (a class token, a position embedding)
         return _int8_constant(ctx, node)
@@ -167,3 +174,26 @@ def bind_output(ctx: Ctx, qs: list[torch.fx.Node], act: torch.fx.Node | None, ou
         ctx.done.add(q)
     if act is not None:
         ctx.done.add(act)
+
+
+def index_value(ctx: Ctx, node: torch.fx.Node, arg: object, rows: int) -> int:
+    """The integer indices `arg` of gather `node`: an int64/int32 program input (its value as
+    it is) or a constant integer tensor (stored int32, every value checked in [0, rows))."""
+    if isinstance(arg, torch.fx.Node) and arg in ctx.env:
+        value = ctx.env[arg]
+        if value.scalar_type not in INDEX_TYPES:
+            raise unsupported(node, f"its indices {arg} are not an integer tensor")
+        return value.vi
+    if isinstance(arg, torch.fx.Node) and arg.op == "get_attr":
+        from torchmcu.lower.graph import attr_tensor
+
+        t = attr_tensor(ctx.gm, arg)
+        if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
+            raise unsupported(node, f"its indices {arg} are a {t.dtype} constant, not integers")
+        values = t.numpy().astype(np.int64)
+        if values.size and (values.min() < 0 or values.max() >= rows):
+            bad = values[(values < 0) | (values >= rows)].reshape(-1)[0]
+            raise unsupported(node, f"its constant indices hold {int(bad)}, outside [0, {rows})")
+        return ctx.b.constant(values.astype(np.int32))
+    raise unsupported(node, f"its indices {arg} are computed by an op; an embedding reads a "
+                      "program input or a constant")

@@ -87,10 +87,11 @@ def quantized_constant(gm: torch.fx.GraphModule, node: object, what: str) -> Qua
 
 
 def int8_weights(
-    gm: torch.fx.GraphModule, node: torch.fx.Node, w_node: object, cout: int
+    gm: torch.fx.GraphModule, node: torch.fx.Node, w_node: object, cout: int | None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(int8 weight values, one scale per output channel) of a weighted op (conv2d, linear);
-    rejects what the kernels can't run."""
+    """(int8 weight values, one scale per output channel) of a weighted op (conv2d, linear;
+    cout None: the weight's first dim, an embedding's rows); rejects what the kernels can't
+    run."""
     if not is_dq(w_node):
         raise unsupported(node, "its weight is not an int8 quantized constant")
     qc = quantized_constant(gm, w_node, "weight")
@@ -100,6 +101,7 @@ def int8_weights(
         raise unsupported(node, "asymmetric weights (weight zero point must be 0)")
     if qc.axis is not None and qc.axis != 0:
         raise unsupported(node, f"per-channel weight scales along axis {qc.axis}")
+    cout = int(qc.values.shape[0]) if cout is None else cout
     scales = qc.scales if qc.scales.size == cout else np.full(cout, qc.scales[0])
     return qc.values, scales
 

@@ -198,9 +198,16 @@ class Kit:
         """The run's LoweringOptions."""
         return self.ctx.opts
 
-    def weights(self, node: torch.fx.Node, w_node: object, cout: int) -> tuple[Any, Any]:
-        """(int8 weight values, one scale per output channel) of a weighted op."""
+    def weights(self, node: torch.fx.Node, w_node: object, cout: int | None) -> tuple[Any, Any]:
+        """(int8 weight values, one scale per output channel) of a weighted op (cout None:
+        the weight's first dim)."""
         return graph.int8_weights(self.ctx.gm, node, w_node, cout)
+
+    def index_value(self, node: torch.fx.Node, arg: object, rows: int) -> int:
+        """The value index of a gather's integer indices: an int64/int32 program input as it
+        is, or a constant (torch.arange folded) stored as int32 after its values were checked
+        against [0, rows)."""
+        return context.index_value(self.ctx, node, arg, rows)
 
     def bias_int32(self, node: torch.fx.Node, bias_node: object, acc_scales: Any, cout: int) -> Any:
         """The bias as int32 at the accumulator scale (zeros when the op has none)."""

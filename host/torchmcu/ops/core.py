@@ -27,7 +27,7 @@ FAMILIES = ("int8", "portable", "control")
 CALLS = ("out", "multi_out", "loop_scalar", "loop_select", "loop_copy_index")
 ANNOTATE_KINDS = (
     "weighted", "binary", "anchor", "mean", "shared", "softmax", "masked_softmax", "table",
-    "activation", "cat",
+    "activation", "cat", "embedding",
 )
 
 

@@ -91,6 +91,9 @@ SHARED_TARGETS = views.annotations(resolve_target, "shared")
 # cat / stack (a list of observed inputs, own output qparams): from their patterns
 # (torchmcu/ops/defs/quantized_cat.py)
 CAT_TARGETS = views.annotations(resolve_target, "cat")
+# embedding (a per-row int8 table, unquantized integer indices): from its pattern
+# (torchmcu/ops/defs/embedding.py)
+EMBEDDING_TARGETS = views.annotations(resolve_target, "embedding")
 
 
 def _short(target: object) -> str:
@@ -191,6 +194,8 @@ class TorchmcuQuantizer(Quantizer):
                 self._annotate_table(node, **TABLE_TARGETS[t])
             elif t in CAT_TARGETS:
                 self._annotate_cat(node)
+            elif t in EMBEDDING_TARGETS:
+                self._annotate_embedding(node)
             elif t in SHARED_TARGETS:
                 self._annotate_shared(node, _short(t), role="shared", **SHARED_TARGETS[t])
             elif t in ACTIVATION_TARGETS:
@@ -242,7 +247,11 @@ class TorchmcuQuantizer(Quantizer):
         """`per_channel`: the op's weights may be quantized per output channel (they are if
         the quantizer is per_channel)."""
         # a transformer's linear layers (a graph with a residual stream): per channel too
-        per_channel = (per_channel or (kind == "linear" and bool(self._int16))) and self.per_channel
+        # and a linear reading an embedding's table (a tied LM head): the embedding's per-row
+        # scales are its per-output-channel ones, so both read one int8 copy
+        per_channel = (
+            per_channel or (kind == "linear" and (bool(self._int16) or _embedding_table(node)))
+        ) and self.per_channel
         x, w = node.args[0], node.args[1]
         b = node.args[2] if len(node.args) > 2 else None
         if not isinstance(x, Node) or not isinstance(w, Node):
@@ -364,6 +373,25 @@ class TorchmcuQuantizer(Quantizer):
             return False
         ann = x.meta.get("quantization_annotation")
         return ann is not None and ann.output_qspec is self.act_qspec
+
+    def _annotate_embedding(self, node: Node) -> None:
+        """aten.embedding(weight, indices, ...): the table int8 symmetric per row (axis 0: one
+        scale per token, which is also a tied LM head's per-output-channel scale; per tensor
+        with per_channel=False), the integer indices not quantized, the output observed."""
+        w = node.args[0]
+        if not isinstance(w, Node):
+            return
+        spec = self.weight_per_channel if self.per_channel else self.weight_per_tensor
+        node.meta["quantization_annotation"] = QuantizationAnnotation(
+            input_qspec_map={w: spec}, output_qspec=self.act_qspec, _annotated=True
+        )
+        write_annotation(
+            node,
+            TorchmcuAnnotation(
+                pattern="embedding",
+                weight_qscheme="per_channel" if self.per_channel else "per_tensor",
+            ),
+        )
 
     def _annotate_softmax(self, node: Node) -> None:
         x = node.args[0]
@@ -493,6 +521,14 @@ def residual_stream(graph: torch.fx.Graph, kept: set[Node]) -> set[Node]:
         keep = {n for n in stream if all(reads(u, n) or u in stream for u in n.users)}
         changed, stream = keep != stream, keep
     return stream
+
+
+def _embedding_table(linear: Node) -> bool:
+    """The linear's weight is also read as an embedding's table (a tied LM head)."""
+    w = linear.args[1] if len(linear.args) > 1 else None
+    return isinstance(w, Node) and any(
+        u.target in EMBEDDING_TARGETS and u.args[0] is w for u in w.users
+    )
 
 
 def _averaged_count(x: Node, mean: Node) -> int:
