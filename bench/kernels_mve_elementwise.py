@@ -1,9 +1,8 @@
 """Executed instructions of quantize/dequantize, add/mul (also broadcast), maximum, max/avg
-pooling, softmax, table activations, prelu, resize, cat, batch matmul, layer norm and the
-int16 residual stream's add16 and layer norm on QEMU
-(Cortex-M55), scalar vs Helium (MVE), against the CMSIS-NN figures of issue 4 and, for the
-example architectures' shapes of issue 17, CMSIS-NN figures measured the same way
-(bench/README.md).
+pooling, softmax, table activations, prelu, embedding, resize, cat, batch matmul, layer norm
+and the int16 residual stream's add16 and layer norm on QEMU (Cortex-M55), scalar vs Helium
+(MVE), against the CMSIS-NN figures of issue 4 and, for the example architectures' shapes of
+issue 17, CMSIS-NN figures measured the same way (bench/README.md).
 
     python bench/kernels_mve_elementwise.py [--shapes add maxpool ...]
                                             [--build-dir build/bench-kernels-mve-elementwise]
@@ -180,6 +179,25 @@ def _table(h: int, w: int, c: int) -> Callable:
         lut = p.input(rng.integers(-128, 128, (256,), dtype=np.int8), pm.ScalarType.CHAR)
         out = p.output(pm.ScalarType.CHAR, [1, c, h, w], LEGACY)
         p.call("cortex_m::quantized_activation", [x, lut, out], f"{h}x{w}x{c} table")
+
+    return build
+
+
+def _embedding(tokens: int, vocab: int, dim: int) -> Callable:
+    """torchmcu::quantized_embedding: `tokens` int64 ids into a [vocab, dim] table, one
+    requantization per row (gpt_tiny's token embedding)."""
+
+    def build(p, rng) -> None:
+        from torchmcu import reference as ref
+        from torchmcu.pte import program as pm
+
+        pairs = [ref.single_rounding_multiplier(float(r)) for r in rng.uniform(0.2, 1.5, vocab)]
+        w = p.input(rng.integers(-127, 128, (vocab, dim), dtype=np.int8), pm.ScalarType.CHAR)
+        idx = p.input(rng.integers(0, vocab, (1, tokens)), pm.ScalarType.LONG)
+        m = p.input(np.array([m for m, _ in pairs], np.int32), pm.ScalarType.INT)
+        sh = p.input(np.array([s for _, s in pairs], np.int32), pm.ScalarType.INT)
+        out = p.output(pm.ScalarType.CHAR, [1, tokens, dim])
+        p.call("torchmcu::quantized_embedding", [w, idx, m, sh, p.i(-5), out], f"{tokens}x{dim}")
 
     return build
 
@@ -376,6 +394,8 @@ SHAPES: dict[str, Shape] = {
     "table_hardswish_48x48x16": Shape("quantized_activation", 36864, None, _table(48, 48, 16)),
     "table_6x6x240": Shape("quantized_activation", 8640, None, _table(6, 6, 240)),
     "prelu_32x32x16": Shape("quantized_prelu", 16384, None, _prelu, "tm_torchmcu_"),
+    # issue 18, gpt_tiny's token embedding: 64 ids into a 16 x 128 table
+    "embedding_gpt_64x128": Shape("quantized_embedding", 64 * 128, None, _embedding(64, 16, 128), "tm_torchmcu_"),
     "resize_nearest_unet": Shape("resize2d", 65536, None, _resize(False, 32, 32, 16), "tm_torchmcu_"),
     # issue 18, vit_tiny's attention (4 heads, 17 tokens, head dim 16; elements: MACs) and
     # layer norm (17 tokens x 64)

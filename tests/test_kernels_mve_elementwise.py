@@ -1,6 +1,6 @@
 """Helium (MVE) paths of quantize/dequantize, add/mul, max/avg pooling, softmax, resize, prelu,
-cat, table activations, batch matmul and layer norm on QEMU (Cortex-M55), bit-exact with the
-numpy reference and with the host (scalar) kernels.
+embedding, cat, table activations, batch matmul and layer norm on QEMU (Cortex-M55), bit-exact
+with the numpy reference and with the host (scalar) kernels.
 
 One firmware image per session runs every case: each case is an independent one-op call
 inside a single Program (its operands are method inputs, its result a method output), so
@@ -37,6 +37,7 @@ _NP = {
     pm.ScalarType.BYTE: np.uint8,
     pm.ScalarType.INT: np.int32,
     pm.ScalarType.BOOL: np.bool_,
+    pm.ScalarType.LONG: np.int64,
 }
 
 
@@ -560,6 +561,29 @@ def prelu_cases(p: CaseProgram, rng: np.random.Generator) -> None:
         p.call("torchmcu::quantized_prelu", args, f"{sizes} zps={zps}")
 
 
+def embedding_cases(p: CaseProgram, rng: np.random.Generator) -> None:
+    """Row lengths 1..35, 64, 100 (every tail of the four-column steps), 1..40 rows, int64 and
+    int32 indices of rank 1..3, row scales from 2^-4 to 2^4 of the output's (left and right
+    shifts), unaligned tables and outputs."""
+    for k, cols in enumerate([*range(1, 36), 64, 100]):
+        rows = 1 + (k * 7) % 40
+        weight = rng.integers(-127, 128, (rows, cols), dtype=np.int8)
+        out_scale = float(rng.uniform(0.01, 0.1))
+        pairs = [ref.single_rounding_multiplier(out_scale * 2.0 ** float(e) / out_scale)
+                 for e in rng.uniform(-4, 4, rows)]  # fmt: skip
+        sizes = [[5], [2, 3], [2, 1, 3]][k % 3]
+        stype = pm.ScalarType.LONG if k % 2 else pm.ScalarType.INT
+        idx = rng.integers(0, rows, sizes)
+        w = p.input(weight, pm.ScalarType.CHAR, misalign=k % 5)
+        i = p.input(idx, stype, misalign=k % 3)
+        m = p.input(np.array([m for m, _ in pairs], np.int32), pm.ScalarType.INT)
+        sh = p.input(np.array([s for _, s in pairs], np.int32), pm.ScalarType.INT)
+        out = p.output(pm.ScalarType.CHAR, [*sizes, cols], misalign=(k + 1) % 4)
+        zp = int(rng.integers(-128, 128))
+        args = [w, i, m, sh, p.i(zp), out]
+        p.call("torchmcu::quantized_embedding", args, f"{rows}x{cols} {sizes} {stype.name} zp={zp}")
+
+
 def batch_matmul_cases(p: CaseProgram, rng: np.random.Generator) -> None:
     """Inner sizes 1..40 (every tail of the 16-byte loop), column counts around the
     4-channel blocks, batches 1..4, zero points of both sides 0 or not (the offset terms
@@ -667,6 +691,7 @@ CASE_BUILDERS = {
     "masked_softmax": masked_softmax_cases,
     "resize2d": resize_cases,
     "quantized_prelu": prelu_cases,
+    "quantized_embedding": embedding_cases,
     "quantized_cat": cat_cases,
     "quantized_activation": table_cases,
     "quantized_batch_matmul": batch_matmul_cases,
@@ -729,6 +754,7 @@ MVE_KERNELS = {
     "softmax": "vqrdmulh",
     "resize2d": "vqrdmulh",
     "quantized_prelu": "vqrdmulh",
+    "quantized_embedding": "vqrdmulh",
     "quantized_cat": "vqrdmulh",
     "quantized_activation": "vldrbt.u8",
     "quantized_batch_matmul": "vmlava.s8",  # objdump's name of vmladava
