@@ -9,6 +9,8 @@
  *   TM_MEMORY meta=<bytes used>/<bytes reserved> arena=<used>/<reserved> program=<bytes>
  *   TM_OUTPUT <sample> <index> <scalar type> <nbytes> <hex of the tensor memory>
  *   TM_RUN <sample> cycles=<n> instructions=<n>       (0 where the core has no PMU)
+ *   TM_TOKEN <sample> <step> <token> cycles=<n> instructions=<n>  (generation images only:
+ *                                                  generate.h; TM_RUN then carries zeros)
  *   TM_ERROR <class> status=<name> message=<...> [op=<name>] [instruction=<i>] ...
  *   TM_END status=OK samples=<n>
  *
@@ -27,6 +29,7 @@
 
 #include "bundled_runner.h"
 #include "exit_codes.h"
+#include "generate.h"
 #include "io_blob.h"
 #include "load.h"
 #include "tm_cmsis/platform.h"
@@ -217,11 +220,22 @@ static int run_program(const tm_runner_program *p, uint32_t *samples_run, uint32
     if (code != TM_EXIT_OK) {
       return code;
     }
-    uint32_t cycles, instructions;
+    uint32_t cycles = 0, instructions = 0;
+#if defined(TM_RUNNER_GENERATE)
+    tm_status st = TM_OK;
+    code = tm_runner_generate(&method, s, &st);
+    if (code == TM_EXIT_KERNEL_ERROR) {
+      return fail(code, "kernel", st, &method.diag);
+    }
+    if (code != TM_EXIT_OK) {
+      return code;
+    }
+#else
     const tm_status st = tm_runner_execute(&method, &cycles, &instructions);
     if (st != TM_OK) {
       return fail(TM_EXIT_KERNEL_ERROR, "kernel", st, &method.diag);
     }
+#endif
     code = report_outputs(&blob, s, mismatches);
     if (code != TM_EXIT_OK) {
       return code;

@@ -145,6 +145,7 @@ def build(
     bundle_atol_int: float | None = None,
     ops_yaml: str | os.PathLike[str] | None = None,
     names: Sequence[str] | None = None,
+    generate: tuple[int, int, int] | None = None,
 ) -> FirmwareImage:
     """Configure (preset `board`) and build the runner with `pte` embedded.
 
@@ -163,8 +164,13 @@ def build(
     (blob, path or None) per program; `names` (default: the file stems) tag each program's
     output lines (TM_PROGRAM, parsed into RunResult.programs). A one-element list builds the
     one-program image.
+    generate: (pad, end, max_new) token ids: the runner decodes greedily from each sample's
+    prompt (firmware/runner/generate.h; end -1 for none) and prints TM_TOKEN lines
+    (RunResult.generated) instead of one inference per sample.
     """
     get_board(board)  # a clear error for an unknown board before CMake runs
+    if generate is not None and (len(generate) != 3 or int(generate[2]) < 1):
+        raise FirmwareBuildError(f"generate must be (pad, end, max_new >= 1), got {generate!r}")
     doctor.require("arm-gcc", "newlib", "cmake", "ninja")  # one line naming what is missing
     root = source_dir()
     out = Path(build_dir).resolve()
@@ -207,6 +213,7 @@ def build(
         "TORCHMCU_BUNDLE_ATOL": "" if bundle_atol is None else repr(float(bundle_atol)),
         "TORCHMCU_BUNDLE_ATOL_INT": "" if bundle_atol_int is None else repr(float(bundle_atol_int)),
         "TORCHMCU_OPS_YAML": yaml_path,
+        "TORCHMCU_GENERATE": "" if generate is None else ";".join(str(int(v)) for v in generate),
     }
     cache.update({k: str(v) for k, v in (defines or {}).items()})
     with progress.task(f"building the {board} firmware", unit="steps") as shown:

@@ -96,6 +96,12 @@ class RunResult:
         plugin."""
         return [dict(r) for r in parse_runner(self.console)]
 
+    @property
+    def generated(self) -> dict[int, list[dict[str, int]]]:
+        """The tokens a generation image (build(generate=...), firmware/runner/generate.h)
+        produced: sample -> one {"step", "token", "cycles", "instructions"} per TM_TOKEN line."""
+        return parse_tokens(self.console)
+
     def program(self, key: int | str) -> ProgramRun:
         """The section of one program of a several-program image, by index or name."""
         for p in self.programs:
@@ -190,6 +196,19 @@ def parse_programs(text: str) -> list[ProgramRun]:
                 current.errors.append(line)
             _parse_line(line, current.raw_outputs, current.runs)
     return programs
+
+
+def parse_tokens(console: str) -> dict[int, list[dict[str, int]]]:
+    """The TM_TOKEN lines of a generation image's console (firmware/runner/generate.h):
+    sample -> one {"step", "token", "cycles", "instructions"} per generated token."""
+    tokens: dict[int, list[dict[str, int]]] = {}
+    for line in console.splitlines():
+        if line.startswith("TM_TOKEN "):
+            _, sample, step, token, *counters = line.split(" ")
+            record = {"step": int(step), "token": int(token)}
+            record.update({k: int(v) for k, v in (c.split("=") for c in counters)})
+            tokens.setdefault(int(sample), []).append(record)
+    return tokens
 
 
 def _parse_line(line: str, outputs: RawOutputs, runs: list[dict[str, int]]) -> None:
