@@ -41,6 +41,8 @@ OUTPUT_SHAPES = {
     "conv1d_kws": (1, 12),
     "gru_kws": (1, 12),
     "vit_tiny": (1, 10),
+    "gpt_tiny": (1, 64, 16),  # logits per position over the vocabulary
+    "gpt_tiny_masked": (1, 64, 16),
 }
 # torchvision's published parameter counts of these architectures (1000 classes) and the
 # width of their classifier's input: ours have 10 classes, everything else the same.
