@@ -21,7 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 from torchmcu import device, native, ops
-from torchmcu.ops.defs.embedding import quantized_embedding, row_requant
+from torchmcu.lower.requant import per_channel_requant
+from torchmcu.ops.defs.embedding import quantized_embedding
 from torchmcu.pte import program as pm
 from torchmcu.reference.interpreter import InterpreterError, run_program
 
@@ -86,7 +87,7 @@ def _case(rows: int, cols: int, seed: int):
     out_scale = float(rng.uniform(0.01, 0.1))
     scales = out_scale * 2.0 ** rng.uniform(-4, 4, rows)
     zp = int(rng.integers(-128, 128))
-    mults, shifts = row_requant(scales, out_scale)
+    mults, shifts = (np.array(v, np.int32) for v in per_channel_requant(1.0, scales, out_scale))
     return weight, scales, out_scale, zp, mults, shifts
 
 

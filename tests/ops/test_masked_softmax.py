@@ -208,3 +208,19 @@ def test_an_additive_bias_that_is_not_a_mask_is_named():
     cal = [(torch.randn(1, 12, 32),) for _ in range(2)]
     with pytest.raises(UnsupportedOpError, match="scaled_dot_product_attention"):
         torchmcu.export(model, cal[0], calibration=cal, strict=True)
+
+
+class FillNotBeforeSoftmax(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.register_buffer("mask", torch.tensor([True, False] * 4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x.masked_fill(self.mask, 0.0))
+
+
+def test_a_masked_fill_that_is_not_a_mask_is_named():
+    cal = [(torch.randn(1, 8),) for _ in range(2)]
+    with pytest.raises(UnsupportedOpError, match="masked_fill other than attention's mask"):
+        torchmcu.export(FillNotBeforeSoftmax().eval(), cal[0], calibration=cal, strict=True)

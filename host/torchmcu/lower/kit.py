@@ -23,6 +23,7 @@ from torchmcu.lower.values import LValue
 from torchmcu.ops.core import OpDef, Pattern
 from torchmcu.pte.program import ScalarType, String, TensorList
 from torchmcu.quantize import targets
+from torchmcu.quantize.annotation import read_annotation
 from torchmcu.quantize.qdq import is_dq, is_q
 
 Rule = Callable[[Ctx, torch.fx.Node], None]
@@ -125,6 +126,12 @@ class Kit:
 
     def bind_output(self, qs: list[torch.fx.Node], act: torch.fx.Node | None, out: LValue) -> None:
         context.bind_output(self.ctx, qs, act, out)
+
+    @staticmethod
+    def annotated_pattern(node: torch.fx.Node) -> str | None:
+        """The pattern the quantizer annotated node as ("masked_softmax", ...), None if none."""
+        record = read_annotation(node)
+        return None if record is None else record.pattern
 
     @staticmethod
     def quantized(node: torch.fx.Node) -> bool:

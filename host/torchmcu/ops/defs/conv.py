@@ -275,7 +275,7 @@ def _window(b: Bound) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]
     )
 
 
-def _per_channel(
+def per_channel(
     b: Bound, name: str, channels: int, lo: int | None = None, hi: int | None = None
 ) -> None:
     """tm_per_channel_mults / _shifts: an int32 tensor of `channels` items (within [lo, hi])."""
@@ -298,8 +298,8 @@ def _quant(b: Bound, channels: int) -> None:
     """tm_conv_quant_args: the offsets, per-channel requantization and the activation range."""
     b.int_in("input_offset", -INT8_MAX, -INT8_MIN)
     b.int_in("output_offset", INT8_MIN, INT8_MAX)
-    _per_channel(b, "requantize_multipliers", channels)
-    _per_channel(b, "requantize_shifts", channels, SHIFT_MIN, SHIFT_MAX)
+    per_channel(b, "requantize_multipliers", channels)
+    per_channel(b, "requantize_shifts", channels, SHIFT_MIN, SHIFT_MAX)
     act_min = b.int_in("activation_min", INT8_MIN, INT8_MAX)
     b.int_in("activation_max", act_min, INT8_MAX)
 

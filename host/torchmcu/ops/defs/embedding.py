@@ -22,14 +22,12 @@ from typing import Any
 import numpy as np
 
 from torchmcu.ops.core import Annotate, Bound, op, pattern
+from torchmcu.ops.defs.conv import per_channel
 from torchmcu.ops.defs.linear import contiguous
 from torchmcu.ops.intmath import (
     INT8_MAX,
     INT8_MIN,
-    INT32_MAX,
-    INT32_MIN,
     requantize,
-    single_rounding_multiplier,
 )
 from torchmcu.ops.layout import disjoint
 from torchmcu.pte import program as pm
@@ -57,20 +55,6 @@ CONTRACT = """\
 - Helium: four columns per step (a predicated tail), one requantization of the row's pair."""
 
 
-def _row_pairs(b: Bound, name: str, rows: int, lo: int, hi: int) -> None:
-    t = b.value(name)
-    if not (
-        isinstance(t, pm.Tensor)
-        and t.scalar_type == pm.ScalarType.INT
-        and 1 <= len(t.sizes) <= 6
-        and int(np.prod(t.sizes)) == rows
-    ):
-        raise b.reject(name, f"expected an int32 tensor of {rows} elements (one per row)")
-    data = b.data(name)
-    if data is not None and not np.all((np.asarray(data) >= lo) & (np.asarray(data) <= hi)):
-        raise b.reject(name, f"expected values in [{lo}, {hi}]")
-
-
 def check(b: Bound) -> None:
     """quantized_embedding.c's TM_ARG_CHECKs, in its order, on a bound call."""
     w = b.value("weight")
@@ -86,8 +70,8 @@ def check(b: Bound) -> None:
         raise b.reject(
             "indices", f"expected a contiguous int64 or int32 tensor of rank 1..{MAX_INDEX_RANK}"
         )
-    _row_pairs(b, "multipliers", rows, INT32_MIN, INT32_MAX)
-    _row_pairs(b, "shifts", rows, -31, 31)
+    per_channel(b, "multipliers", rows)
+    per_channel(b, "shifts", rows, -31, 31)
     b.int_in("output_zero_point", INT8_MIN, INT8_MAX)
     out = b.value("out")
     if not (
@@ -149,12 +133,6 @@ QUANTIZED_EMBEDDING = op(
 )
 
 
-def row_requant(w_scales: np.ndarray, out_scale: float) -> tuple[np.ndarray, np.ndarray]:
-    """(multipliers, shifts) int32 taking row v's int8 values to the output scale."""
-    pairs = [single_rounding_multiplier(float(s) / out_scale) for s in w_scales]
-    return np.array([m for m, _ in pairs], np.int32), np.array([s for _, s in pairs], np.int32)
-
-
 def lower_embedding(k: Any, node: Any) -> None:
     """aten.embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse): the int8
     table with one scale per row, the indices a program input (int64) or a constant (int32)."""
@@ -171,15 +149,15 @@ def lower_embedding(k: Any, node: Any) -> None:
         raise k.unsupported(node, f"rank-{len(out_shape) - 1} indices (rank 1..{MAX_INDEX_RANK})")
     indices = k.index_value(node, idx_node, rows)
     qs, act, qp = k.output_quant(node, allow_activation=False)
-    mults, shifts = row_requant(w_scales, qp.scale)
+    mults, shifts = k.per_channel_requant(1.0, w_scales, qp.scale)  # row v: s_v / s_out
     out = k.new_int8(node.name, out_shape, qp, nhwc=False)
     k.call(
         QUANTIZED_EMBEDDING,
         node,
         weight=k.constant(np.ascontiguousarray(w)),
         indices=indices,
-        multipliers=k.constant(mults),
-        shifts=k.constant(shifts),
+        multipliers=k.constant(np.array(mults, np.int32)),
+        shifts=k.constant(np.array(shifts, np.int32)),
         output_zero_point=k.int_(qp.zero_point),
         out=out.vi,
     )

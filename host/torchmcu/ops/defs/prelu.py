@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from torchmcu.ops.core import Annotate, Bound, op, pattern
+from torchmcu.ops.defs.conv import per_channel
 from torchmcu.ops.intmath import requantize, single_rounding_multiplier
 from torchmcu.ops.layout import laid_out_as, same_layout
 from torchmcu.pte import program as pm
@@ -51,20 +52,6 @@ def _channels(x: pm.Tensor) -> int | None:
     return None
 
 
-def _per_channel(b: Bound, name: str, channels: int, lo: int, hi: int) -> None:
-    t = b.value(name)
-    if not (
-        isinstance(t, pm.Tensor)
-        and t.scalar_type == pm.ScalarType.INT
-        and 1 <= len(t.sizes) <= 6
-        and int(np.prod(t.sizes)) == channels
-    ):
-        raise b.reject(name, f"expected an int32 tensor of {channels} elements")
-    data = b.data(name)
-    if data is not None and not np.all((np.asarray(data) >= lo) & (np.asarray(data) <= hi)):
-        raise b.reject(name, f"expected values in [{lo}, {hi}]")
-
-
 def check(b: Bound) -> None:
     """quantized_prelu.c's TM_ARG_CHECKs, in its order, on a bound call."""
     x = b.value("input")
@@ -75,8 +62,8 @@ def check(b: Bound) -> None:
     b.int_in("output_zero_point", INT8_MIN, INT8_MAX)
     b.int_in("positive_multiplier", INT32_MIN, INT32_MAX)
     b.int_in("positive_shift", -31, 31)
-    _per_channel(b, "negative_multipliers", channels, INT32_MIN, INT32_MAX)
-    _per_channel(b, "negative_shifts", channels, -31, 31)
+    per_channel(b, "negative_multipliers", channels)
+    per_channel(b, "negative_shifts", channels, -31, 31)
     out = b.value("out")
     if not (
         isinstance(out, pm.Tensor)

@@ -319,6 +319,9 @@ MASKED_FILL_MAX = -1e4  # a fill value at or below this is "left out" (float32 e
 def lower_masked_softmax(k: Any, node: Any) -> None:
     """masked_fill(x, mask, v) whose only reader is a softmax over the last dim: one
     masked_softmax call bound as the softmax's result (the quantizer annotated the pair)."""
+    if k.annotated_pattern(node) != "masked_softmax":
+        raise k.unsupported(node, "a masked_fill other than attention's mask before a softmax "
+                            "over the last dim (a constant mask, a fill value of -inf or <= -1e4)")
     (soft,) = node.users
     mask = np.asarray(k.bool_constant(node.args[1]))
     x = k.as_contiguous(k.input_value(node.args[0]))
